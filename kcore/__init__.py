@@ -1,0 +1,3 @@
+"""kcore: a Kafka-compatible distributed commit log."""
+
+__version__ = "0.1.0"
