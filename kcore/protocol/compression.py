@@ -1,0 +1,285 @@
+"""Kafka batch compression codecs: the bytes after recordsCount in a v2 batch.
+
+The codec id sits in bits 0-2 of the RecordBatch attributes (KIP-98 layout;
+Kafka `CompressionType.java`): none 0, gzip 1, snappy 2, lz4 3, zstd 4;
+5-7 are unassigned and rejected with :class:`UnsupportedCodecError`.
+
+Formats, as the Java client (`org.apache.kafka.common.compress`) writes them
+and as librdkafka / kafka-python / aiokafka read them:
+
+gzip (1)
+    RFC 1952 gzip members (not bare zlib/deflate). Java wraps the stream in
+    `GZIPOutputStream` with `Deflater.DEFAULT_COMPRESSION`, which zlib maps to
+    level 6. Readers accept several concatenated members, so we do too.
+
+snappy (2)
+    Two framings exist in the wild and both are accepted on decompress:
+
+    * xerial block framing, written by Java (`SnappyOutputStream`),
+      kafka-python and aiokafka::
+
+        0  magic   \\x82 S N A P P Y \\x00     (8 bytes)
+        8  version i32 BE (1)
+        12 compat  i32 BE (1)
+        16 [block length i32 BE][raw snappy block] ...
+
+      each block compresses at most 32 KiB of input (xerial's default block
+      size). Version/compat are not checked: some producers write them
+      little-endian, and only one framing version exists.
+    * raw snappy (one block, no header), written by librdkafka.
+
+    Compression writes the xerial framing, as the Java client does.
+
+lz4 (3)
+    LZ4 frame format (lz4_Frame_format.md v1.5.1), as Java's
+    `Lz4BlockOutputStream` writes it: 64 KiB independent blocks, no block or
+    content checksum, no content size. Java readers reject linked blocks, so
+    block_linked is off. Kafka's default level 9 selects lz4-java's *fast*
+    compressor, which is LZ4's default (python-lz4 level 0).
+
+zstd (4)
+    Zstandard frames (RFC 8878), level 3 (Kafka's and zstd's default). Frames
+    without a content size (streaming writers such as Java's
+    `ZstdOutputStream`) and several concatenated frames are accepted.
+
+Thread safety: :func:`compress` and :func:`decompress` may be called from any
+thread. zstd contexts are not thread-safe, so each thread keeps its own
+compressor and decompressor (``threading.local``); the other libraries are
+called through stateless one-shot functions.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import threading
+import zlib
+
+import cramjam
+import lz4.frame
+import zstandard
+
+__all__ = [
+    "CompressionType",
+    "CompressionError",
+    "UnsupportedCodecError",
+    "compress",
+    "decompress",
+    "codec_from_name",
+    "GZIP_LEVEL",
+    "LZ4_LEVEL",
+    "ZSTD_LEVEL",
+    "SNAPPY_XERIAL_BLOCK_SIZE",
+]
+
+
+class CompressionType(enum.IntEnum):
+    """Codec ids of RecordBatch attributes bits 0-2 (Kafka `CompressionType`)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def kafka_name(self) -> str:
+        """The name Kafka uses in configs and kafka-dump-log output."""
+        return self.name.lower()
+
+
+class CompressionError(ValueError):
+    """Compressed bytes that the codec cannot decode (truncated or corrupt)."""
+
+    def __init__(self, codec: int, reason: str) -> None:
+        super().__init__(f"{_codec_label(codec)}: {reason}")
+        self.codec = codec
+        self.reason = reason
+
+
+class UnsupportedCodecError(ValueError):
+    """A codec id outside 0-4 (ids 5-7 fit in the attribute bits but are unassigned)."""
+
+    def __init__(self, codec: int) -> None:
+        super().__init__(f"unsupported compression codec id {codec} (known: 0 none, 1 gzip, "
+                         f"2 snappy, 3 lz4, 4 zstd)")
+        self.codec = codec
+
+
+# Java's GZIPOutputStream default: Deflater.DEFAULT_COMPRESSION (-1), which zlib maps to 6.
+GZIP_LEVEL = 6
+# Kafka's lz4 default level 9 picks lz4-java's fast compressor, i.e. LZ4's default
+# (non-HC) mode, which python-lz4 calls level 0.
+LZ4_LEVEL = 0
+# Kafka's (and libzstd's ZSTD_CLEVEL_DEFAULT) default level.
+ZSTD_LEVEL = 3
+# xerial SnappyOutputStream's default block size: each framed block holds at most
+# this many uncompressed bytes.
+SNAPPY_XERIAL_BLOCK_SIZE = 32 * 1024
+
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # gzip header and trailer, not a zlib stream
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_HEADER_SIZE = len(_XERIAL_HEADER)  # 16
+_BLOCK_LENGTH = struct.Struct(">i")
+
+_NAMES = {codec.kafka_name: codec for codec in CompressionType}
+
+
+def codec_from_name(name: str) -> CompressionType:
+    """Map a Kafka codec name ("none", "gzip", "snappy", "lz4", "zstd") to its id."""
+    try:
+        return _NAMES[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown compression type {name!r}; expected one of "
+                         f"{', '.join(_NAMES)}") from None
+
+
+def _codec_label(codec: int) -> str:
+    try:
+        return CompressionType(codec).kafka_name
+    except ValueError:
+        return f"codec {codec}"
+
+
+class _ZstdContexts(threading.local):
+    """One zstd compressor and decompressor per thread (the contexts are not thread-safe)."""
+
+    def __init__(self) -> None:
+        # write_content_size lets readers size the output buffer in one step.
+        self.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_zstd = _ZstdContexts()
+
+
+# ---------------------------------------------------------------- compress
+
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
+    """Compress ``data`` as a Kafka producer using ``codec`` would."""
+    if codec == CompressionType.NONE:
+        return bytes(data)
+    if codec == CompressionType.GZIP:
+        return zlib.compress(data, GZIP_LEVEL, _GZIP_WBITS)
+    if codec == CompressionType.SNAPPY:
+        return _snappy_xerial_compress(data)
+    if codec == CompressionType.LZ4:
+        return lz4.frame.compress(
+            data,
+            compression_level=LZ4_LEVEL,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            block_checksum=False,
+            store_size=False,
+        )
+    if codec == CompressionType.ZSTD:
+        return _zstd.compressor.compress(data)
+    raise UnsupportedCodecError(codec)
+
+
+def _snappy_xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
+    view = memoryview(data).cast("B")
+    parts = [_XERIAL_HEADER]
+    for start in range(0, len(view), SNAPPY_XERIAL_BLOCK_SIZE):
+        block = bytes(cramjam.snappy.compress_raw(view[start:start + SNAPPY_XERIAL_BLOCK_SIZE]))
+        parts.append(_BLOCK_LENGTH.pack(len(block)))
+        parts.append(block)
+    return b"".join(parts)
+
+
+# -------------------------------------------------------------- decompress
+
+def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
+    """Decompress a batch's records section written with ``codec``.
+
+    Raises :class:`CompressionError` on truncated or corrupt input and
+    :class:`UnsupportedCodecError` for an unknown codec id.
+    """
+    if codec == CompressionType.NONE:
+        return bytes(data)
+    if len(data) == 0 and 0 < codec <= CompressionType.ZSTD:
+        raise CompressionError(codec, "empty input")
+    if codec == CompressionType.GZIP:
+        return _gzip_decompress(data)
+    if codec == CompressionType.SNAPPY:
+        return _snappy_decompress(data)
+    if codec == CompressionType.LZ4:
+        return _lz4_decompress(data)
+    if codec == CompressionType.ZSTD:
+        return _zstd_decompress(data)
+    raise UnsupportedCodecError(codec)
+
+
+def _gzip_decompress(data: bytes | bytearray | memoryview) -> bytes:
+    remaining = bytes(data)
+    out = []
+    try:
+        while True:
+            member = zlib.decompressobj(_GZIP_WBITS)
+            out.append(member.decompress(remaining))
+            if not member.eof:
+                raise CompressionError(CompressionType.GZIP, "truncated gzip member")
+            remaining = member.unused_data
+            if not remaining:
+                return b"".join(out)
+    except zlib.error as exc:
+        raise CompressionError(CompressionType.GZIP, str(exc)) from exc
+
+
+def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
+    view = memoryview(data).cast("B")
+    try:
+        if len(view) >= _XERIAL_HEADER_SIZE and view[:8] == _XERIAL_MAGIC:
+            return _snappy_xerial_blocks(view)
+        return bytes(cramjam.snappy.decompress_raw(view))
+    except cramjam.DecompressionError as exc:
+        raise CompressionError(CompressionType.SNAPPY, str(exc)) from exc
+
+
+def _snappy_xerial_blocks(view: memoryview) -> bytes:
+    out = []
+    position = _XERIAL_HEADER_SIZE
+    end = len(view)
+    while position < end:
+        if end - position < 4:
+            raise CompressionError(CompressionType.SNAPPY, "truncated xerial block length")
+        (block_length,) = _BLOCK_LENGTH.unpack_from(view, position)
+        position += 4
+        if block_length < 0 or position + block_length > end:
+            raise CompressionError(
+                CompressionType.SNAPPY,
+                f"xerial block of {block_length} bytes at {position - 4} overruns {end} bytes")
+        out.append(bytes(cramjam.snappy.decompress_raw(view[position:position + block_length])))
+        position += block_length
+    return b"".join(out)
+
+
+def _lz4_decompress(data: bytes | bytearray | memoryview) -> bytes:
+    try:
+        return lz4.frame.decompress(data)
+    except RuntimeError as exc:
+        raise CompressionError(CompressionType.LZ4, str(exc)) from exc
+
+
+def _zstd_decompress(data: bytes | bytearray | memoryview) -> bytes:
+    decompressor = _zstd.decompressor
+    try:
+        # Fast path: one frame that records its content size (zstd's one-shot writers).
+        return decompressor.decompress(data, allow_extra_data=False)
+    except zstandard.ZstdError:
+        pass
+    # Streamed frames without a content size, or several frames back to back.
+    remaining = bytes(data)
+    out = []
+    try:
+        while remaining:
+            frame = decompressor.decompressobj()
+            out.append(frame.decompress(remaining))
+            if not frame.eof:
+                raise CompressionError(CompressionType.ZSTD, "truncated zstd frame")
+            remaining = frame.unused_data
+    except zstandard.ZstdError as exc:
+        raise CompressionError(CompressionType.ZSTD, str(exc)) from exc
+    return b"".join(out)
