@@ -1,0 +1,265 @@
+"""Pure-Python twins of the native kernels: the test oracle and the baseline
+of the micro-benchmarks. Same names, arguments, results and exceptions as the
+compiled modules (``records``, ``index``, ``segment``); slow by design, never
+used on a hot path.
+
+RecordBatch v2 layout (KIP-98), big-endian::
+
+     0 baseOffset i64 | 8 batchLength i32 | 12 partitionLeaderEpoch i32
+    16 magic i8 = 2 | 17 crc u32 (CRC-32C over attributes..end)
+    21 attributes i16 | 23 lastOffsetDelta i32 | 27 baseTimestamp i64
+    35 maxTimestamp i64 | 43 producerId i64 | 51 producerEpoch i16
+    53 baseSequence i32 | 57 recordsCount i32 | 61 records
+
+Record: length varint, attributes i8, timestampDelta varlong, offsetDelta
+varint, keyLength varint (-1 null), key, valueLength varint, value,
+headerCount varint, headers (keyLength, key, valueLength, value).
+
+Offset index entry (Kafka ``OffsetIndex``): i32 relative offset, i32
+position. Time index entry (``TimeIndex``): i64 timestamp, i32 relative
+offset.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Sequence
+
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_CRC_POLY = 0x82F63B78
+_MAX_U64 = (1 << 64) - 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ _CRC_POLY if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+class CorruptBatchError(ValueError):
+    """A RecordBatch failed a check. ``reason`` is 'size', 'magic', 'crc' or
+    'count'; ``position`` is the byte position of the batch in the buffer."""
+
+    def __init__(self, reason: str, position: int = 0, message: str | None = None):
+        self.reason = reason
+        self.position = position
+        super().__init__(message or f"corrupt record batch at position {position}: {reason}")
+
+
+def crc32c(data, crc: int = 0) -> int:
+    table = _CRC_TABLE
+    reg = crc ^ 0xFFFFFFFF
+    for byte in memoryview(data).cast("B"):
+        reg = table[(reg ^ byte) & 0xFF] ^ (reg >> 8)
+    return reg ^ 0xFFFFFFFF
+
+
+def _as_int64(n: int) -> int:
+    if not _INT64_MIN <= n <= _INT64_MAX:
+        raise ValueError(f"{n} does not fit in a signed 64-bit integer")
+    return n
+
+
+def _as_uint64(n: int) -> int:
+    if n < 0:
+        raise ValueError(f"{n} is negative")
+    if n > _MAX_U64:
+        raise ValueError(f"{n} does not fit in an unsigned 64-bit integer")
+    return n
+
+
+def zigzag_encode(n: int) -> int:
+    n = _as_int64(n)
+    return ((n << 1) ^ (n >> 63)) & _MAX_U64
+
+
+def zigzag_decode(n: int) -> int:
+    n = _as_uint64(n)
+    return (n >> 1) ^ -(n & 1)
+
+
+def encode_uvarint(n: int) -> bytes:
+    n = _as_uint64(n)
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_varint(n: int) -> bytes:
+    return encode_uvarint(zigzag_encode(n))
+
+
+def decode_uvarint(buf, pos: int = 0) -> tuple[int, int]:
+    data = memoryview(buf).cast("B")
+    if pos < 0:
+        raise ValueError(f"position {pos} is negative")
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        if shift == 63 and byte > 1:
+            raise ValueError("overlong varint: more than 64 bits")
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("overlong varint: more than 10 bytes")
+
+
+def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
+    value, pos = decode_uvarint(buf, pos)
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def parse_batch_header(buf, pos: int = 0) -> tuple:
+    data = memoryview(buf).cast("B")
+    if pos < 0 or len(data) - pos < BATCH_HEADER_SIZE:
+        raise CorruptBatchError("size", pos)
+    return _HEADER.unpack_from(data, pos)
+
+
+def _batch_size(data: memoryview, position: int) -> int:
+    """Size of the batch at position, or -1 when it is torn or too short."""
+    if len(data) - position < BATCH_HEADER_SIZE:
+        return -1
+    batch_length = struct.unpack_from(">i", data, position + 8)[0]
+    size = batch_length + LOG_OVERHEAD
+    if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or size > len(data) - position:
+        return -1
+    return size
+
+
+def check_batch(data: memoryview, position: int, check_count: bool) -> tuple[str | None, int]:
+    """(None, size) when the batch at position is valid, else (reason, 0)."""
+    size = _batch_size(data, position)
+    if size < 0:
+        return "size", 0
+    header = _HEADER.unpack_from(data, position)
+    if header[3] != 2:
+        return "magic", 0
+    if crc32c(data[position + 21:position + size]) != header[4]:
+        return "crc", 0
+    last_offset_delta, records_count = header[6], header[12]
+    if check_count:
+        if records_count < 1 or last_offset_delta != records_count - 1:
+            return "count", 0
+    elif records_count < 0 or last_offset_delta < 0:
+        return "count", 0
+    return None, size
+
+
+def validate_batches(buf, check_count: bool = True) -> list[tuple]:
+    data = memoryview(buf).cast("B")
+    out = []
+    position = 0
+    while position < len(data):
+        reason, size = check_batch(data, position, check_count)
+        if reason is not None:
+            raise CorruptBatchError(reason, position)
+        h = _HEADER.unpack_from(data, position)
+        out.append((position, size, h[6], h[12], h[5], h[7], h[8], h[9], h[10], h[11]))
+        position += size
+    return out
+
+
+def _check_sizes(data: memoryview) -> list[int]:
+    positions = []
+    position = 0
+    while position < len(data):
+        size = _batch_size(data, position)
+        if size < 0:
+            raise CorruptBatchError("size", position)
+        positions.append(position)
+        position += size
+    return positions
+
+
+def patch_batches(buf, base_offset: int, partition_leader_epoch: int) -> int:
+    data = memoryview(buf).cast("B")
+    if data.readonly:
+        raise BufferError("patch_batches needs a writable buffer")
+    offset = base_offset
+    for position in _check_sizes(data):
+        struct.pack_into(">q", data, position, offset)
+        struct.pack_into(">i", data, position + 12, partition_leader_epoch)
+        offset += struct.unpack_from(">i", data, position + 23)[0] + 1
+    return offset
+
+
+def stamp_log_append_time(buf, timestamp: int) -> int:
+    data = memoryview(buf).cast("B")
+    if data.readonly:
+        raise BufferError("stamp_log_append_time needs a writable buffer")
+    positions = _check_sizes(data)
+    for position in positions:
+        size = struct.unpack_from(">i", data, position + 8)[0] + LOG_OVERHEAD
+        attributes = struct.unpack_from(">H", data, position + 21)[0] | 0x08
+        struct.pack_into(">H", data, position + 21, attributes)
+        struct.pack_into(">q", data, position + 35, timestamp)
+        struct.pack_into(">I", data, position + 17, crc32c(data[position + 21:position + size]))
+    return len(positions)
+
+
+# ---------------------------------------------------------------- test helper
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None,
+                  value: bytes | None, headers: Sequence[tuple[bytes, bytes | None]] = ()) -> bytes:
+    """One v2 record (without compression), length prefix included."""
+    body = bytearray(b"\x00")
+    body += encode_varint(timestamp_delta)
+    body += encode_varint(offset_delta)
+    for field in (key, value):
+        if field is None:
+            body += encode_varint(-1)
+        else:
+            body += encode_varint(len(field)) + field
+    body += encode_varint(len(headers))
+    for header_key, header_value in headers:
+        body += encode_varint(len(header_key)) + header_key
+        body += encode_varint(-1) if header_value is None else encode_varint(len(header_value)) + header_value
+    return encode_varint(len(body)) + bytes(body)
+
+
+def build_batch(values: Sequence[bytes | None], *, keys: Sequence[bytes | None] | None = None,
+                base_offset: int = 0, partition_leader_epoch: int = 0,
+                base_timestamp: int = 0, timestamp_deltas: Sequence[int] | None = None,
+                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                attributes: int = 0, last_offset_delta: int | None = None,
+                records_count: int | None = None) -> bytearray:
+    """A valid uncompressed v2 batch (tests and benchmarks only). Override
+    last_offset_delta / records_count to build deliberately bad batches."""
+    keys = keys if keys is not None else [None] * len(values)
+    deltas = timestamp_deltas if timestamp_deltas is not None else [0] * len(values)
+    records = b"".join(encode_record(i, deltas[i], keys[i], values[i]) for i in range(len(values)))
+    count = len(values) if records_count is None else records_count
+    delta = len(values) - 1 if last_offset_delta is None else last_offset_delta
+    max_timestamp = base_timestamp + max(deltas, default=0)
+    body = struct.pack(">hiqqqhii", attributes, delta, base_timestamp, max_timestamp,
+                       producer_id, producer_epoch, base_sequence, count) + records
+    batch = bytearray(_BASE_AND_LENGTH.pack(base_offset, 9 + len(body)))
+    batch += struct.pack(">ibI", partition_leader_epoch, 2, crc32c(body)) + body
+    return batch
+
+
+def random_batch(value_bytes: int, records_count: int = 1, **kwargs) -> bytearray:
+    """A batch of records_count random values totalling about value_bytes."""
+    each = max(0, value_bytes // max(records_count, 1))
+    return build_batch([os.urandom(each) for _ in range(records_count)], **kwargs)

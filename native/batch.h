@@ -1,0 +1,97 @@
+/*
+ * RecordBatch v2 header checks shared by records.pyx and segment.pyx.
+ *
+ * Layout (KIP-98, Kafka DefaultRecordBatch), big-endian:
+ *   0 baseOffset i64 | 8 batchLength i32 (bytes after this field)
+ *  12 partitionLeaderEpoch i32 | 16 magic i8 = 2 | 17 crc u32 (CRC-32C)
+ *  21 attributes i16 | 23 lastOffsetDelta i32 | 27 baseTimestamp i64
+ *  35 maxTimestamp i64 | 43 producerId i64 | 51 producerEpoch i16
+ *  53 baseSequence i32 | 57 recordsCount i32 | 61 records...
+ * The CRC covers attributes..end, so baseOffset and partitionLeaderEpoch can
+ * be rewritten in place without recomputing it.
+ */
+#ifndef KCORE_BATCH_H
+#define KCORE_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "kbytes.h"
+#include "crc32c.h"
+
+#define KC_BATCH_HEADER_SIZE 61
+#define KC_LOG_OVERHEAD 12 /* baseOffset + batchLength */
+
+#define KC_OFF_BASE_OFFSET 0
+#define KC_OFF_BATCH_LENGTH 8
+#define KC_OFF_PARTITION_LEADER_EPOCH 12
+#define KC_OFF_MAGIC 16
+#define KC_OFF_CRC 17
+#define KC_OFF_ATTRIBUTES 21
+#define KC_OFF_LAST_OFFSET_DELTA 23
+#define KC_OFF_BASE_TIMESTAMP 27
+#define KC_OFF_MAX_TIMESTAMP 35
+#define KC_OFF_PRODUCER_ID 43
+#define KC_OFF_PRODUCER_EPOCH 51
+#define KC_OFF_BASE_SEQUENCE 53
+#define KC_OFF_RECORDS_COUNT 57
+
+enum {
+    KC_BATCH_OK = 0,
+    KC_BATCH_SIZE = 1,   /* shorter than a header, or runs past the data */
+    KC_BATCH_MAGIC = 2,
+    KC_BATCH_CRC = 3,
+    KC_BATCH_COUNT = 4,
+};
+
+/* Size of the batch at p from its batchLength field, or -1 when the field is
+ * too small to hold a v2 header. Needs 12 readable bytes. */
+static inline int64_t kc_batch_size(const unsigned char *p)
+{
+    int32_t batch_length = (int32_t)kc_load_be32(p + KC_OFF_BATCH_LENGTH);
+    if (batch_length < KC_BATCH_HEADER_SIZE - KC_LOG_OVERHEAD)
+        return -1;
+    return (int64_t)batch_length + KC_LOG_OVERHEAD;
+}
+
+/* Size check only: status and *size_out of the batch at p, avail bytes. */
+static inline int kc_batch_check_size(const unsigned char *p, size_t avail,
+                                      int64_t *size_out)
+{
+    if (avail < KC_BATCH_HEADER_SIZE)
+        return KC_BATCH_SIZE;
+    int64_t size = kc_batch_size(p);
+    if (size < 0 || (uint64_t)size > avail)
+        return KC_BATCH_SIZE;
+    *size_out = size;
+    return KC_BATCH_OK;
+}
+
+/* Full check of one batch: size, magic, CRC-32C and record count.
+ * check_count: Kafka's produce rule (recordsCount >= 1 and
+ * lastOffsetDelta == recordsCount - 1); otherwise only recordsCount >= 0 and
+ * lastOffsetDelta >= 0 (compaction may leave fewer records than offsets). */
+static inline int kc_batch_check(const unsigned char *p, size_t avail,
+                                 int check_count, int64_t *size_out)
+{
+    int64_t size;
+    int status = kc_batch_check_size(p, avail, &size);
+    if (status != KC_BATCH_OK)
+        return status;
+    if (p[KC_OFF_MAGIC] != 2)
+        return KC_BATCH_MAGIC;
+    uint32_t stored = kc_load_be32(p + KC_OFF_CRC);
+    if (kc_crc32c(0, p + KC_OFF_ATTRIBUTES, (size_t)size - KC_OFF_ATTRIBUTES) != stored)
+        return KC_BATCH_CRC;
+    int32_t count = (int32_t)kc_load_be32(p + KC_OFF_RECORDS_COUNT);
+    int32_t last_offset_delta = (int32_t)kc_load_be32(p + KC_OFF_LAST_OFFSET_DELTA);
+    if (check_count) {
+        if (count < 1 || last_offset_delta != count - 1)
+            return KC_BATCH_COUNT;
+    } else if (count < 0 || last_offset_delta < 0) {
+        return KC_BATCH_COUNT;
+    }
+    *size_out = size;
+    return KC_BATCH_OK;
+}
+
+#endif /* KCORE_BATCH_H */

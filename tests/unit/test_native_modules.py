@@ -1,0 +1,25 @@
+"""The kernels in use are the compiled extensions, never a silent fallback."""
+import importlib
+import importlib.machinery
+
+import pytest
+
+COMPILED = ("records",)
+
+
+@pytest.mark.parametrize("stem", COMPILED)
+def test_native_module_is_a_compiled_extension(stem):
+    module = importlib.import_module(f"kcore._native.{stem}")
+    assert module.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    assert module.__file__.endswith(".so")
+    assert isinstance(module.__loader__, importlib.machinery.ExtensionFileLoader)
+
+
+def test_crc32c_uses_the_hardware_instruction_on_x86_64():
+    import platform
+
+    from kcore._native import records
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the SSE4.2 path exists only on x86_64")
+    assert records.CRC32C_HARDWARE is True
