@@ -21,6 +21,7 @@ offset.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from collections.abc import Sequence
@@ -263,3 +264,57 @@ def random_batch(value_bytes: int, records_count: int = 1, **kwargs) -> bytearra
     """A batch of records_count random values totalling about value_bytes."""
     each = max(0, value_bytes // max(records_count, 1))
     return build_batch([os.urandom(each) for _ in range(records_count)], **kwargs)
+
+
+# ------------------------------------------------------------------- indexes
+
+OFFSET_ENTRY_SIZE = 8
+TIME_ENTRY_SIZE = 12
+
+
+def _entries(buf, entries: int, fmt: str) -> list[tuple[int, int]]:
+    size = struct.calcsize(fmt)
+    data = memoryview(buf).cast("B")
+    if entries < 0 or entries > len(data) // size:
+        raise ValueError(f"{entries} entries of {size} bytes do not fit in {len(data)} bytes")
+    return [struct.unpack_from(fmt, data, slot * size) for slot in range(entries)]
+
+
+def offset_index_lookup(buf, entries: int, target_relative_offset: int) -> int:
+    keys = [entry[0] for entry in _entries(buf, entries, ">ii")]
+    return bisect.bisect_right(keys, target_relative_offset) - 1
+
+
+def time_index_lookup(buf, entries: int, target_timestamp: int) -> int:
+    keys = [entry[0] for entry in _entries(buf, entries, ">qi")]
+    return bisect.bisect_right(keys, target_timestamp) - 1
+
+
+def offset_index_entry(buf, slot: int) -> tuple[int, int]:
+    if slot < 0:
+        raise IndexError(slot)
+    return _entries(buf, slot + 1, ">ii")[slot]
+
+
+def time_index_entry(buf, slot: int) -> tuple[int, int]:
+    if slot < 0:
+        raise IndexError(slot)
+    return _entries(buf, slot + 1, ">qi")[slot]
+
+
+def offset_index_valid_entries(buf, entries: int) -> int:
+    last_relative, last_position = -1, -1
+    for slot, (relative, position) in enumerate(_entries(buf, entries, ">ii")):
+        if relative <= last_relative or position <= last_position:
+            return slot
+        last_relative, last_position = relative, position
+    return entries
+
+
+def time_index_valid_entries(buf, entries: int) -> int:
+    last_timestamp, last_relative = None, 0
+    for slot, (timestamp, relative) in enumerate(_entries(buf, entries, ">qi")):
+        if relative < last_relative or (last_timestamp is not None and timestamp <= last_timestamp):
+            return slot
+        last_timestamp, last_relative = timestamp, relative
+    return entries

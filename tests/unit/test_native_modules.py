@@ -4,7 +4,7 @@ import importlib.machinery
 
 import pytest
 
-COMPILED = ("records",)
+COMPILED = ("records", "index")
 
 
 @pytest.mark.parametrize("stem", COMPILED)
