@@ -1,0 +1,229 @@
+"""Idempotent-producer state of one partition, and its snapshot file.
+
+Per producer id the broker keeps the current epoch and the metadata of the
+last 5 batches it appended (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN,
+which matches max.in.flight.requests.per.connection <= 5 for idempotence). A
+batch that repeats one of them is a retry: it is answered with the original
+offsets and not appended again. Otherwise its first sequence must follow the
+last one (wrapping from 2**31-1 to 0), or start at 0 under a newer epoch.
+
+Snapshot `<offset>.snapshot` in the partition directory (big-endian):
+
+    i16 version=1 | u32 crc32c(of everything after it) | i32 count |
+    count x (i64 producer_id, i16 epoch, i32 first_seq, i32 last_seq,
+             i64 first_offset, i64 last_offset, i64 timestamp,
+             i64 current_txn_first_offset)
+
+`offset` is the log end offset the snapshot covers; batches after it are
+replayed from the log on load. Only the newest batch per producer goes into
+a snapshot (as in Kafka); replay refills the rest.
+
+Not thread-safe: one partition, one event loop.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcore._native.records import crc32c
+
+BATCHES_TO_RETAIN = 5
+INT32_MAX = 2**31 - 1
+SNAPSHOT_SUFFIX = ".snapshot"
+_HEADER = struct.Struct(">hIi")
+_ENTRY = struct.Struct(">qhiiqqqq")
+
+
+class ProducerStateError(Exception):
+    """A batch breaks its producer's epoch or sequence; error_code is Kafka's."""
+
+    def __init__(self, error_code: int, message: str):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+
+
+@dataclass
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+    last_timestamp: int = 0
+    # First offset of the open transaction, -1 when none (read_committed LSO).
+    current_txn_first_offset: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+
+def _next_seq(seq: int) -> int:
+    return 0 if seq == INT32_MAX else seq + 1
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """Sequence of the batch's last record, wrapping past int32 max."""
+    return (base_sequence + last_offset_delta) % (INT32_MAX + 1)
+
+
+class ProducerStateManager:
+    """Producer ids -> epochs and recent batches for one partition."""
+
+    def __init__(self, directory: Path, expiration_ms: int = 86_400_000):
+        self.directory = Path(directory)
+        self.expiration_ms = expiration_ms
+        self.producers: dict[int, ProducerEntry] = {}
+        self.snapshot_offset = 0
+
+    # -- the produce path ----------------------------------------------------
+    def check(self, producer_id: int, epoch: int, first_seq: int,
+              last_offset_delta: int) -> BatchMetadata | None:
+        """Validate a batch before append. Returns the original batch when
+        this one is a retry of it; raises ProducerStateError when the batch
+        is fenced or out of order; None means append it."""
+        entry = self.producers.get(producer_id)
+        last_seq = last_sequence(first_seq, last_offset_delta)
+        if entry is None:
+            if first_seq != 0:
+                raise ProducerStateError(
+                    OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {producer_id} is unknown here and its first sequence "
+                    f"is {first_seq}, not 0")
+            return None
+        if epoch < entry.epoch:
+            raise ProducerStateError(
+                INVALID_PRODUCER_EPOCH,
+                f"producer {producer_id} epoch {epoch} is older than {entry.epoch}")
+        if epoch > entry.epoch:
+            if first_seq != 0:
+                raise ProducerStateError(
+                    OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {producer_id} new epoch {epoch} must start at sequence 0, "
+                    f"got {first_seq}")
+            return None
+        duplicate = entry.find_duplicate(first_seq, last_seq)
+        if duplicate is not None:
+            return duplicate
+        expected = _next_seq(entry.last_seq)
+        if first_seq != expected:
+            raise ProducerStateError(
+                OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"producer {producer_id} sent sequence {first_seq}, expected {expected}")
+        return None
+
+    def update(self, producer_id: int, epoch: int, first_seq: int, last_offset_delta: int,
+               first_offset: int, timestamp: int, is_transactional: bool = False) -> None:
+        """Record an appended batch (also used when replaying the log)."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            entry = ProducerEntry(producer_id, epoch)
+            self.producers[producer_id] = entry
+        if first_seq >= 0:
+            entry.batches.append(BatchMetadata(
+                first_seq, last_sequence(first_seq, last_offset_delta),
+                first_offset, first_offset + last_offset_delta, timestamp))
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        if is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+
+    def end_transaction(self, producer_id: int) -> None:
+        entry = self.producers.get(producer_id)
+        if entry is not None:
+            entry.current_txn_first_offset = -1
+
+    def remove_expired(self, now_ms: int | None = None) -> int:
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        expired = [pid for pid, entry in self.producers.items()
+                   if entry.current_txn_first_offset < 0
+                   and now_ms - entry.last_timestamp > self.expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def truncate(self) -> None:
+        """Forget everything (log truncated below what the state covers)."""
+        self.producers.clear()
+        self.snapshot_offset = 0
+
+    # -- snapshots ------------------------------------------------------------
+    def write_snapshot(self, offset: int) -> Path:
+        body = bytearray(struct.pack(">i", len(self.producers)))
+        for entry in self.producers.values():
+            last = entry.batches[-1] if entry.batches else BatchMetadata(-1, -1, -1, -1, -1)
+            body += _ENTRY.pack(entry.producer_id, entry.epoch, last.first_seq, last.last_seq,
+                                last.first_offset, last.last_offset, entry.last_timestamp,
+                                entry.current_txn_first_offset)
+        crc = crc32c(bytes(body))
+        path = self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+        tmp = path.with_suffix(".snapshot.tmp")
+        with open(tmp, "wb") as handle:
+            handle.write(struct.pack(">hI", 1, crc) + body)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        for old in self._snapshot_files():
+            if old != path:
+                old.unlink(missing_ok=True)
+        self.snapshot_offset = offset
+        return path
+
+    def load_snapshot(self, log_end_offset: int) -> int:
+        """Load the newest valid snapshot at or below log_end_offset and
+        return its offset (0 when none): the caller replays from there."""
+        self.producers.clear()
+        for path in sorted(self._snapshot_files(), reverse=True):
+            offset = int(path.name[:20])
+            if offset > log_end_offset:
+                path.unlink(missing_ok=True)  # covers data that was truncated away
+                continue
+            if self._read_snapshot(path):
+                self.snapshot_offset = offset
+                return offset
+            path.unlink(missing_ok=True)  # corrupt: replay from further back
+        self.snapshot_offset = 0
+        return 0
+
+    def _read_snapshot(self, path: Path) -> bool:
+        data = path.read_bytes()
+        if len(data) < _HEADER.size:
+            return False
+        version, crc, count = _HEADER.unpack_from(data)
+        body = data[6:]
+        if version != 1 or crc32c(body) != crc or len(body) != 4 + count * _ENTRY.size:
+            return False
+        for i in range(count):
+            (pid, epoch, first_seq, last_seq, first_offset, last_offset, timestamp,
+             txn_first) = _ENTRY.unpack_from(body, 4 + i * _ENTRY.size)
+            entry = ProducerEntry(pid, epoch, last_timestamp=timestamp,
+                                  current_txn_first_offset=txn_first)
+            if first_seq >= 0:
+                entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset,
+                                                   last_offset, timestamp))
+            self.producers[pid] = entry
+        return True
+
+    def _snapshot_files(self) -> list[Path]:
+        return [p for p in self.directory.glob(f"*{SNAPSHOT_SUFFIX}")
+                if len(p.name) == 20 + len(SNAPSHOT_SUFFIX) and p.name[:20].isdigit()]

@@ -1,0 +1,321 @@
+"""Broker and topic configuration with Kafka's names, types and defaults.
+
+A broker reads a `server.properties` file (Java properties syntax) plus
+`--override key=value` pairs. Every key has a documented default; an unknown
+key or a value of the wrong type is a ConfigError naming the key, raised at
+start-up before anything touches the data dir.
+
+Topic-level keys (`retention.ms`, `segment.bytes`, ...) default to their
+broker-level synonym (`log.retention.ms`, `log.segment.bytes`, ...), as in
+Kafka's LogConfig; DescribeConfigs reports where each value came from.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is invalid."""
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip()
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return value
+    return parse
+
+
+def _cleanup_policy(text: str) -> str:
+    parts = sorted(set(_list(text)))
+    if not parts or any(p not in ("compact", "delete") for p in parts):
+        raise ValueError("expected compact, delete or compact,delete")
+    return ",".join(parts)
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if value < minimum:
+            raise ValueError(f"must be >= {minimum}")
+        return value
+    return parse
+
+
+def _ratio(text: str) -> float:
+    value = float(text.strip())
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be between 0 and 1")
+    return value
+
+
+CODECS = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+
+_key = ConfigKey
+
+
+_DAY_MS = 24 * 3600 * 1000
+
+# Broker keys. Values are parsed from text; None means "unset" (Kafka's null).
+BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
+    _key("broker.id", int, 0, "Id of this broker in the cluster."),
+    _key("node.id", int, None, "Synonym of broker.id."),
+    _key("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"], "Addresses to listen on: NAME://host:port, comma separated."),
+    _key("advertised.listeners", _list, None, "Addresses given to clients in Metadata; defaults to listeners."),
+    _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
+    _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
+    _key("zookeeper.connect", str, None, "ZooKeeper ensemble; unset means a single node with a local controller."),
+    _key("num.partitions", _at_least(1), 1, "Partitions of an auto-created topic."),
+    _key("default.replication.factor", _at_least(1), 1, "Replication factor of an auto-created topic."),
+    _key("auto.create.topics.enable", _bool, True, "Create a topic when a client asks for its metadata."),
+    _key("delete.topic.enable", _bool, True, "Allow DeleteTopics."),
+    _key("log.segment.bytes", _at_least(14), 1073741824, "Roll a segment at this size."),
+    _key("log.roll.ms", int, None, "Roll a segment after this age; overrides log.roll.hours."),
+    _key("log.roll.hours", _at_least(1), 168, "Roll a segment after this many hours."),
+    _key("log.retention.ms", int, None, "Delete segments older than this; -1 keeps forever. Overrides minutes/hours."),
+    _key("log.retention.minutes", int, None, "Retention in minutes; overrides hours."),
+    _key("log.retention.hours", int, 168, "Retention in hours."),
+    _key("log.retention.bytes", int, -1, "Delete oldest segments while a partition is larger; -1 is no limit."),
+    _key("log.retention.check.interval.ms", _at_least(1), 300000, "How often retention runs."),
+    _key("log.index.size.max.bytes", _at_least(4), 10485760, "Maximum offset index size; a full index rolls the segment."),
+    _key("log.index.interval.bytes", _at_least(0), 4096, "Bytes between sparse index entries."),
+    _key("log.flush.interval.messages", _at_least(1), LONG_MAX, "Messages between forced flushes (1 = sync every message before ack)."),
+    _key("log.flush.interval.ms", int, None, "Maximum time data waits in the page cache before a flush."),
+    _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
+    _key("log.cleanup.policy", _cleanup_policy, "delete", "delete, compact or both."),
+    _key("log.cleaner.enable", _bool, True, "Run the log cleaner for compacted topics."),
+    _key("log.cleaner.delete.retention.ms", int, _DAY_MS, "How long tombstones stay after compaction."),
+    _key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "Dirty ratio above which a log is compacted."),
+    _key("log.cleaner.min.compaction.lag.ms", int, 0, "Minimum age of a record before it may be compacted."),
+    _key("log.segment.delete.delay.ms", int, 60000, "Delay between renaming a segment .deleted and removing it."),
+    _key("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime", "Timestamp stored in batches."),
+    _key("log.preallocate", _bool, False, "Preallocate segment files."),
+    _key("message.max.bytes", _at_least(0), 1048588, "Largest record batch accepted (after compression)."),
+    _key("min.insync.replicas", _at_least(1), 1, "Replicas that must hold a write for acks=all."),
+    _key("compression.type", _choice(*CODECS), "producer", "Codec kept on disk; producer keeps the producer's."),
+    _key("socket.request.max.bytes", _at_least(1), 104857600, "Largest request frame; a larger size prefix closes the connection."),
+    _key("socket.send.buffer.bytes", int, 102400, "SO_SNDBUF of client connections; -1 keeps the OS default."),
+    _key("socket.receive.buffer.bytes", int, 102400, "SO_RCVBUF of client connections; -1 keeps the OS default."),
+    _key("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
+    _key("queued.max.requests", _at_least(1), 500, "Requests read ahead on one connection before reading pauses."),
+    _key("fetch.max.bytes", _at_least(1024), 57671680, "Upper bound on a fetch response's data."),
+    _key("replica.lag.time.max.ms", int, 30000, "A follower this far behind leaves the ISR."),
+    _key("unclean.leader.election.enable", _bool, False, "Allow a leader from outside the ISR."),
+    _key("producer.id.expiration.ms", int, _DAY_MS, "Forget an idle producer's state after this long."),
+    _key("transactional.id.expiration.ms", int, 7 * _DAY_MS, "Forget an idle transactional id after this long."),
+    _key("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout a producer may ask for."),
+    _key("offsets.topic.num.partitions", _at_least(1), 50, "Partitions of __consumer_offsets."),
+    _key("offsets.topic.replication.factor", _at_least(1), 1, "Replication factor of __consumer_offsets."),
+    _key("offsets.retention.minutes", _at_least(1), 10080, "Keep committed offsets of an empty group this long."),
+    _key("transaction.state.log.num.partitions", _at_least(1), 50, "Partitions of __transaction_state."),
+    _key("transaction.state.log.replication.factor", _at_least(1), 1, "Replication factor of __transaction_state."),
+    _key("group.initial.rebalance.delay.ms", _at_least(0), 3000, "Wait for more members before the first rebalance of an empty group."),
+    _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
+    _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
+    _key("group.max.size", _at_least(1), 2**31 - 1, "Most members in one group."),
+]}
+
+# Topic key -> (parser, broker synonym or a literal default when no synonym).
+TOPIC_KEYS: dict[str, tuple[Callable[[str], Any], str | None, Any]] = {
+    "cleanup.policy": (_cleanup_policy, "log.cleanup.policy", None),
+    "compression.type": (_choice(*CODECS), "compression.type", None),
+    "delete.retention.ms": (_at_least(0), "log.cleaner.delete.retention.ms", None),
+    "file.delete.delay.ms": (_at_least(0), "log.segment.delete.delay.ms", None),
+    "flush.messages": (_at_least(1), "log.flush.interval.messages", None),
+    "flush.ms": (_at_least(0), None, LONG_MAX),
+    "index.interval.bytes": (_at_least(0), "log.index.interval.bytes", None),
+    "max.message.bytes": (_at_least(0), "message.max.bytes", None),
+    "message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "log.message.timestamp.type", None),
+    "min.cleanable.dirty.ratio": (_ratio, "log.cleaner.min.cleanable.ratio", None),
+    "min.compaction.lag.ms": (_at_least(0), "log.cleaner.min.compaction.lag.ms", None),
+    "min.insync.replicas": (_at_least(1), "min.insync.replicas", None),
+    "preallocate": (_bool, "log.preallocate", None),
+    "retention.bytes": (int, "log.retention.bytes", None),
+    "retention.ms": (int, None, None),  # resolved from ms/minutes/hours below
+    "segment.bytes": (_at_least(14), "log.segment.bytes", None),
+    "segment.index.bytes": (_at_least(4), "log.index.size.max.bytes", None),
+    "segment.ms": (_at_least(1), None, None),  # resolved from log.roll.ms/hours
+    "unclean.leader.election.enable": (_bool, "unclean.leader.election.enable", None),
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: `key=value` or `key: value`, `#`/`!` comments,
+    backslash line continuation; surrounding whitespace is dropped."""
+    result: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip() if pending else raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if match is None:
+            result[line] = ""
+        else:
+            result[match.group(1)] = match.group(2).strip()
+    if pending:
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", pending)
+        if match:
+            result[match.group(1)] = match.group(2).strip()
+    return result
+
+
+class BrokerConfig:
+    """Parsed broker configuration. Immutable after construction.
+
+    Attribute access uses Kafka's key (`config["log.segment.bytes"]`);
+    `originals` holds only the keys the user set (DescribeConfigs reports
+    the rest as defaults).
+    """
+
+    def __init__(self, settings: dict[str, str] | None = None):
+        settings = dict(settings or {})
+        unknown = sorted(set(settings) - set(BROKER_KEYS))
+        if unknown:
+            raise ConfigError(
+                "unknown configuration key(s): " + ", ".join(unknown)
+                + " (kcore uses Kafka's broker config names)")
+        self.originals = settings
+        self._values: dict[str, Any] = {}
+        for name, key in BROKER_KEYS.items():
+            if name in settings:
+                self._values[name] = _parse_value(name, key.parse, settings[name])
+            else:
+                self._values[name] = key.default
+        if self._values["node.id"] is not None and "broker.id" not in settings:
+            self._values["broker.id"] = self._values["node.id"]
+        if "log.dirs" not in settings and self._values["log.dir"]:
+            self._values["log.dirs"] = self._values["log.dir"]
+        self._validate_listeners()
+
+    @classmethod
+    def load(cls, path: str | Path | None, overrides: Iterable[str] = ()) -> "BrokerConfig":
+        settings: dict[str, str] = {}
+        if path is not None:
+            try:
+                settings.update(parse_properties(Path(path).read_text()))
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"override {item!r} is not key=value")
+            name, value = item.split("=", 1)
+            settings[name.strip()] = value.strip()
+        return cls(settings)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def is_default(self, name: str) -> bool:
+        return name not in self.originals
+
+    @property
+    def broker_id(self) -> int:
+        return self._values["broker.id"]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(d) for d in self._values["log.dirs"]]
+
+    def listener_addresses(self) -> list[tuple[str, str, int]]:
+        """(name, host, port) per listener; host '' binds every interface."""
+        return [_split_listener(item) for item in self._values["listeners"]]
+
+    def advertised_address(self) -> tuple[str, int]:
+        items = self._values["advertised.listeners"] or self._values["listeners"]
+        _, host, port = _split_listener(items[0])
+        # Clients cannot connect to a wildcard; 127.0.0.1 also sidesteps
+        # librdkafka resolving "localhost" to ::1 first.
+        if host in ("", "0.0.0.0", "::", "localhost"):
+            host = "127.0.0.1"
+        return host, port
+
+    def retention_ms(self) -> int:
+        v = self._values
+        if v["log.retention.ms"] is not None:
+            return v["log.retention.ms"]
+        if v["log.retention.minutes"] is not None:
+            return v["log.retention.minutes"] * 60_000
+        return v["log.retention.hours"] * 3_600_000
+
+    def roll_ms(self) -> int:
+        if self._values["log.roll.ms"] is not None:
+            return self._values["log.roll.ms"]
+        return self._values["log.roll.hours"] * 3_600_000
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Every topic key with the value a topic without overrides gets."""
+        result: dict[str, Any] = {}
+        for name, (_, synonym, literal) in TOPIC_KEYS.items():
+            result[name] = self._values[synonym] if synonym else literal
+        result["retention.ms"] = self.retention_ms()
+        result["segment.ms"] = self.roll_ms()
+        return result
+
+    def _validate_listeners(self) -> None:
+        for item in self._values["listeners"]:
+            _split_listener(item)
+        if self._values["advertised.listeners"]:
+            for item in self._values["advertised.listeners"]:
+                _split_listener(item)
+
+
+def _split_listener(item: str) -> tuple[str, str, int]:
+    match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[^\]]*\]|[^:]*):(\d+)$", item)
+    if match is None:
+        raise ConfigError(f"listener {item!r} is not NAME://host:port")
+    host = match.group(2).strip("[]")
+    port = int(match.group(3))
+    if port > 65535:
+        raise ConfigError(f"listener {item!r} has port {port} > 65535")
+    return match.group(1).upper(), host, port
+
+
+def _parse_value(name: str, parse: Callable[[str], Any], text: str) -> Any:
+    try:
+        return parse(text)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"invalid value {text!r} for configuration {name}: {exc}") from None
+
+
+def parse_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:
+    """Validate topic-level overrides; raises ConfigError naming the key."""
+    parsed: dict[str, Any] = {}
+    for name, text in configs.items():
+        if name not in TOPIC_KEYS:
+            raise ConfigError(f"unknown topic configuration {name}")
+        if text is None:
+            raise ConfigError(f"null value for topic configuration {name}")
+        parsed[name] = _parse_value(name, TOPIC_KEYS[name][0], text)
+    return parsed
+

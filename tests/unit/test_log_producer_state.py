@@ -1,0 +1,76 @@
+import pytest
+
+from kcore.log.producer_state import (BATCHES_TO_RETAIN, INT32_MAX, ProducerStateError,
+                                      ProducerStateManager)
+
+
+def appended(state, pid, epoch, seq, count, offset):
+    assert state.check(pid, epoch, seq, count - 1) is None
+    state.update(pid, epoch, seq, count - 1, offset, 1000)
+
+
+def test_in_order_batches_are_accepted_and_retries_return_original(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    appended(state, 7, 0, 0, 10, 100)
+    appended(state, 7, 0, 10, 5, 110)
+    duplicate = state.check(7, 0, 0, 9)
+    assert duplicate is not None and duplicate.first_offset == 100
+
+
+def test_gap_and_old_epoch_are_rejected(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    appended(state, 7, 1, 0, 10, 0)
+    with pytest.raises(ProducerStateError) as gap:
+        state.check(7, 1, 11, 0)
+    with pytest.raises(ProducerStateError) as fenced:
+        state.check(7, 0, 10, 0)
+    with pytest.raises(ProducerStateError) as unknown:
+        state.check(8, 0, 5, 0)
+    assert (gap.value.error_code, fenced.value.error_code, unknown.value.error_code) == (45, 47, 45)
+
+
+def test_new_epoch_restarts_at_zero(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    appended(state, 7, 0, 0, 3, 0)
+    assert state.check(7, 1, 0, 0) is None
+    with pytest.raises(ProducerStateError):
+        state.check(7, 1, 3, 0)
+
+
+def test_only_last_five_batches_are_deduplicated(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    for i in range(BATCHES_TO_RETAIN + 1):
+        appended(state, 1, 0, i, 1, i)
+    assert state.check(1, 0, 1, 0) is not None
+    with pytest.raises(ProducerStateError):
+        state.check(1, 0, 0, 0)  # evicted: now an out-of-order sequence
+
+
+def test_sequence_wraps_at_int32_max(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    state.update(3, 0, INT32_MAX - 1, 0, 0, 0)
+    assert state.check(3, 0, INT32_MAX, 0) is None
+    state.update(3, 0, INT32_MAX, 1, 1, 0)  # two records: INT32_MAX and 0
+    assert state.check(3, 0, 1, 0) is None
+
+
+def test_snapshot_round_trip_and_corrupt_snapshot_is_ignored(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    appended(state, 9, 2, 0, 4, 50)
+    path = state.write_snapshot(54)
+    loaded = ProducerStateManager(tmp_path)
+    assert loaded.load_snapshot(100) == 54
+    assert loaded.check(9, 2, 4, 0) is None
+    assert loaded.check(9, 2, 0, 3).first_offset == 50
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert ProducerStateManager(tmp_path).load_snapshot(100) == 0
+
+
+def test_snapshot_beyond_log_end_is_discarded(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    appended(state, 9, 0, 0, 1, 0)
+    state.write_snapshot(10)
+    assert ProducerStateManager(tmp_path).load_snapshot(5) == 0
+    assert not list(tmp_path.glob("*.snapshot"))
