@@ -318,3 +318,122 @@ def time_index_valid_entries(buf, entries: int) -> int:
             return slot
         last_timestamp, last_relative = timestamp, relative
     return entries
+
+
+# ------------------------------------------------------------------ segments
+
+def _read_header(fd: int, position: int, end_position: int) -> tuple | None:
+    """(size, base_offset, last_offset, max_timestamp, header bytes) of the
+    batch at position; None at the end; ValueError when torn or malformed."""
+    if position >= end_position:
+        return None
+    header = os.pread(fd, BATCH_HEADER_SIZE, position)
+    if len(header) < BATCH_HEADER_SIZE or end_position - position < BATCH_HEADER_SIZE:
+        raise ValueError(f"malformed or torn record batch header at position {position}")
+    fields = _HEADER.unpack(header)
+    size = fields[1] + LOG_OVERHEAD
+    if fields[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD or size > end_position - position:
+        raise ValueError(f"malformed or torn record batch header at position {position}")
+    return size, fields[0], fields[0] + fields[6], fields[8], header
+
+
+def scan_segment(fd: int, base_offset: int, end_position: int,
+                 index_interval_bytes: int = 4096) -> tuple:
+    data = memoryview(os.pread(fd, max(end_position, 0), 0))
+    position, next_offset, batches = 0, base_offset, 0
+    max_timestamp, offset_of_max_timestamp = -1, base_offset
+    last_index_position, last_time_index_timestamp = 0, -1
+    index, time_index = bytearray(), bytearray()
+    stop = None
+    while position < len(data):
+        reason, size = check_batch(data, position, check_count=False)
+        if reason is None:
+            header = _HEADER.unpack_from(data, position)
+            last_offset = header[0] + header[6]
+            if header[0] < next_offset or last_offset - base_offset > 0x7FFFFFFF:
+                reason = "offset"
+        if reason is not None:
+            stop = reason
+            break
+        if batches == 0 or header[8] > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = header[8], last_offset
+        if position - last_index_position > index_interval_bytes:
+            index += struct.pack(">ii", last_offset - base_offset, position)
+            if max_timestamp > last_time_index_timestamp:
+                time_index += struct.pack(">qi", max_timestamp, offset_of_max_timestamp - base_offset)
+                last_time_index_timestamp = max_timestamp
+            last_index_position = position
+        position += size
+        next_offset = last_offset + 1
+        batches += 1
+    if stop is None and position < end_position:
+        stop = "size"
+    return (position, next_offset, max_timestamp, offset_of_max_timestamp, batches,
+            bytes(index), bytes(time_index), stop)
+
+
+def find_batch(fd: int, start_position: int, end_position: int, target_offset: int):
+    position = start_position
+    while (found := _read_header(fd, position, end_position)) is not None:
+        size, base, last, _, _ = found
+        if last >= target_offset:
+            return position, size, base, last
+        position += size
+    return None
+
+
+def find_timestamp(fd: int, start_position: int, end_position: int,
+                   target_timestamp: int, min_offset: int = -1):
+    position = start_position
+    while (found := _read_header(fd, position, end_position)) is not None:
+        size, base, last, max_timestamp, _ = found
+        if max_timestamp >= target_timestamp and last >= min_offset:
+            return position, size, base, last, max_timestamp
+        position += size
+    return None
+
+
+def read_extent(fd: int, start_position: int, walk_position: int, end_position: int,
+                max_bytes: int, max_offset: int = -1, min_one_batch: bool = True) -> int:
+    if walk_position < start_position:
+        raise ValueError("walk_position is before start_position")
+    position = walk_position
+    while (found := _read_header(fd, position, end_position)) is not None:
+        size, _, last, _, _ = found
+        if max_offset >= 0 and last >= max_offset:
+            break
+        if position + size - start_position > max_bytes and not (min_one_batch and position == start_position):
+            break
+        position += size
+    return position
+
+
+def walk_headers(fd: int, start_position: int, end_position: int) -> tuple:
+    position, batches = start_position, 0
+    next_offset = max_timestamp = offset_of_max_timestamp = -1
+    while True:
+        try:
+            found = _read_header(fd, position, end_position)
+        except ValueError:
+            break
+        if found is None:
+            break
+        size, _, last, timestamp, _ = found
+        if batches == 0 or timestamp > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = timestamp, last
+        next_offset, batches, position = last + 1, batches + 1, position + size
+    return position, batches, next_offset, max_timestamp, offset_of_max_timestamp
+
+
+def batch_headers(fd: int, start_position: int, end_position: int, max_batches: int = -1):
+    out, position = [], start_position
+    while max_batches < 0 or len(out) < max_batches:
+        try:
+            found = _read_header(fd, position, end_position)
+        except ValueError:
+            break
+        if found is None:
+            break
+        out.append((position, found[4]))
+        position += found[0]
+    return out, position

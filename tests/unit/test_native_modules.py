@@ -4,7 +4,7 @@ import importlib.machinery
 
 import pytest
 
-COMPILED = ("records", "index")
+COMPILED = ("records", "index", "segment")
 
 
 @pytest.mark.parametrize("stem", COMPILED)
