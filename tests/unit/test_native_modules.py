@@ -4,7 +4,7 @@ import importlib.machinery
 
 import pytest
 
-COMPILED = ("records", "index", "segment")
+COMPILED = ("records", "index", "segment", "sendfile")
 
 
 @pytest.mark.parametrize("stem", COMPILED)

@@ -1,0 +1,3 @@
+"""Type stubs for kcore._native.sendfile (native/sendfile.pyx)."""
+
+def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int: ...
