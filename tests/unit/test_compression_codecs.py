@@ -35,10 +35,11 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 def log_lines(size: int) -> bytes:
     lines = []
-    i = 0
-    while sum(map(len, lines)) < size:
-        lines.append(b'{"seq": %d, "level": "INFO", "msg": "request served in %d ms"}\n'
-                     % (i, i % 97))
+    total = i = 0
+    while total < size:
+        line = b'{"seq": %d, "level": "INFO", "msg": "request served in %d ms"}\n' % (i, i % 97)
+        lines.append(line)
+        total += len(line)
         i += 1
     return b"".join(lines)[:size]
 
