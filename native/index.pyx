@@ -42,6 +42,10 @@ cdef inline int32_t _rel(const unsigned char *base, Py_ssize_t slot) noexcept no
     return <int32_t>kc_load_be32(base + slot * 8)
 
 
+cdef inline int32_t _pos(const unsigned char *base, Py_ssize_t slot) noexcept nogil:
+    return <int32_t>kc_load_be32(base + slot * 8 + 4)
+
+
 cdef inline int64_t _ts(const unsigned char *base, Py_ssize_t slot) noexcept nogil:
     return <int64_t>kc_load_be64(base + slot * 12)
 
@@ -77,6 +81,26 @@ def time_index_lookup(buf, Py_ssize_t entries, int64_t target_timestamp):
         while lo < hi:
             mid = hi - (hi - lo) // 2
             if _ts(base, mid) <= target_timestamp:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+    finally:
+        PyBuffer_Release(&view)
+
+
+def offset_index_position_lookup(buf, Py_ssize_t entries, int64_t target_position):
+    """Slot of the largest entry whose position is <= target, or -1 (the
+    positions of an offset index increase with its offsets)."""
+    cdef Py_buffer view
+    cdef const unsigned char *base = _acquire(buf, &view, entries, 8)
+    cdef Py_ssize_t lo = 0, hi = entries - 1, mid
+    try:
+        if entries == 0 or _pos(base, 0) > target_position:
+            return -1
+        while lo < hi:
+            mid = hi - (hi - lo) // 2
+            if _pos(base, mid) <= target_position:
                 lo = mid
             else:
                 hi = mid - 1

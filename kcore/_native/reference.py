@@ -181,6 +181,15 @@ def validate_batches(buf, check_count: bool = True) -> list[tuple]:
     return out
 
 
+def batch_infos(buf) -> list[tuple]:
+    data = memoryview(buf).cast("B")
+    out = []
+    for position in _check_sizes(data):
+        h = _HEADER.unpack_from(data, position)
+        out.append((position, h[1] + LOG_OVERHEAD, h[6], h[12], h[5], h[7], h[8], h[9], h[10], h[11]))
+    return out
+
+
 def _check_sizes(data: memoryview) -> list[int]:
     positions = []
     position = 0
@@ -288,6 +297,11 @@ def offset_index_lookup(buf, entries: int, target_relative_offset: int) -> int:
 def time_index_lookup(buf, entries: int, target_timestamp: int) -> int:
     keys = [entry[0] for entry in _entries(buf, entries, ">qi")]
     return bisect.bisect_right(keys, target_timestamp) - 1
+
+
+def offset_index_position_lookup(buf, entries: int, target_position: int) -> int:
+    keys = [entry[1] for entry in _entries(buf, entries, ">ii")]
+    return bisect.bisect_right(keys, target_position) - 1
 
 
 def offset_index_entry(buf, slot: int) -> tuple[int, int]:

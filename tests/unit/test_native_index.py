@@ -32,6 +32,14 @@ def test_offset_lookup_finds_largest_entry_at_or_below_target_like_bisect(relati
     assert reference.offset_index_lookup(buf, len(relatives), target) == expected
 
 
+@given(sorted_unique_int32, st.integers(-10, (1 << 31) + 10))
+def test_position_lookup_finds_largest_position_at_or_below_target_like_bisect(positions, target):
+    buf = offset_index(list(range(len(positions))), positions)
+    expected = bisect.bisect_right(positions, target) - 1
+    assert native.offset_index_position_lookup(buf, len(positions), target) == expected
+    assert reference.offset_index_position_lookup(buf, len(positions), target) == expected
+
+
 @given(st.lists(st.integers(-(1 << 62), 1 << 62), max_size=300, unique=True).map(sorted),
        st.integers(-(1 << 63), (1 << 63) - 1))
 def test_time_lookup_finds_largest_timestamp_at_or_below_target_like_bisect(timestamps, target):

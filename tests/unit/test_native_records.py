@@ -171,6 +171,20 @@ def test_validate_and_parse_match_reference_on_valid_batches(batch_list):
         assert native.parse_batch_header(buf, info[0]) == reference.parse_batch_header(buf, info[0])
 
 
+@given(st.lists(batches(), min_size=1, max_size=5), st.integers(0, 200))
+def test_batch_infos_match_validate_and_reference_and_only_check_sizes(batch_list, cut):
+    buf = bytearray(b"".join(batch_list))
+    assert native.batch_infos(buf) == native.validate_batches(buf) == reference.batch_infos(buf)
+    buf[-1] ^= 0xFF  # a CRC failure batch_infos does not look for
+    assert native.batch_infos(buf) == reference.batch_infos(buf)
+    torn = bytes(buf[:len(buf) - 1 - cut % (len(batch_list[-1]) - 1)])
+    if torn:
+        with pytest.raises(native.CorruptBatchError, match="size"):
+            native.batch_infos(torn)
+        with pytest.raises(reference.CorruptBatchError, match="size"):
+            reference.batch_infos(torn)
+
+
 @given(st.lists(batches(), min_size=1, max_size=5), st.integers(0, 1 << 50), st.integers(-1, 1 << 30))
 def test_patch_batches_matches_reference_and_keeps_crc_valid(batch_list, base_offset, epoch):
     buf = bytearray(b"".join(batch_list))
