@@ -1,0 +1,287 @@
+"""One TCP connection to one broker: framing, correlation ids, pipelining.
+
+Wire format (Kafka protocol guide, "Requests and Responses")::
+
+    request  = i32 size | request header (api_key, api_version,
+               correlation_id, client_id[, tagged fields]) | body
+    response = i32 size | i32 correlation_id[ | tagged fields] | body
+
+A broker answers the requests of one connection in the order they came, so
+requests are pipelined: each ``request()`` writes its frame at once and
+waits for its own answer, which is the next one in the queue of pending
+requests. The correlation id of each answer is checked against that queue;
+a mismatch means the stream is lost and closes the connection.
+
+On connect the client sends ApiVersions (v3, falling back to the v0 body a
+broker sends with UNSUPPORTED_VERSION, KIP-511) and afterwards uses, per
+api key, the highest version both sides support (``version_for``).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from collections import deque
+from typing import Any, Callable
+
+import kcore
+from kcore import protocol
+from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.errors import ErrorCode
+from kcore.protocol.exceptions import ProtocolError
+
+__all__ = ["BrokerConnection", "CLIENT_MIN_VERSIONS", "client_versions", "negotiate_version"]
+
+# Below these versions the api cannot carry what the client needs: Produce 3
+# and Fetch 4 are the first with RecordBatch v2, ListOffsets 1 the first that
+# returns one offset per timestamp instead of a list.
+CLIENT_MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1}
+# ApiVersions v3 is the first that sends the client's name and version.
+API_VERSIONS_VERSION = 3
+CLIENT_SOFTWARE_NAME = "kcore"
+
+_SIZE = struct.Struct(">i")
+_CORRELATION_AND_ERROR = struct.Struct(">ih")
+
+
+def client_versions() -> dict[int, tuple[int, int]]:
+    """Version ranges this client can encode, per api key."""
+    ranges = {}
+    for api_key, (low, high) in protocol.supported_versions().items():
+        low = max(low, CLIENT_MIN_VERSIONS.get(api_key, low))
+        if low <= high:
+            ranges[int(api_key)] = (low, high)
+    return ranges
+
+
+def negotiate_version(api_key: int, ours: tuple[int, int] | None,
+                      theirs: tuple[int, int] | None) -> int:
+    """The highest version in both ranges; UNSUPPORTED_VERSION when they do not meet."""
+    if ours is None or theirs is None or max(ours[0], theirs[0]) > min(ours[1], theirs[1]):
+        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                         f"no common version for {_api_name(api_key)}: client {ours}, "
+                         f"broker {theirs}")
+    return min(ours[1], theirs[1])
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"
+
+
+class _Pending:
+    __slots__ = ("correlation_id", "api_key", "api_version", "future")
+
+    def __init__(self, correlation_id: int, api_key: int, api_version: int,
+                 future: asyncio.Future) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.api_version = api_version
+        self.future = future
+
+
+class BrokerConnection(asyncio.Protocol):
+    """A connection to one broker (see the module doc).
+
+    Concurrency contract: owned by the event loop that opened it. Any number
+    of coroutines may call ``request()`` at once; frames go out in call
+    order and each caller gets its own response. A request that times out
+    closes the connection (later answers could not be matched any more) and
+    fails every other pending request with BrokerConnectionError.
+    """
+
+    def __init__(self, host: str, port: int, *, client_id: str = "kcore",
+                 request_timeout_s: float = 30.0) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.request_timeout_s = request_timeout_s
+        self.broker_versions: dict[int, tuple[int, int]] = {}
+        self._client_versions = client_versions()
+        self._transport: asyncio.Transport | None = None
+        self._pending: deque[_Pending] = deque()
+        self._correlation_ids = itertools.count(1)
+        self._buffer = bytearray()
+        self._write_ready = asyncio.Event()
+        self._write_ready.set()
+        self._closed_error: BrokerConnectionError | None = None
+        self.on_close: Callable[[BrokerConnection], None] | None = None
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    async def open(cls, host: str, port: int, *, client_id: str = "kcore",
+                   request_timeout_s: float = 30.0,
+                   connect_timeout_s: float = 10.0) -> BrokerConnection:
+        """Connect and negotiate api versions."""
+        loop = asyncio.get_running_loop()
+        connection = cls(host, port, client_id=client_id, request_timeout_s=request_timeout_s)
+        try:
+            async with asyncio.timeout(connect_timeout_s):
+                await loop.create_connection(lambda: connection, host, port)
+        except (OSError, TimeoutError) as exc:
+            raise BrokerConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
+        try:
+            await connection._negotiate_versions()
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def _negotiate_versions(self) -> None:
+        ours = self._client_versions.get(ApiKey.API_VERSIONS, (0, 0))
+        version = min(API_VERSIONS_VERSION, ours[1])
+        body = {"client_software_name": CLIENT_SOFTWARE_NAME,
+                "client_software_version": kcore.__version__}
+        response = await self.request(ApiKey.API_VERSIONS, body, version=version)
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
+            response = await self.request(ApiKey.API_VERSIONS, {}, version=0)
+        if response.error_code:
+            raise KafkaError(response.error_code, context=f"ApiVersions to {self.address}")
+        self.broker_versions = {entry.api_key: (entry.min_version, entry.max_version)
+                                for entry in response.api_keys}
+
+    # ------------------------------------------------------------ requests
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_error is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def version_for(self, api_key: int) -> int:
+        """The highest version of ``api_key`` that the broker and this client support."""
+        return negotiate_version(api_key, self._client_versions.get(int(api_key)),
+                                 self.broker_versions.get(int(api_key)))
+
+    async def request(self, api_key: int, body: Any, *, version: int | None = None,
+                      timeout_s: float | None = None) -> Any:
+        """Send one request and return the decoded response body."""
+        future = await self._send(api_key, body, version, expect_response=True)
+        timeout_s = self.request_timeout_s if timeout_s is None else timeout_s
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            self._fail(BrokerConnectionError(
+                f"{_api_name(api_key)} to {self.address} got no answer in {timeout_s:g}s"))
+            raise self._closed_error from None
+
+    async def send_without_response(self, api_key: int, body: Any, *,
+                                    version: int | None = None) -> None:
+        """Send a request the broker does not answer (Produce with acks=0)."""
+        await self._send(api_key, body, version, expect_response=False)
+
+    async def _send(self, api_key: int, body: Any, version: int | None,
+                    expect_response: bool) -> asyncio.Future | None:
+        if version is None:
+            version = self.version_for(api_key)
+        while not self._write_ready.is_set() and not self.closed:
+            await self._write_ready.wait()
+        if self.closed:
+            raise self._closed_error
+        correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+        frame = protocol.encode_request(api_key, version, correlation_id, self.client_id, body)
+        future = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._pending.append(_Pending(correlation_id, int(api_key), version, future))
+        self._transport.write(frame)
+        return future
+
+    def close(self) -> None:
+        self._fail(BrokerConnectionError(f"connection to {self.address} closed"))
+
+    # ------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = f": {exc}" if exc else ""
+        self._fail(BrokerConnectionError(f"connection to {self.address} lost{reason}"))
+
+    def pause_writing(self) -> None:
+        self._write_ready.clear()
+
+    def resume_writing(self) -> None:
+        self._write_ready.set()
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        position, available = 0, len(buffer)
+        while available - position >= 4:
+            (size,) = _SIZE.unpack_from(buffer, position)
+            if size < 4:
+                self._fail(BrokerConnectionError(
+                    f"{self.address} sent a frame of {size} bytes"))
+                return
+            if available - position - 4 < size:
+                break
+            frame = bytes(buffer[position + 4:position + 4 + size])
+            position += 4 + size
+            self._complete(frame)
+            if self.closed:
+                return
+        if position:
+            del buffer[:position]
+
+    def _complete(self, frame: bytes) -> None:
+        if not self._pending:
+            self._fail(BrokerConnectionError(f"{self.address} sent an unrequested response"))
+            return
+        pending = self._pending[0]
+        (correlation_id,) = _SIZE.unpack_from(frame, 0)
+        if correlation_id != pending.correlation_id:
+            self._fail(BrokerConnectionError(
+                f"{self.address} answered correlation id {correlation_id}, expected "
+                f"{pending.correlation_id}"))
+            return
+        self._pending.popleft()
+        try:
+            body = self._decode(pending, frame)
+        except ProtocolError as exc:
+            if not pending.future.done():
+                pending.future.set_exception(BrokerConnectionError(
+                    f"undecodable {_api_name(pending.api_key)} v{pending.api_version} "
+                    f"response from {self.address}: {exc}"))
+                pending.future.exception()  # retrieved: the caller may have given up
+            return
+        if not pending.future.done():
+            pending.future.set_result(body)
+
+    @staticmethod
+    def _decode(pending: _Pending, frame: bytes) -> Any:
+        version = pending.api_version
+        if pending.api_key == ApiKey.API_VERSIONS and version > 0 and len(frame) >= 6:
+            # KIP-511: an unsupported ApiVersions version is answered in v0 format.
+            _, error_code = _CORRELATION_AND_ERROR.unpack_from(frame, 0)
+            if error_code == ErrorCode.UNSUPPORTED_VERSION:
+                version = 0
+        _, body = protocol.decode_response(pending.api_key, version, frame)
+        return body
+
+    def _fail(self, error: BrokerConnectionError) -> None:
+        if self._closed_error is not None:
+            return
+        self._closed_error = error
+        self._write_ready.set()
+        while self._pending:
+            future = self._pending.popleft().future
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved: a caller that gave up must not log it
+        if self._transport is not None:
+            self._transport.close()
+        if self.on_close is not None:
+            self.on_close(self)

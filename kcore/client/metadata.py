@@ -1,0 +1,98 @@
+"""Cluster metadata as a client sees it: brokers, controller, topic partitions.
+
+Built from a Metadata response (key 3): ``brokers`` (node_id, host, port,
+rack), ``controller_id`` (v1+), ``cluster_id`` (v2+) and per topic its
+error code and partitions with leader_id, leader_epoch (v7+, else -1),
+replica_nodes, isr_nodes and offline_replicas (v5+).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "ClusterMetadata", "TopicPartition"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    error_code: int
+    is_internal: bool
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    """One Metadata answer; immutable, replaced whole on refresh."""
+
+    brokers: dict[int, BrokerInfo]
+    controller_id: int
+    cluster_id: str | None
+    topics: dict[str, TopicInfo]
+
+    @classmethod
+    def from_response(cls, body: Any) -> ClusterMetadata:
+        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))
+                   for b in body.brokers}
+        topics = {}
+        for topic in body.topics:
+            partitions = {
+                p.partition_index: PartitionInfo(
+                    topic.name, p.partition_index, p.leader_id, getattr(p, "leader_epoch", -1),
+                    tuple(p.replica_nodes), tuple(p.isr_nodes),
+                    tuple(getattr(p, "offline_replicas", ()) or ()), p.error_code)
+                for p in topic.partitions}
+            topics[topic.name] = TopicInfo(topic.name, topic.error_code,
+                                           bool(getattr(topic, "is_internal", False)),
+                                           dict(sorted(partitions.items())))
+        return cls(brokers, getattr(body, "controller_id", -1), getattr(body, "cluster_id", None),
+                   topics)
+
+    def merged(self, newer: ClusterMetadata) -> ClusterMetadata:
+        """``newer`` with the topics it did not ask about kept from ``self``."""
+        return ClusterMetadata(newer.brokers, newer.controller_id, newer.cluster_id,
+                               {**self.topics, **newer.topics})
+
+    def leader_for(self, topic: str, partition: int) -> int:
+        """Leader node id, or -1 when unknown."""
+        info = self.topics.get(topic)
+        if info is None or partition not in info.partitions:
+            return -1
+        return info.partitions[partition].leader_id
