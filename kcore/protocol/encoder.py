@@ -1,0 +1,245 @@
+"""Compiles a struct schema at one version into a Python encode function.
+
+The generated function ``encode(obj, out, splices)`` appends the encoding of
+``obj`` to the bytearray ``out``; ``obj`` may be a generated data object, a
+plain dict, or any object with the field attributes. Missing fields take the
+schema default. Consecutive fixed-width fields are packed by one
+precompiled ``struct.Struct.pack``. Records fields go through
+``primitives.put_records`` (small buffers inline, the rest spliced).
+Fields absent from the version are ignored. Known tagged fields are written
+only when they differ from their default.
+
+Bad values surface as struct.error, AttributeError, TypeError or
+ProtocolEncodeError; callers turn all of them into ProtocolEncodeError.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+from kcore.protocol import primitives
+from kcore.protocol.schema import FIXED_FORMATS, Field, Struct
+
+Encoder = Callable[[Any, bytearray, list], None]
+
+_NULLS = {"h": "b'\\xff\\xff'", "i": "b'\\xff\\xff\\xff\\xff'"}
+_PREFIX = {"string": "h", "bytes": "i", "records": "i", "array": "i"}
+
+
+def struct_encoder(schema: Struct, version: int, flexible: bool) -> Encoder:
+    key = ("encode", version, flexible)
+    encoder = schema.codecs.get(key)
+    if encoder is None:
+        encoder = _Builder(version, flexible).build(schema)
+        schema.codecs[key] = encoder
+    return encoder
+
+
+class _Builder:
+    """Generates one struct tree's encoders (object and dict variants)."""
+
+    def __init__(self, version: int, flexible: bool) -> None:
+        self.version = version
+        self.flexible = flexible
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {
+            "_getattr": getattr,
+            "_dict": dict,
+            "_uv": primitives.uvarint,
+            "_i16": primitives.INT16.pack,
+            "_i32": primitives.INT32.pack,
+            "_pack": struct.pack,
+            "_put_records": primitives.put_records,
+            "_write_tags": primitives.write_tagged_fields,
+            "_Error": primitives.ProtocolEncodeError,
+        }
+        self.counter = 0
+        self.done: dict[int, str] = {}
+
+    def name(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def const(self, value: Any, prefix: str = "_c") -> str:
+        name = self.name(prefix)
+        self.namespace[name] = value
+        return name
+
+    def build(self, schema: Struct) -> Encoder:
+        entry = self.dispatch(schema)
+        source = "\n".join(self.lines) + "\n"
+        filename = f"<kcore.protocol encode {schema.name} v{self.version}>"
+        exec(compile(source, filename, "exec"), self.namespace)
+        encoder = self.namespace[entry]
+        encoder.__source__ = source
+        return encoder
+
+    def variants(self, schema: Struct) -> str:
+        """Name of a function encoding ``schema`` from a dict, its data class or any object.
+
+        Three generated bodies: ``o.get(name, default)`` for dicts, ``o.name``
+        for the schema's own data class (every slot is set by its __init__
+        and by the decoder) and ``getattr(o, name, default)`` otherwise.
+        """
+        if id(schema) not in self.done:
+            by_key = self.struct_function(schema, "o.get('{name}', {default})")
+            own = self.struct_function(schema, "o.{name}")
+            by_attr = self.struct_function(schema, "_getattr(o, '{name}', {default})")
+            cls = self.const(schema.data_class, "_cls")
+            fname = self.name(f"_encode_{schema.name}_")
+            self.lines += [
+                f"def {fname}(o, out, sp):",
+                f"    if type(o) is {cls}:",
+                f"        {own}(o, out, sp)",
+                "    elif type(o) is _dict:",
+                f"        {by_key}(o, out, sp)",
+                "    else:",
+                f"        {by_attr}(o, out, sp)",
+            ]
+            self.done[id(schema)] = fname
+        return self.done[id(schema)]
+
+    def dispatch(self, schema: Struct) -> str:
+        return self.variants(schema)
+
+    def struct_function(self, schema: Struct, getter: str) -> str:
+        version, flexible = self.version, self.flexible
+        fname = self.name(f"_encode_{schema.name}_")
+        body = _Body(self, "    ")
+        present = [f for f in schema.fields if f.present(version)]
+        tagged = [f for f in present if flexible and f.tagged(version)]
+        for field in present:
+            if field not in tagged:
+                body.field(field, getter.format(name=field.name, default=self.default_const(field)))
+        body.flush()
+        if flexible:
+            self.tag_section(body, tagged, getter)
+        self.lines.append(f"def {fname}(o, out, sp):")
+        self.lines.extend(body.lines or ["    pass"])
+        return fname
+
+    def default_const(self, field: Field) -> str:
+        value = field.default_value()
+        if isinstance(value, list):
+            value = ()
+        return self.const(value, "_default")
+
+    def tag_section(self, body: _Body, tagged: list[Field], getter: str) -> None:
+        if not tagged:
+            body.emit("out += b'\\x00'")
+            return
+        body.emit("tags = []")
+        for field in tagged:
+            default = self.default_const(field)
+            body.emit(f"v = {getter.format(name=field.name, default=default)}")
+            condition = "v" if field.kind == "array" else f"v != {default}"
+            body.emit(f"if {condition}:")
+            body.emit("    t = bytearray()")
+            body.emit(f"    {self.value_function(field)}(v, t, sp)")
+            body.emit(f"    tags.append(({field.tag}, t))")
+        body.emit("_write_tags(out, tags)")
+
+    def value_function(self, field: Field) -> str:
+        """A standalone encoder of one tagged field's value ``v``."""
+        fname = self.name(f"_encode_tag_{field.name}_")
+        body = _Body(self, "    ")
+        body.field(field, "v")
+        body.flush()
+        self.lines.append(f"def {fname}(v, out, sp):")
+        self.lines.extend(body.lines)
+        return fname
+
+
+class _Body:
+    """Statement emitter for one generated encoder body."""
+
+    def __init__(self, builder: _Builder, indent: str) -> None:
+        self.builder = builder
+        self.indent = indent
+        self.lines: list[str] = []
+        self.run: list[tuple[str, str]] = []
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def flush(self) -> None:
+        if not self.run:
+            return
+        fmt = ">" + "".join(code for code, _ in self.run)
+        pack = self.builder.const(struct.Struct(fmt).pack, "_pack")
+        self.emit(f"out += {pack}({', '.join(expr for _, expr in self.run)})")
+        self.run = []
+
+    def field(self, field: Field, expr: str) -> None:
+        if field.kind == "fixed":
+            self.run.append((FIXED_FORMATS[field.type], expr))
+            return
+        self.flush()
+        if expr != "v":
+            self.emit(f"v = {expr}")
+        nullable = field.nullable(self.builder.version)
+        if field.kind == "records":
+            self.emit(f"_put_records(v, out, sp, {self.builder.flexible}, {nullable})")
+            return
+        if field.kind == "uuid":
+            self.emit("out += v.bytes")
+            return
+        self.emit("if v is None:")
+        if nullable:
+            self.emit(f"    out += {self.null_marker(field)}")
+        else:
+            self.emit(f"    raise _Error('null in non-nullable field {field.name}')")
+        self.emit("else:")
+        inner = _Body(self.builder, self.indent + "    ")
+        inner.value(field)
+        self.lines.extend(inner.lines)
+
+    def null_marker(self, field: Field) -> str:
+        if field.kind == "struct":
+            return "b'\\xff'"
+        if self.builder.flexible:
+            return "b'\\x00'"
+        return _NULLS[_PREFIX[field.kind]]
+
+    def length(self, kind: str, size: str) -> str:
+        if self.builder.flexible:
+            return f"_uv({size} + 1)"
+        return f"_i16({size})" if _PREFIX[kind] == "h" else f"_i32({size})"
+
+    def value(self, field: Field) -> None:
+        kind = field.kind
+        if kind == "string":
+            self.emit("b = v.encode()")
+            self.emit(f"out += {self.length(kind, 'len(b)')}")
+            self.emit("out += b")
+        elif kind == "bytes":
+            self.emit(f"out += {self.length(kind, 'len(v)')}")
+            self.emit("out += v")
+        elif kind == "struct":
+            if field.nullable(self.builder.version):
+                self.emit("out += b'\\x01'")
+            self.emit(f"{self.builder.variants(field.struct)}(v, out, sp)")
+        else:
+            self.array(field)
+
+    def array(self, field: Field) -> None:
+        self.emit(f"out += {self.length('array', 'len(v)')}")
+        element = field.element
+        if element == "fixed":
+            code = FIXED_FORMATS[field.type[2:]]
+            self.emit(f"out += _pack('>%d{code}' % len(v), *v)")
+            return
+        self.emit("for x in v:")
+        if element == "struct":
+            self.emit(f"    {self.builder.variants(field.struct)}(x, out, sp)")
+        elif element == "string":
+            self.emit("    b = x.encode()")
+            self.emit(f"    out += {self.length('string', 'len(b)')}")
+            self.emit("    out += b")
+        elif element == "bytes":
+            self.emit(f"    out += {self.length('bytes', 'len(x)')}")
+            self.emit("    out += x")
+        elif element == "uuid":
+            self.emit("    out += x.bytes")
+        else:
+            raise ValueError(f"arrays of {element} are not a Kafka type")

@@ -1,0 +1,27 @@
+"""EndTxn (api key 26), versions 0-2.
+
+Source: apache/kafka clients/src/main/resources/common/message/EndTxnRequest.json
+and EndTxnResponse.json.
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "EndTxnRequest", api_key=26, flexible="3+",
+    fields=[
+        Field("transactional_id", "string", "0+"),
+        Field("producer_id", "int64", "0+"),
+        Field("producer_epoch", "int16", "0+"),
+        Field("committed", "bool", "0+"),
+    ],
+)
+
+RESPONSE = Message(
+    "EndTxnResponse", api_key=26, flexible="3+",
+    fields=[
+        Field("throttle_time_ms", "int32", "0+"),
+        Field("error_code", "int16", "0+"),
+    ],
+)
+
+EndTxnRequest = REQUEST.data_class
+EndTxnResponse = RESPONSE.data_class

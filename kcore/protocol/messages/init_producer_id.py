@@ -1,0 +1,27 @@
+"""InitProducerId (api key 22), versions 0-1.
+
+Source: apache/kafka clients/src/main/resources/common/message/InitProducerIdRequest.json
+and InitProducerIdResponse.json.
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "InitProducerIdRequest", api_key=22, flexible="2+",
+    fields=[
+        Field("transactional_id", "string", "0+", nullable="0+"),
+        Field("transaction_timeout_ms", "int32", "0+"),
+    ],
+)
+
+RESPONSE = Message(
+    "InitProducerIdResponse", api_key=22, flexible="2+",
+    fields=[
+        Field("throttle_time_ms", "int32", "0+"),
+        Field("error_code", "int16", "0+"),
+        Field("producer_id", "int64", "0+", default=-1),
+        Field("producer_epoch", "int16", "0+"),
+    ],
+)
+
+InitProducerIdRequest = REQUEST.data_class
+InitProducerIdResponse = RESPONSE.data_class

@@ -1,0 +1,34 @@
+"""LeaveGroup (api key 13), versions 0-3.
+
+Source: apache/kafka clients/src/main/resources/common/message/LeaveGroupRequest.json
+and LeaveGroupResponse.json.
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "LeaveGroupRequest", api_key=13, flexible="4+",
+    fields=[
+        Field("group_id", "string", "0+"),
+        Field("member_id", "string", "0-2"),
+        Field("members", "[]MemberIdentity", "3+", fields=[
+            Field("member_id", "string", "3+"),
+            Field("group_instance_id", "string", "3+", nullable="3+"),
+        ]),
+    ],
+)
+
+RESPONSE = Message(
+    "LeaveGroupResponse", api_key=13, flexible="4+",
+    fields=[
+        Field("throttle_time_ms", "int32", "1+"),
+        Field("error_code", "int16", "0+"),
+        Field("members", "[]MemberResponse", "3+", fields=[
+            Field("member_id", "string", "3+"),
+            Field("group_instance_id", "string", "3+", nullable="3+"),
+            Field("error_code", "int16", "3+"),
+        ]),
+    ],
+)
+
+LeaveGroupRequest = REQUEST.data_class
+LeaveGroupResponse = RESPONSE.data_class

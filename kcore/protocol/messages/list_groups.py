@@ -1,0 +1,27 @@
+"""ListGroups (api key 16), versions 0-2.
+
+Source: apache/kafka clients/src/main/resources/common/message/ListGroupsRequest.json
+and ListGroupsResponse.json.
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "ListGroupsRequest", api_key=16, flexible="3+",
+    fields=[
+    ],
+)
+
+RESPONSE = Message(
+    "ListGroupsResponse", api_key=16, flexible="3+",
+    fields=[
+        Field("throttle_time_ms", "int32", "1+"),
+        Field("error_code", "int16", "0+"),
+        Field("groups", "[]ListedGroup", "0+", fields=[
+            Field("group_id", "string", "0+"),
+            Field("protocol_type", "string", "0+"),
+        ]),
+    ],
+)
+
+ListGroupsRequest = REQUEST.data_class
+ListGroupsResponse = RESPONSE.data_class

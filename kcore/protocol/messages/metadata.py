@@ -1,0 +1,52 @@
+"""Metadata (api key 3), versions 0-8.
+
+Source: apache/kafka clients/src/main/resources/common/message/MetadataRequest.json
+and MetadataResponse.json.
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "MetadataRequest", api_key=3, flexible="9+",
+    fields=[
+        Field("topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=[
+            Field("name", "string", "0+"),
+        ]),
+        Field("allow_auto_topic_creation", "bool", "4+", default=True),
+        Field("include_cluster_authorized_operations", "bool", "8+"),
+        Field("include_topic_authorized_operations", "bool", "8+"),
+    ],
+)
+
+RESPONSE = Message(
+    "MetadataResponse", api_key=3, flexible="9+",
+    fields=[
+        Field("throttle_time_ms", "int32", "3+"),
+        Field("brokers", "[]MetadataResponseBroker", "0+", fields=[
+            Field("node_id", "int32", "0+"),
+            Field("host", "string", "0+"),
+            Field("port", "int32", "0+"),
+            Field("rack", "string", "1+", nullable="1+"),
+        ]),
+        Field("cluster_id", "string", "2+", nullable="2+"),
+        Field("controller_id", "int32", "1+", default=-1),
+        Field("topics", "[]MetadataResponseTopic", "0+", fields=[
+            Field("error_code", "int16", "0+"),
+            Field("name", "string", "0+"),
+            Field("is_internal", "bool", "1+"),
+            Field("partitions", "[]MetadataResponsePartition", "0+", fields=[
+                Field("error_code", "int16", "0+"),
+                Field("partition_index", "int32", "0+"),
+                Field("leader_id", "int32", "0+"),
+                Field("leader_epoch", "int32", "7+", default=-1),
+                Field("replica_nodes", "[]int32", "0+"),
+                Field("isr_nodes", "[]int32", "0+"),
+                Field("offline_replicas", "[]int32", "5+"),
+            ]),
+            Field("topic_authorized_operations", "int32", "8+", default=-0x80000000),
+        ]),
+        Field("cluster_authorized_operations", "int32", "8+", default=-0x80000000),
+    ],
+)
+
+MetadataRequest = REQUEST.data_class
+MetadataResponse = RESPONSE.data_class

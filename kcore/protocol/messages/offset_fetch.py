@@ -1,0 +1,38 @@
+"""OffsetFetch (api key 9), versions 1-5.
+
+Source: apache/kafka clients/src/main/resources/common/message/OffsetFetchRequest.json
+and OffsetFetchResponse.json.
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "OffsetFetchRequest", api_key=9, flexible="6+",
+    fields=[
+        Field("group_id", "string", "0+"),
+        Field("topics", "[]OffsetFetchRequestTopic", "0+", nullable="2+", fields=[
+            Field("name", "string", "0+"),
+            Field("partition_indexes", "[]int32", "0+"),
+        ]),
+    ],
+)
+
+RESPONSE = Message(
+    "OffsetFetchResponse", api_key=9, flexible="6+",
+    fields=[
+        Field("throttle_time_ms", "int32", "3+"),
+        Field("topics", "[]OffsetFetchResponseTopic", "0+", fields=[
+            Field("name", "string", "0+"),
+            Field("partitions", "[]OffsetFetchResponsePartition", "0+", fields=[
+                Field("partition_index", "int32", "0+"),
+                Field("committed_offset", "int64", "0+"),
+                Field("committed_leader_epoch", "int32", "5+", default=-1),
+                Field("metadata", "string", "0+", nullable="0+"),
+                Field("error_code", "int16", "0+"),
+            ]),
+        ]),
+        Field("error_code", "int16", "2+"),
+    ],
+)
+
+OffsetFetchRequest = REQUEST.data_class
+OffsetFetchResponse = RESPONSE.data_class
