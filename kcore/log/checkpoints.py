@@ -1,0 +1,108 @@
+"""Kafka's text checkpoint files, written atomically.
+
+Offset checkpoints in each log dir (``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint``, ``replication-offset-checkpoint``)::
+
+    0                 <- version
+    2                 <- number of entries
+    topic 0 1234      <- topic, partition, offset
+    topic 1 99
+
+The per-partition ``leader-epoch-checkpoint`` has the same framing with
+``epoch start_offset`` lines. Source: Kafka ``CheckpointFile`` /
+``OffsetCheckpointFile`` / ``LeaderEpochCheckpointFile``.
+
+A write goes to ``<name>.tmp``, is fsynced, renamed over the file and the
+directory fsynced, so a crash leaves the old or the new file, never half.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kcore.log.errors import KafkaStorageError
+
+VERSION = 0
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, text.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_lines(path: Path, fields: int) -> list[list[str]]:
+    """The entry lines of a checkpoint file, split; [] when it is missing."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise KafkaStorageError(f"cannot read {path}: {exc}") from exc
+    try:
+        if int(lines[0]) != VERSION:
+            raise KafkaStorageError(f"{path}: unknown checkpoint version {lines[0]!r}")
+        count = int(lines[1])
+        entries = [line.split() for line in lines[2:2 + count]]
+    except (IndexError, ValueError) as exc:
+        raise KafkaStorageError(f"{path}: malformed checkpoint") from exc
+    if len(entries) != count or any(len(entry) != fields for entry in entries):
+        raise KafkaStorageError(f"{path}: expected {count} entries of {fields} fields")
+    return entries
+
+
+class OffsetCheckpointFile:
+    """``(topic, partition) -> offset`` in one log dir. Not thread-safe."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def read(self) -> dict[tuple[str, int], int]:
+        try:
+            return {(topic, int(partition)): int(offset)
+                    for topic, partition, offset in _read_lines(self.path, 3)}
+        except ValueError as exc:
+            raise KafkaStorageError(f"{self.path}: malformed entry") from exc
+
+    def write(self, offsets: dict[tuple[str, int], int]) -> None:
+        lines = [str(VERSION), str(len(offsets))]
+        lines += [f"{topic} {partition} {offset}"
+                  for (topic, partition), offset in sorted(offsets.items())]
+        write_atomically(self.path, "\n".join(lines) + "\n")
+
+
+class LeaderEpochCheckpointFile:
+    """``[(leader_epoch, start_offset), ...]`` of one partition. Not thread-safe."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def read(self) -> list[tuple[int, int]]:
+        try:
+            return [(int(epoch), int(offset)) for epoch, offset in _read_lines(self.path, 2)]
+        except ValueError as exc:
+            raise KafkaStorageError(f"{self.path}: malformed entry") from exc
+
+    def write(self, entries: list[tuple[int, int]]) -> None:
+        lines = [str(VERSION), str(len(entries))]
+        lines += [f"{epoch} {offset}" for epoch, offset in entries]
+        write_atomically(self.path, "\n".join(lines) + "\n")

@@ -1,0 +1,84 @@
+"""Opening a partition directory: cleanup, segment loading and recovery.
+
+Kafka ``LogLoader``, reduced to what a log without compaction needs:
+
+1. Leftovers of interrupted file operations go: ``*.deleted`` (removal was
+   pending), ``*.cleaned`` / ``*.swap`` (compaction output), ``*.tmp``, and
+   index files whose ``.log`` is gone.
+2. Every ``<base>.log`` is opened. After a clean shutdown its state comes
+   from the indexes plus a header walk of the tail; an index that is
+   missing or fails its sanity check is rebuilt from the data.
+3. After an unclean stop, every segment from the one holding the recovery
+   point onwards is recovered: batches are checked (size, CRC-32C, offsets)
+   and the indexes rebuilt. The first torn or corrupt batch ends the log:
+   its segment is truncated there and every later segment deleted.
+
+Runs once per partition at startup, before the Log serves anything.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from kcore.log.config import LogConfig
+from kcore.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
+                               LogSegment)
+
+log = logging.getLogger(__name__)
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
+_LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+
+
+def remove_leftovers(directory: Path) -> list[int]:
+    """Delete interrupted-operation files; return the base offsets of the
+    ``.log`` files, sorted."""
+    names = {path.name: path for path in directory.iterdir()}
+    bases = set()
+    for name, path in names.items():
+        if name.endswith(_LEFTOVER_SUFFIXES):
+            path.unlink(missing_ok=True)
+            continue
+        match = _SEGMENT_FILE.match(name)
+        if match is None:
+            continue
+        if match.group(2) == LOG_SUFFIX:
+            bases.add(int(match.group(1)))
+        elif match.group(1) + LOG_SUFFIX not in names:
+            path.unlink(missing_ok=True)
+    return sorted(bases)
+
+
+def load_segments(directory: Path, config: LogConfig, recovery_point: int,
+                  clean_shutdown: bool) -> list[LogSegment]:
+    """Open (and where needed recover) every segment, oldest first."""
+    bases = remove_leftovers(directory)
+    segments: list[LogSegment] = []
+    try:
+        for i, base in enumerate(bases):
+            segment = LogSegment.open(directory, base, config)
+            segments.append(segment)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            unflushed = next_base is None or next_base > recovery_point
+            if (unflushed and not clean_shutdown) or segment.needs_rebuild():
+                removed, reason = segment.recover()
+                if removed:
+                    log.warning("%s: recovery cut %d bytes at position %d (%s); deleting %d later "
+                                "segment(s)", segment.log_path, removed, segment.size, reason,
+                                len(bases) - i - 1)
+                    _delete_later(directory, bases[i + 1:])
+                    break
+    except BaseException:
+        for segment in segments:
+            segment.close()
+        raise
+    for segment in segments[:-1]:
+        segment.trim()
+    return segments
+
+
+def _delete_later(directory: Path, bases: list[int]) -> None:
+    for base in bases:
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex"):
+            (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,482 @@
+"""The log of one topic partition: an ordered list of segments.
+
+Directory ``<log.dir>/<topic>-<partition>/`` holds the segments (see
+segment.py) named by base offset; the newest is the active segment, the
+only one appended to. Offsets run from ``log_start_offset`` (retention and
+DeleteRecords move it) to ``log_end_offset`` (the next offset to assign).
+``recovery_point`` is the offset below which everything was fsynced: an
+unclean restart re-checks only what lies after it.
+
+Produced RecordBatches (v2) stay bytes: ``append`` validates them natively
+(sizes, magic, CRC-32C, record counts), patches baseOffset and
+partitionLeaderEpoch in place and writes them; ``read`` answers with
+FileSlices of whole batches. Kafka sources: ``UnifiedLog``, ``LocalLog``.
+
+Not thread-safe: a Log has one owner, the event loop serving its
+partition; no method awaits, so each call is atomic on that loop.
+"""
+from __future__ import annotations
+
+import bisect
+import shutil
+import struct
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from kcore._native import records as native_records
+from kcore.log.checkpoints import fsync_dir
+from kcore.log.config import LogConfig
+from kcore.log.errors import (CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError,
+                              RecordTooLargeError)
+from kcore.log.file_slice import FileSlice
+from kcore.log.loader import load_segments
+from kcore.log.segment import LOG_SUFFIX, LogSegment, segment_name
+
+_BASE_OFFSET = struct.Struct(">q")
+
+
+class AppendInfo(NamedTuple):
+    """What one append did. ``batches`` are the native validator's tuples
+    (position, size, last_offset_delta, records_count, attributes,
+    base_timestamp, max_timestamp, producer_id, producer_epoch,
+    base_sequence), positions relative to the appended buffer.
+    ``log_append_time`` is the batches' maxTimestamp when they carry the
+    LogAppendTime attribute (stamped by the caller), else -1."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    records_count: int
+    batches: list
+
+
+def parse_topic_partition(directory: Path) -> tuple[str, int]:
+    """``orders-3`` -> ("orders", 3); topic names may contain '-'."""
+    topic, _, partition = Path(directory).name.rpartition("-")
+    if not topic or not partition.isdigit():
+        raise ValueError(f"{directory} is not named <topic>-<partition>")
+    return topic, int(partition)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Log:
+    """See the module docstring. Build with ``Log.open``."""
+
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
+                 log_start_offset: int, recovery_point: int):
+        self.dir = Path(directory)
+        self.topic, self.partition = parse_topic_partition(self.dir)
+        self.config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self._log_end_offset = segments[-1].next_offset
+        self._log_start_offset = log_start_offset
+        self._recovery_point = min(recovery_point, self._log_end_offset)
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._dir_dirty = False
+        self.clock = now_ms
+
+    # -- opening ---------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path | str, config: LogConfig | None = None, recovery_point: int = 0,
+             log_start_offset: int = 0, clean_shutdown: bool = False) -> Log:
+        """Open (creating if needed) the partition directory ``path``.
+        Without ``clean_shutdown`` every segment from the one holding
+        ``recovery_point`` is recovered (see loader.py)."""
+        config = config or LogConfig()
+        directory = Path(path)
+        parse_topic_partition(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        segments = load_segments(directory, config, recovery_point, clean_shutdown)
+        if not segments:
+            segments = [LogSegment.create(directory, log_start_offset, config)]
+        segments[-1].make_active()
+        start = max(log_start_offset, segments[0].base_offset)
+        log = cls(directory, config, segments, start, recovery_point)
+        if clean_shutdown:
+            log._recovery_point = log._log_end_offset
+        if start > log._log_end_offset:
+            log.truncate_fully_and_start_at(start)
+        return log
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed_messages
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    # -- append -------------------------------------------------------------------------
+    def append(self, records, leader_epoch: int, assign_offsets: bool = True,
+               validate: bool = True) -> AppendInfo:
+        """Append whole v2 batches held in ``records`` (a bytearray or a
+        writable memoryview; with ``assign_offsets`` their baseOffset and
+        partitionLeaderEpoch are rewritten in it). ``validate`` runs the
+        native checks; pass False only for bytes validated already.
+        ``assign_offsets=False`` keeps the batches' own offsets (a replica
+        copying its leader), which must start at or after the log end.
+        Raises CorruptRecordError or RecordTooLargeError having written
+        nothing, KafkaStorageError when the write fails."""
+        try:
+            infos = native_records.validate_batches(records) if validate \
+                else native_records.batch_infos(records)
+        except native_records.CorruptBatchError as exc:
+            raise CorruptRecordError(exc.reason, str(exc), exc.position) from None
+        if not infos:
+            raise CorruptRecordError("size", "no record batch to append")
+        size = infos[-1][0] + infos[-1][1]
+        self._check_sizes(infos, size)
+        if assign_offsets:
+            first_offset = self._log_end_offset
+            next_offset = native_records.patch_batches(records, first_offset, leader_epoch)
+            batch_offsets = None
+        else:
+            batch_offsets = self._replica_offsets(records, infos)
+            first_offset = batch_offsets[0]
+            next_offset = batch_offsets[-1] + infos[-1][2] + 1
+        batches, max_timestamp, offset_of_max_timestamp, records_count = \
+            _segment_batches(infos, first_offset, batch_offsets)
+        segment = self._maybe_roll(size, max_timestamp, first_offset, next_offset - 1)
+        segment.append(records, batches)
+        self._log_end_offset = next_offset
+        self._unflushed_messages += records_count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        log_append_time = max_timestamp if infos[0][4] & 0x08 else -1
+        return AppendInfo(first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp,
+                          log_append_time, records_count, infos)
+
+    def _check_sizes(self, infos: list, size: int) -> None:
+        limit = self.config.max_message_bytes
+        for info in infos:
+            if info[1] > limit:
+                raise RecordTooLargeError(
+                    f"batch of {info[1]} bytes at position {info[0]} exceeds max.message.bytes={limit}")
+        if size > self.config.segment_bytes:
+            raise RecordTooLargeError(
+                f"append of {size} bytes exceeds segment.bytes={self.config.segment_bytes}")
+
+    def _replica_offsets(self, records, infos: list) -> list[int]:
+        bases = [_BASE_OFFSET.unpack_from(records, info[0])[0] for info in infos]
+        expected = self._log_end_offset
+        for base, info in zip(bases, infos):
+            if base < expected:
+                raise CorruptRecordError(
+                    "offset", f"batch at offset {base} (position {info[0]}) is before the next "
+                    f"expected offset {expected}", info[0])
+            expected = base + info[2] + 1
+        return bases
+
+    # -- rolling ---------------------------------------------------------------------------
+    def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int,
+                    last_offset: int) -> LogSegment:
+        """The segment to append to, rolling first when Kafka would
+        (``LogSegment.shouldRoll``): segment.bytes, segment.ms, a full index,
+        or a last offset beyond the int32 range of the segment's base."""
+        segment = self._segments[-1]
+        fits_offsets = segment.offset_index.can_append_offset(last_offset)
+        if segment.size == 0:
+            if fits_offsets and segment.base_offset <= first_offset:
+                return segment
+            return self.roll(first_offset)
+        if (segment.size > self.config.segment_bytes - size
+                or self._time_to_roll(segment, max_timestamp)
+                or segment.offset_index.is_full or segment.time_index.is_full
+                or not fits_offsets):
+            return self.roll(first_offset)
+        return segment
+
+    def _time_to_roll(self, segment: LogSegment, max_timestamp: int) -> bool:
+        rolling = segment.rolling_based_timestamp
+        if rolling is not None and rolling >= 0:
+            waited = max_timestamp - rolling
+        else:
+            waited = self.clock() - segment.created_ms
+        return waited > self.config.segment_ms - self.config.segment_jitter_ms
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or at
+        ``expected_next_offset`` when larger). An empty active segment is
+        replaced rather than left behind."""
+        base = max(self._log_end_offset, expected_next_offset or 0)
+        active = self._segments[-1]
+        if active.size == 0:
+            if active.base_offset == base:
+                return active
+            self._segments.pop()
+            self._bases.pop()
+            active.delete_files()
+        else:
+            active.on_become_inactive()
+        stale = self.dir / (segment_name(base) + LOG_SUFFIX)
+        if stale.exists():
+            raise KafkaStorageError(f"cannot roll: {stale} already exists")
+        segment = LogSegment.create(self.dir, base, self.config)
+        self._segments.append(segment)
+        self._bases.append(base)
+        self._dir_dirty = True
+        return segment
+
+    # -- reads ----------------------------------------------------------------------------
+    def _check_offset(self, offset: int) -> None:
+        if offset < self._log_start_offset or offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self._log_start_offset}, {self._log_end_offset}] "
+                f"of {self.topic}-{self.partition}")
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_message: bool = True) -> list[FileSlice]:
+        """FileSlices of whole batches from the batch containing ``offset``,
+        at most ``max_bytes`` in total except that with
+        ``min_one_message`` the first batch always comes (KIP-74), and no
+        batch whose last offset is >= ``max_offset`` (the high watermark or
+        last stable offset). Empty at the log end; OffsetOutOfRangeError
+        outside [log_start_offset, log_end_offset]."""
+        self._check_offset(offset)
+        if offset == self._log_end_offset or (max_offset is not None and offset >= max_offset):
+            return []
+        slices: list[FileSlice] = []
+        i = bisect.bisect_right(self._bases, offset) - 1
+        remaining, min_one = max_bytes, min_one_message
+        while i < len(self._segments):
+            segment = self._segments[i]
+            found = segment.read(offset, remaining, max_offset, min_one)
+            if found is not None:
+                if found.size == 0:
+                    break
+                slices.append(found)
+                remaining -= found.size
+                min_one = False
+                if found.position + found.size < segment.size or remaining <= 0:
+                    break
+            i += 1
+            if i < len(self._segments):
+                offset = self._segments[i].base_offset
+                if max_offset is not None and offset >= max_offset:
+                    break
+        return slices
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start
+        offset whose timestamp is >= ``timestamp``, or None. The special
+        timestamps -1 (latest) and -2 (earliest) are the caller's."""
+        for segment in self._segments:
+            if segment.size == 0 or segment.largest_timestamp < timestamp:
+                continue
+            if segment.next_offset <= self._log_start_offset:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # -- truncation ------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch from the one containing ``offset`` on (for a
+        follower, ``offset`` is a batch boundary). Returns False when the log
+        ends at or before ``offset`` already."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self._log_end_offset:
+            return False
+        if offset <= self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while self._segments[-1].base_offset > offset:
+            self._schedule_delete(self._segments.pop())
+            self._bases.pop()
+        active = self._segments[-1]
+        active.truncate_to(offset)
+        active.make_active()
+        self._log_end_offset = active.next_offset
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and restart the log, empty, at ``offset``."""
+        for segment in self._segments:
+            self._schedule_delete(segment)
+        segment = LogSegment.create(self.dir, offset, self.config)
+        self._segments = [segment]
+        self._bases = [offset]
+        self._log_end_offset = self._log_start_offset = self._recovery_point = offset
+        self._dir_dirty = True
+
+    # -- retention ---------------------------------------------------------------------------
+    def delete_old_segments(self, high_watermark: int | None = None) -> int:
+        """One retention pass (cleanup.policy contains delete): whole
+        segments wholly below the log start offset, older than
+        retention.ms (by largest timestamp) or beyond retention.bytes,
+        oldest first, never past ``high_watermark`` (default: the log end).
+        Files are renamed ``.deleted`` and removed file.delete.delay.ms
+        later. Returns the number of segments deleted."""
+        deleted = self._delete_segments(self._breaches_log_start, high_watermark)
+        if not self.config.delete:
+            return deleted
+        if self.config.retention_ms >= 0:
+            limit = self.clock() - self.config.retention_ms
+            deleted += self._delete_segments(
+                lambda segment, _next: segment.largest_timestamp < limit, high_watermark)
+        if self.config.retention_bytes >= 0:
+            excess = [self.size_in_bytes - self.config.retention_bytes]
+
+            def over_size(segment: LogSegment, _next) -> bool:
+                if excess[0] - segment.size < 0:
+                    return False
+                excess[0] -= segment.size
+                return True
+
+            deleted += self._delete_segments(over_size, high_watermark)
+        return deleted
+
+    def _breaches_log_start(self, segment: LogSegment, next_segment: LogSegment | None) -> bool:
+        return next_segment is not None and next_segment.base_offset <= self._log_start_offset
+
+    def _delete_segments(self, predicate, high_watermark: int | None) -> int:
+        upper = self._log_end_offset if high_watermark is None else high_watermark
+        count = 0
+        for i, segment in enumerate(self._segments):
+            next_segment = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            if next_segment is None and segment.size == 0:
+                break
+            upper_ok = (next_segment.base_offset if next_segment else self._log_end_offset) <= upper
+            if not (upper_ok and predicate(segment, next_segment)):
+                break
+            count += 1
+        if count == 0:
+            return 0
+        if count == len(self._segments):
+            self.roll()
+        for _ in range(count):
+            self._schedule_delete(self._segments.pop(0))
+            self._bases.pop(0)
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        return count
+
+    def _schedule_delete(self, segment: LogSegment) -> None:
+        segment.mark_deleted()
+        delay = self.config.file_delete_delay_ms
+        if delay <= 0:
+            segment.delete_files()
+        else:
+            self._pending_deletes.append((self.clock() + delay, segment))
+
+    def delete_expired_files(self) -> int:
+        """Remove ``.deleted`` files whose delay has passed; returns how many
+        segments were removed."""
+        now = self.clock()
+        due = [segment for deadline, segment in self._pending_deletes if deadline <= now]
+        self._pending_deletes = [(d, s) for d, s in self._pending_deletes if d > now]
+        for segment in due:
+            segment.delete_files()
+        return len(due)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start offset forward (DeleteRecords, retention);
+        returns whether it moved. Segments wholly below it go on the next
+        retention pass."""
+        if offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"log start offset {offset} is beyond the log end {self._log_end_offset}")
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        return True
+
+    # -- durability and lifecycle --------------------------------------------------------
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync the segments holding offsets [recovery_point, up_to_offset)
+        (default: the log end) and move the recovery point there."""
+        offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
+        if offset > self._recovery_point:
+            for i, segment in enumerate(self._segments):
+                next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
+                if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
+                    segment.flush()
+            self._recovery_point = offset
+        if self._dir_dirty:
+            fsync_dir(self.dir)
+            self._dir_dirty = False
+        if offset >= self._log_end_offset:
+            self._unflushed_messages = 0
+        self._last_flush_ms = self.clock()
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for segment in self._segments:
+            segment.config = config
+
+    def close(self) -> None:
+        """Trim the active segment's preallocated files and close
+        everything (the caller flushes first for a clean shutdown)."""
+        for segment in self._segments:
+            if segment.fd >= 0:
+                segment.trim()
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.close()
+
+    def delete(self) -> None:
+        """Close and remove the partition directory."""
+        self.close()
+        for _, segment in self._pending_deletes:
+            segment.delete_files()
+        self._pending_deletes = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic}-{self.partition}, log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self._log_end_offset}, segments={len(self._segments)})")
+
+
+def _segment_batches(infos: list, first_offset: int, batch_offsets: list[int] | None):
+    """Per batch (position, size, last_offset, max_timestamp) for the
+    segment, plus the append's max timestamp, its offset and record count."""
+    batches = []
+    offset = first_offset
+    max_timestamp, offset_of_max_timestamp, records_count = -1, first_offset, 0
+    for i, info in enumerate(infos):
+        base = offset if batch_offsets is None else batch_offsets[i]
+        last = base + info[2]
+        if i == 0 or info[6] > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = info[6], last
+        batches.append((info[0], info[1], last, info[6]))
+        records_count += info[3]
+        offset = last + 1
+    return batches, max_timestamp, offset_of_max_timestamp, records_count
+

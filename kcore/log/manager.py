@@ -1,0 +1,243 @@
+"""LogManager: every partition log under ``log.dirs``.
+
+Per log dir (Kafka's layout)::
+
+    .lock                               flock'ed while a broker owns the dir
+    .kafka_cleanshutdown                present only after a clean shutdown
+    recovery-point-offset-checkpoint    topic partition offset (checkpoints.py)
+    log-start-offset-checkpoint
+    <topic>-<partition>/                one Log each (log.py)
+
+At start every partition directory is opened: after a clean shutdown its
+state is trusted (indexes are still sanity-checked); otherwise each log is
+recovered from its checkpointed recovery point. The clean-shutdown marker
+is removed once loading is done, so a crash from then on is seen as one.
+Background duties are methods the broker calls on its timers:
+``cleanup_logs`` (log.retention.check.interval.ms) and ``flush_dirty_logs``
+(log.flush.scheduler.interval.ms); ``shutdown`` flushes, checkpoints and
+leaves the marker. Source: Kafka ``LogManager``.
+
+Not thread-safe: owned by the broker's event loop.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kcore.log.checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT,
+                                   RECOVERY_POINT_CHECKPOINT, OffsetCheckpointFile, fsync_dir)
+from kcore.log.config import LogConfig
+from kcore.log.errors import KafkaStorageError
+from kcore.log.log import Log, now_ms
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+_PARTITION_DIR = re.compile(r"^.+-\d+$")
+_DELETED_DIR_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    def __init__(self, log_dirs: Sequence[Path | str],
+                 defaults: Mapping[str, Any] | LogConfig | None = None, *,
+                 retention_check_interval_ms: int = 300_000,
+                 high_watermark_of: Callable[[str, int], int | None] | None = None):
+        """``defaults``: topic configs (Kafka keys) every log starts from.
+        ``high_watermark_of(topic, partition)``, when given, bounds what
+        retention may delete (Kafka never deletes past the high watermark)."""
+        self.log_dirs = [Path(d) for d in log_dirs]
+        if not self.log_dirs:
+            raise ValueError("log.dirs is empty")
+        self.defaults = defaults
+        self.default_config = LogConfig.from_topic_configs(None, defaults)
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.high_watermark_of = high_watermark_of
+        self.logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._locks: list[int] = []
+        try:
+            for directory in self.log_dirs:
+                self._lock(directory)
+            for directory in self.log_dirs:
+                self._load_dir(directory)
+        except BaseException:
+            self._close_all()
+            raise
+
+    # -- loading ----------------------------------------------------------------------------
+    def _lock(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise KafkaStorageError(f"{directory} is locked by another process") from None
+        self._locks.append(fd)
+
+    def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(path).read()
+        except KafkaStorageError as exc:
+            log.warning("ignoring %s: %s", path, exc)
+            return {}
+
+    def _load_dir(self, directory: Path) -> None:
+        marker = directory / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = self._read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = self._read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+        for path in sorted(directory.iterdir()):
+            if not path.is_dir():
+                continue
+            if path.name.endswith(_DELETED_DIR_SUFFIX):
+                _remove_tree(path)
+                continue
+            if not _PARTITION_DIR.match(path.name):
+                continue
+            opened = Log.open(path, self.default_config,
+                              recovery_point=recovery_points.get(_key_of(path), 0),
+                              log_start_offset=start_offsets.get(_key_of(path), 0),
+                              clean_shutdown=clean)
+            key = (opened.topic, opened.partition)
+            if key in self.logs:
+                opened.close()
+                raise KafkaStorageError(f"{key[0]}-{key[1]} is in two log dirs: "
+                                        f"{self._dir_of[key]} and {directory}")
+            self.logs[key] = opened
+            self._dir_of[key] = directory
+        if clean:
+            marker.unlink()
+            fsync_dir(directory)
+
+    # -- partitions -------------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int,
+                          configs: Mapping[str, Any] | None = None) -> Log:
+        """The partition's log, created (in the log dir holding the fewest
+        partitions) when it does not exist. ``configs`` (Kafka topic keys)
+        become its config over the defaults."""
+        key = (topic, partition)
+        config = LogConfig.from_topic_configs(configs, self.defaults) if configs else self.default_config
+        existing = self.logs.get(key)
+        if existing is not None:
+            if configs:
+                existing.update_config(config)
+            return existing
+        directory = min(self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        created = Log.open(directory / f"{topic}-{partition}", config)
+        self.logs[key] = created
+        self._dir_of[key] = directory
+        return created
+
+    def update_config(self, topic: str, partition: int, configs: Mapping[str, Any]) -> None:
+        existing = self.logs.get((topic, partition))
+        if existing is not None:
+            existing.update_config(LogConfig.from_topic_configs(configs, self.defaults))
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Close and remove a partition's log (renamed ``*-delete`` first, so
+        a crash mid-way finishes the removal at the next start)."""
+        key = (topic, partition)
+        existing = self.logs.pop(key, None)
+        if existing is None:
+            return False
+        directory = self._dir_of.pop(key)
+        existing.close()
+        doomed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{_DELETED_DIR_SUFFIX}"
+        os.replace(existing.dir, doomed)
+        fsync_dir(directory)
+        _remove_tree(doomed)
+        return True
+
+    def all_logs(self) -> Iterator[Log]:
+        return iter(list(self.logs.values()))
+
+    # -- background duties ------------------------------------------------------------------
+    def cleanup_logs(self) -> int:
+        """One retention pass over every log, removal of ``.deleted`` files
+        whose delay passed, and the log-start-offset checkpoint. Returns
+        the number of segments deleted."""
+        deleted = 0
+        for (topic, partition), item in list(self.logs.items()):
+            high_watermark = self.high_watermark_of(topic, partition) if self.high_watermark_of else None
+            deleted += item.delete_old_segments(high_watermark)
+            item.delete_expired_files()
+        self.checkpoint_log_start_offsets()
+        return deleted
+
+    def flush_dirty_logs(self) -> None:
+        """fsync what flush.ms says is due, and every rolled segment not yet
+        flushed (keeps recovery to the active segment), then checkpoint the
+        recovery points."""
+        now = now_ms()
+        for item in self.all_logs():
+            if now - item.last_flush_ms >= item.config.flush_ms:
+                item.flush()
+            elif item.recovery_point < item.active_segment.base_offset:
+                item.flush(item.active_segment.base_offset)
+        self.checkpoint_recovery_points()
+
+    def checkpoint_recovery_points(self) -> None:
+        self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda item: item.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda item: item.log_start_offset)
+
+    def _checkpoint(self, name: str, value: Callable[[Log], int]) -> None:
+        for directory in self.log_dirs:
+            offsets = {key: value(item) for key, item in self.logs.items()
+                       if self._dir_of[key] == directory}
+            OffsetCheckpointFile(directory / name).write(offsets)
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Clean shutdown: flush every log, write both checkpoints, close
+        the logs and leave ``.kafka_cleanshutdown`` in each dir."""
+        for item in self.all_logs():
+            item.flush()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        for item in self.all_logs():
+            item.close()
+        for directory in self.log_dirs:
+            (directory / CLEAN_SHUTDOWN_FILE).touch()
+            fsync_dir(directory)
+        self.logs.clear()
+        self._dir_of.clear()
+        self._release_locks()
+
+    def _close_all(self) -> None:
+        for item in self.logs.values():
+            item.close()
+        self.logs.clear()
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for fd in self._locks:
+            os.close(fd)
+        self._locks = []
+
+
+def _key_of(path: Path) -> TopicPartition:
+    topic, _, partition = path.name.rpartition("-")
+    return topic, int(partition)
+
+
+def _remove_tree(path: Path) -> None:
+    for child in sorted(path.rglob("*"), reverse=True):
+        if child.is_dir():
+            child.rmdir()
+        else:
+            child.unlink()
+    path.rmdir()
