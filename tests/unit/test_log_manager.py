@@ -1,0 +1,123 @@
+"""LogManager: loading, checkpoints, clean shutdown marker, deletion."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kcore.log.checkpoints import OffsetCheckpointFile
+from kcore.log.errors import KafkaStorageError
+from kcore.log.manager import LogManager
+from tests.unit.conftest import make_batch
+
+
+def test_shutdown_writes_checkpoints_and_clean_marker_then_restart_trusts_them(tmp_path):
+    manager = LogManager([tmp_path], {"segment.bytes": 10_000})
+    log = manager.get_or_create_log("orders", 2)
+    for _ in range(5):
+        log.append(make_batch(2), 0)
+    log.maybe_increment_log_start_offset(3)
+    manager.shutdown()
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert OffsetCheckpointFile(tmp_path / "recovery-point-offset-checkpoint").read() == {("orders", 2): 10}
+    assert OffsetCheckpointFile(tmp_path / "log-start-offset-checkpoint").read() == {("orders", 2): 3}
+
+    restarted = LogManager([tmp_path], {"segment.bytes": 10_000})
+    log = restarted.get_log("orders", 2)
+    assert (log.log_start_offset, log.log_end_offset, log.recovery_point) == (3, 10, 10)
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()
+    assert log.append(make_batch(1), 0).first_offset == 10
+    restarted.shutdown()
+
+
+def test_unclean_restart_recovers_from_the_checkpointed_recovery_point(tmp_path):
+    manager = LogManager([tmp_path], {"segment.bytes": 300})
+    log = manager.get_or_create_log("t", 0)
+    for _ in range(6):
+        log.append(make_batch(1, value_bytes=100), 0)
+    manager.flush_dirty_logs()  # rolled segments are flushed and checkpointed
+    assert log.recovery_point == log.active_segment.base_offset
+    log.append(make_batch(1, value_bytes=100), 0)
+    recovery = log.recovery_point
+    with open(log.active_segment.log_path, "ab") as f:
+        f.write(b"\x00" * 30)  # torn tail, then "crash": no shutdown
+    manager._close_all()
+
+    restarted = LogManager([tmp_path], {"segment.bytes": 300})
+    log = restarted.get_log("t", 0)
+    assert log.log_end_offset == 7 and log.recovery_point == recovery
+    assert log.active_segment.size == os.path.getsize(log.active_segment.log_path)
+    restarted.shutdown()
+
+
+def test_log_dir_is_locked_against_a_second_manager(tmp_path):
+    manager = LogManager([tmp_path])
+    with pytest.raises(KafkaStorageError, match="locked"):
+        LogManager([tmp_path])
+    manager.shutdown()
+    LogManager([tmp_path]).shutdown()
+
+
+def test_new_partitions_spread_over_log_dirs(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs)
+    for partition in range(4):
+        manager.get_or_create_log("spread", partition)
+    assert sorted(p.name for p in dirs[0].iterdir() if p.is_dir()) == ["spread-0", "spread-2"]
+    assert sorted(p.name for p in dirs[1].iterdir() if p.is_dir()) == ["spread-1", "spread-3"]
+    manager.shutdown()
+    restarted = LogManager(dirs)
+    assert sorted(restarted.logs) == [("spread", p) for p in range(4)]
+    restarted.shutdown()
+
+
+def test_configs_apply_to_new_and_existing_logs(tmp_path):
+    manager = LogManager([tmp_path], {"retention.ms": 1000})
+    log = manager.get_or_create_log("c", 0, {"segment.bytes": 5000, "retention.ms": 5})
+    assert (log.config.segment_bytes, log.config.retention_ms) == (5000, 5)
+    manager.update_config("c", 0, {"segment.bytes": 6000})
+    assert (log.config.segment_bytes, log.config.retention_ms) == (6000, 1000)
+    assert manager.get_or_create_log("c", 0) is log
+    manager.shutdown()
+
+
+def test_delete_log_removes_the_partition_directory(tmp_path):
+    manager = LogManager([tmp_path])
+    log = manager.get_or_create_log("gone", 0)
+    log.append(make_batch(1), 0)
+    assert manager.delete_log("gone", 0)
+    assert not (tmp_path / "gone-0").exists()
+    assert not manager.delete_log("gone", 0)
+    manager.shutdown()
+
+
+def test_interrupted_partition_deletion_finishes_at_start(tmp_path):
+    leftover = tmp_path / "old-0.abc-delete"
+    leftover.mkdir()
+    (leftover / "00000000000000000000.log").write_bytes(b"x")
+    LogManager([tmp_path]).shutdown()
+    assert not leftover.exists()
+
+
+def test_cleanup_logs_applies_retention_and_checkpoints_log_start(tmp_path):
+    one = len(make_batch(1, value_bytes=100))
+    manager = LogManager([tmp_path], {"segment.bytes": 2 * one, "retention.bytes": 2 * one,
+                                      "retention.ms": -1, "file.delete.delay.ms": 0})
+    log = manager.get_or_create_log("r", 0)
+    for _ in range(6):
+        log.append(make_batch(1, value_bytes=100), 0)
+    assert manager.cleanup_logs() == 2
+    assert OffsetCheckpointFile(tmp_path / "log-start-offset-checkpoint").read() == {("r", 0): 4}
+    manager.shutdown()
+
+
+def test_corrupt_checkpoint_falls_back_to_full_recovery(tmp_path):
+    manager = LogManager([tmp_path])
+    log = manager.get_or_create_log("k", 0)
+    log.append(make_batch(3), 0)
+    manager.shutdown()
+    (tmp_path / ".kafka_cleanshutdown").unlink()
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("garbage")
+    restarted = LogManager([tmp_path])
+    assert restarted.get_log("k", 0).log_end_offset == 3
+    restarted.shutdown()

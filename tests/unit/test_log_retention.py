@@ -1,0 +1,95 @@
+"""Retention by time, size and log start offset; deferred file removal."""
+from __future__ import annotations
+
+from kcore.log.segment import segment_name
+
+
+def fill(log, batch, count, timestamp=lambda i: 1000 + i, value_bytes=100):
+    for i in range(count):
+        log.append(batch(1, value_bytes=value_bytes, timestamp=timestamp(i)), 0)
+
+
+def files(tmp_path):
+    return sorted(p.name for p in (tmp_path / "topic-0").iterdir())
+
+
+def test_retention_by_time_deletes_whole_segments_older_than_retention_ms(open_log, batch, tmp_path):
+    one = len(batch(1, value_bytes=100))
+    log = open_log(segment_bytes=2 * one, retention_ms=1000, file_delete_delay_ms=0)
+    fill(log, batch, 6, timestamp=lambda i: [100, 200, 5000, 5100, 9000, 9100][i])
+    log.clock = lambda: 6500
+    assert log.delete_old_segments() == 2
+    assert [s.base_offset for s in log.segments] == [4]
+    assert log.log_start_offset == 4
+    assert segment_name(0) + ".log" not in files(tmp_path)
+
+
+def test_retention_by_time_rolls_and_deletes_an_expired_active_segment(open_log, batch):
+    log = open_log(retention_ms=1000, file_delete_delay_ms=0)
+    fill(log, batch, 3)
+    log.clock = lambda: 100_000
+    assert log.delete_old_segments() == 1
+    assert [(s.base_offset, s.size) for s in log.segments] == [(3, 0)]
+    assert (log.log_start_offset, log.log_end_offset) == (3, 3)
+    assert log.read(3, 100) == []
+
+
+def test_retention_by_size_keeps_at_most_retention_bytes(open_log, batch):
+    one = len(batch(1, value_bytes=100))
+    log = open_log(segment_bytes=2 * one, retention_bytes=3 * one, retention_ms=-1,
+                   file_delete_delay_ms=0)
+    fill(log, batch, 7)
+    assert log.size_in_bytes == 7 * one
+    assert log.delete_old_segments() == 2
+    assert log.size_in_bytes == 3 * one
+    assert log.log_start_offset == 4
+
+
+def test_retention_never_passes_the_high_watermark(open_log, batch):
+    one = len(batch(1, value_bytes=100))
+    log = open_log(segment_bytes=2 * one, retention_ms=1, file_delete_delay_ms=0)
+    fill(log, batch, 6)
+    log.clock = lambda: 10**12
+    assert log.delete_old_segments(high_watermark=3) == 1
+    assert log.log_start_offset == 2
+
+
+def test_segments_below_log_start_offset_go_even_without_delete_policy(open_log, batch):
+    one = len(batch(1, value_bytes=100))
+    log = open_log(segment_bytes=2 * one, cleanup_policy="compact", file_delete_delay_ms=0)
+    fill(log, batch, 6)
+    log.clock = lambda: 10**12
+    assert log.maybe_increment_log_start_offset(5)
+    assert log.delete_old_segments() == 2
+    assert [s.base_offset for s in log.segments] == [4]
+    assert log.log_start_offset == 5
+
+
+def test_deleted_segments_are_renamed_then_removed_after_the_delay(open_log, batch, tmp_path, read_back):
+    one = len(batch(1, value_bytes=100))
+    log = open_log(segment_bytes=2 * one, retention_bytes=2 * one, retention_ms=-1,
+                   file_delete_delay_ms=60_000)
+    fill(log, batch, 4)
+    in_flight = log.read(0, 10_000)
+    log.clock = lambda: 0
+    assert log.delete_old_segments() == 1
+    names = files(tmp_path)
+    assert segment_name(0) + ".log.deleted" in names and segment_name(0) + ".log" not in names
+    # A fetch slice taken before the deletion still reads.
+    assert len(read_back(in_flight[:1])) == 2 * one
+    assert log.delete_expired_files() == 0
+    log.clock = lambda: 60_001
+    assert log.delete_expired_files() == 1
+    assert not [n for n in files(tmp_path) if n.endswith(".deleted")]
+
+
+def test_log_start_offset_cannot_pass_the_log_end(open_log, batch):
+    import pytest
+
+    from kcore.log.errors import OffsetOutOfRangeError
+
+    log = open_log()
+    fill(log, batch, 2)
+    assert not log.maybe_increment_log_start_offset(0)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.maybe_increment_log_start_offset(3)
