@@ -106,9 +106,9 @@ def decode_request(frame: Any) -> Request:
         raise
     except DECODE_FAILURES as exc:
         raise ProtocolDecodeError(
-            f"api key {header.api_key} v{header.api_version}: {type(exc).__name__}: {exc}") from None
+            f"{REQUESTS[header.api_key].name} v{header.api_version}: {type(exc).__name__}: {exc}") from None
     if pos != end:
-        raise ProtocolDecodeError(f"api key {header.api_key} v{header.api_version}: {end - pos} trailing bytes")
+        raise ProtocolDecodeError(f"{REQUESTS[header.api_key].name} v{header.api_version}: {end - pos} trailing bytes")
     return Request(header, body)
 
 
@@ -138,7 +138,7 @@ def encode_response(header: RequestHeader, body: Any) -> list:
         raise
     except ENCODE_FAILURES as exc:
         raise ProtocolEncodeError(
-            f"response to api key {api_key} v{api_version}: {type(exc).__name__}: {exc}") from None
+            f"{RESPONSES[api_key].name} v{api_version}: {type(exc).__name__}: {exc}") from None
     size = len(out) - 4
     for _offset, _chunk, chunk_size in splices:
         size += chunk_size
@@ -160,7 +160,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     except ProtocolEncodeError:
         raise
     except ENCODE_FAILURES as exc:
-        raise ProtocolEncodeError(f"request api key {api_key} v{api_version}: {type(exc).__name__}: {exc}") from None
+        raise ProtocolEncodeError(f"{schema.name} v{api_version}: {type(exc).__name__}: {exc}") from None
     INT32.pack_into(out, 0, len(out) - 4 + sum(chunk_size for _offset, _chunk, chunk_size in splices))
     return flatten(out, splices)
 
@@ -178,9 +178,9 @@ def decode_response(api_key: int, api_version: int, frame: Any) -> tuple[int, An
     except ProtocolDecodeError:
         raise
     except DECODE_FAILURES as exc:
-        raise ProtocolDecodeError(f"response api key {api_key} v{api_version}: {type(exc).__name__}: {exc}") from None
+        raise ProtocolDecodeError(f"{schema.name} v{api_version}: {type(exc).__name__}: {exc}") from None
     if pos != len(view):
-        raise ProtocolDecodeError(f"response api key {api_key} v{api_version}: {len(view) - pos} trailing bytes")
+        raise ProtocolDecodeError(f"{schema.name} v{api_version}: {len(view) - pos} trailing bytes")
     return correlation_id, body
 
 

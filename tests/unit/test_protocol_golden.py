@@ -1,0 +1,189 @@
+"""Golden frames written byte by byte from Kafka's protocol guide and message specs.
+
+Each expected frame is spelled out field by field (size prefix, header,
+body) so a reader can check it against the spec without running anything.
+"""
+from __future__ import annotations
+
+import struct
+
+from kcore.protocol import (
+    ApiKey,
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    read_request_header,
+    to_dict,
+)
+
+
+def i8(value: int) -> bytes:
+    return struct.pack(">b", value)
+
+
+def i16(value: int) -> bytes:
+    return struct.pack(">h", value)
+
+
+def i32(value: int) -> bytes:
+    return struct.pack(">i", value)
+
+
+def i64(value: int) -> bytes:
+    return struct.pack(">q", value)
+
+
+def string(value: str) -> bytes:
+    return i16(len(value)) + value.encode()
+
+
+def compact_string(value: str) -> bytes:
+    return bytes([len(value) + 1]) + value.encode()
+
+
+def framed(*parts: bytes) -> bytes:
+    body = b"".join(parts)
+    return i32(len(body)) + body
+
+
+NULL_STRING = b"\xff\xff"
+NULL_ARRAY = b"\xff\xff\xff\xff"
+NO_TAGS = b"\x00"
+
+
+def request_header_v1(api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
+    return i16(api_key) + i16(version) + i32(correlation_id) + string(client_id)
+
+
+API_VERSIONS_V0_REQUEST = framed(request_header_v1(18, 0, 1, "kcat"))
+
+API_VERSIONS_V3_REQUEST = framed(
+    request_header_v1(18, 3, 7, "rdkafka"), NO_TAGS,           # header v2: client id keeps int16 length
+    compact_string("librdkafka"), compact_string("2.3.0"), NO_TAGS,
+)
+
+API_VERSIONS_V0_RESPONSE = framed(
+    i32(1),                                                    # header v0
+    i16(0),                                                    # error_code
+    i32(2), i16(0) + i16(0) + i16(7), i16(18) + i16(0) + i16(3),  # api_keys
+)
+
+API_VERSIONS_V3_RESPONSE = framed(
+    i32(7),                                                    # header v0 even though the body is flexible
+    i16(0),                                                    # error_code
+    bytes([2]), i16(18) + i16(0) + i16(3), NO_TAGS,            # compact api_keys (1 entry + 1)
+    i32(0),                                                    # throttle_time_ms
+    bytes([1]), bytes([1]), bytes([8]), i64(5),                # tag 1 finalized_features_epoch = 5
+)
+
+METADATA_V1_REQUEST = framed(request_header_v1(3, 1, 2, "kafka-python"), i32(1), string("foo"))
+METADATA_V1_ALL_TOPICS_REQUEST = framed(request_header_v1(3, 1, 3, "kafka-python"), NULL_ARRAY)
+
+METADATA_V1_RESPONSE = framed(
+    i32(2),
+    i32(1), i32(1) + string("localhost") + i32(9092) + NULL_STRING,  # brokers: node 1, rack null
+    i32(1),                                                    # controller_id
+    i32(1),                                                    # topics
+    i16(0) + string("foo") + i8(0),                            # error, name, is_internal
+    i32(1), i16(0) + i32(0) + i32(1),                          # partition 0, leader 1
+    i32(1) + i32(1),                                           # replica_nodes [1]
+    i32(1) + i32(1),                                           # isr_nodes [1]
+)
+
+PRODUCE_V3_REQUEST = framed(
+    request_header_v1(0, 3, 9, "rdkafka"),
+    NULL_STRING,                                               # transactional_id
+    i16(-1), i32(30000),                                       # acks=all, timeout_ms
+    i32(1), string("foo"),
+    i32(1), i32(0), i32(5) + b"hello",                         # partition 0, 5 record bytes
+)
+
+PRODUCE_V3_RESPONSE = framed(
+    i32(9),
+    i32(1), string("foo"),
+    i32(1), i32(0) + i16(0) + i64(42) + i64(-1),               # index, error, base_offset, log_append_time
+    i32(0),                                                    # throttle_time_ms
+)
+
+DESCRIBE_CLUSTER_V0_RESPONSE = framed(
+    i32(4), NO_TAGS,                                           # response header v1
+    i32(0), i16(0), b"\x00",                                   # throttle, error, error_message null
+    compact_string("kc-1"), i32(1),                            # cluster_id, controller_id
+    bytes([2]), i32(1) + compact_string("h") + i32(9092) + b"\x00" + NO_TAGS,  # one broker, rack null
+    i32(-(2**31)), NO_TAGS,                                    # cluster_authorized_operations
+)
+
+
+def test_api_versions_v0_request_is_header_v1_with_an_empty_body():
+    request = decode_request(memoryview(API_VERSIONS_V0_REQUEST)[4:])
+    assert request.header == RequestHeader(18, 0, 1, "kcat")
+    assert encode_request(18, 0, 1, "kcat", {}) == API_VERSIONS_V0_REQUEST
+
+
+def test_api_versions_v3_request_uses_header_v2_and_compact_strings():
+    request = decode_request(memoryview(API_VERSIONS_V3_REQUEST)[4:])
+    assert request.header == RequestHeader(18, 3, 7, "rdkafka")
+    assert (request.body.client_software_name, request.body.client_software_version) == ("librdkafka", "2.3.0")
+    body = {"client_software_name": "librdkafka", "client_software_version": "2.3.0"}
+    assert encode_request(18, 3, 7, "rdkafka", body) == API_VERSIONS_V3_REQUEST
+
+
+def test_api_versions_v0_response_bytes():
+    body = {"error_code": 0, "api_keys": [{"api_key": 0, "min_version": 0, "max_version": 7},
+                                          {"api_key": 18, "min_version": 0, "max_version": 3}]}
+    assert b"".join(encode_response(RequestHeader(18, 0, 1, "kcat"), body)) == API_VERSIONS_V0_RESPONSE
+
+
+def test_api_versions_v3_response_keeps_header_v0_and_writes_non_default_tags():
+    body = {"api_keys": [{"api_key": 18, "min_version": 0, "max_version": 3}], "finalized_features_epoch": 5}
+    assert b"".join(encode_response(RequestHeader(18, 3, 7, "rdkafka"), body)) == API_VERSIONS_V3_RESPONSE
+    correlation_id, decoded = decode_response(18, 3, API_VERSIONS_V3_RESPONSE[4:])
+    assert correlation_id == 7
+    assert decoded.finalized_features_epoch == 5
+    assert decoded.supported_features == []
+
+
+def test_metadata_v1_request_with_topics_and_with_null_for_all_topics():
+    assert decode_request(memoryview(METADATA_V1_REQUEST)[4:]).body.topics[0].name == "foo"
+    assert decode_request(memoryview(METADATA_V1_ALL_TOPICS_REQUEST)[4:]).body.topics is None
+    assert encode_request(3, 1, 2, "kafka-python", {"topics": [{"name": "foo"}]}) == METADATA_V1_REQUEST
+    assert encode_request(3, 1, 3, "kafka-python", {"topics": None}) == METADATA_V1_ALL_TOPICS_REQUEST
+
+
+def test_metadata_v1_response_bytes():
+    body = {
+        "brokers": [{"node_id": 1, "host": "localhost", "port": 9092}],
+        "controller_id": 1,
+        "topics": [{"error_code": 0, "name": "foo", "partitions": [
+            {"partition_index": 0, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}]}],
+    }
+    assert b"".join(encode_response(RequestHeader(3, 1, 2, "kafka-python"), body)) == METADATA_V1_RESPONSE
+    _, decoded = decode_response(3, 1, METADATA_V1_RESPONSE[4:])
+    assert to_dict(decoded)["topics"][0]["partitions"][0]["isr_nodes"] == [1]
+
+
+def test_produce_v3_request_decodes_records_as_a_view_of_the_frame():
+    frame = memoryview(PRODUCE_V3_REQUEST)[4:]
+    header, body_offset = read_request_header(frame)
+    assert header == RequestHeader(ApiKey.PRODUCE, 3, 9, "rdkafka")
+    assert body_offset == 2 + 2 + 4 + 2 + len("rdkafka")
+    body = decode_request(frame).body
+    assert (body.transactional_id, body.acks, body.timeout_ms) == (None, -1, 30000)
+    records = body.topic_data[0].partition_data[0].records
+    assert isinstance(records, memoryview) and records.obj is PRODUCE_V3_REQUEST
+    assert records.tobytes() == b"hello"
+    partition = {"index": 0, "records": b"hello"}
+    rebuilt = {"acks": -1, "timeout_ms": 30000, "topic_data": [{"name": "foo", "partition_data": [partition]}]}
+    assert encode_request(0, 3, 9, "rdkafka", rebuilt) == PRODUCE_V3_REQUEST
+
+
+def test_produce_v3_response_bytes():
+    body = {"responses": [{"name": "foo", "partition_responses": [{"index": 0, "base_offset": 42}]}]}
+    assert b"".join(encode_response(RequestHeader(0, 3, 9, "rdkafka"), body)) == PRODUCE_V3_RESPONSE
+
+
+def test_describe_cluster_v0_response_uses_response_header_v1():
+    body = {"cluster_id": "kc-1", "controller_id": 1, "brokers": [{"broker_id": 1, "host": "h", "port": 9092}]}
+    assert b"".join(encode_response(RequestHeader(60, 0, 4, "x"), body)) == DESCRIBE_CLUSTER_V0_RESPONSE

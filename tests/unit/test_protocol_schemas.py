@@ -1,0 +1,132 @@
+"""The declared schemas agree with Kafka's JSON message specs at every served version.
+
+kafka-python ships Kafka's ``common/message/*.json`` specs; they are read
+raw here (kafka-python's own patches are not applied). For each served api
+and version, field order, names (snake_case of the JSON names), types,
+nullability, tags and defaults must match; version-independent facts
+(api key, flexibleVersions) too.
+"""
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+
+import pytest
+
+from kcore.protocol import REQUESTS, RESPONSES, SUPPORTED_VERSIONS, ApiKey
+from kcore.protocol.schema import MAX_VERSION, Field, Struct, parse_versions
+
+SPECS = resources.files("kafka.protocol.schemas.resources")
+
+
+def load_spec(name: str) -> dict:
+    text = re.sub(r"(?m)^\s*//.*$", "", SPECS.joinpath(f"{name}.json").read_text())
+    spec = json.loads(text)
+    common = {struct["name"]: struct["fields"] for struct in spec.get("commonStructs", [])}
+    _attach_common(spec["fields"], common)
+    return spec
+
+
+def _attach_common(fields: list, common: dict) -> None:
+    for field in fields:
+        base = field["type"].removeprefix("[]")
+        if "fields" not in field and base in common:
+            field["fields"] = common[base]
+        _attach_common(field.get("fields", []), common)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def within(spec: str | None, version: int) -> bool:
+    span = parse_versions(spec)
+    return span is not None and span[0] <= version <= span[1]
+
+
+def expected_default(field: dict, served: range) -> object:
+    kind = field["type"]
+    default = field.get("default")
+    if default == "null":
+        return None
+    if kind.startswith("[]"):
+        return []
+    if kind == "bool":
+        return default == "true"
+    if kind == "float64":
+        return float(default or 0)
+    if kind in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+        return int(default, 0) if isinstance(default, str) else (default or 0)
+    if kind == "string":
+        # Unlike Kafka's "", a string nullable in the served versions defaults to None here.
+        nullable = any(within(field.get("nullableVersions"), version) for version in served)
+        return default if default is not None else (None if nullable else "")
+    return None
+
+
+def spec_view(fields: list, version: int, served: range) -> list[tuple]:
+    view = []
+    for field in fields:
+        if not within(field["versions"], version):
+            continue
+        tag = field.get("tag") if within(field.get("taggedVersions"), version) else None
+        nested = spec_view(field["fields"], version, served) if "fields" in field else None
+        default = None if nested is not None and not field["type"].startswith("[]") \
+            else expected_default(field, served)
+        view.append((snake(field["name"]), field["type"], within(field.get("nullableVersions"), version),
+                     tag, default, nested))
+    return view
+
+
+def schema_view(struct: Struct, version: int) -> list[tuple]:
+    view = []
+    for field in struct.fields:
+        if not field.present(version):
+            continue
+        tag = field.tag if field.tagged(version) else None
+        nested = schema_view(field.struct, version) if field.struct is not None else None
+        default = None if field.kind == "struct" else _comparable_default(field)
+        view.append((field.name, field.type, field.nullable(version), tag, default, nested))
+    return view
+
+
+def _comparable_default(field: Field) -> object:
+    value = field.default_value()
+    return None if field.kind in ("bytes", "records", "uuid") and not value else value
+
+
+CASES = [(f"{schema.name}-v{version}", schema, version)
+         for key, (low, high) in SUPPORTED_VERSIONS.items()
+         for schema in (REQUESTS[key], RESPONSES[key])
+         for version in range(low, high + 1)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
+def test_schema_matches_the_kafka_json_spec_at_this_version(case):
+    _id, schema, version = case
+    spec = load_spec(schema.name)
+    low, high = SUPPORTED_VERSIONS[schema.api_key]
+    assert schema_view(schema, version) == spec_view(spec["fields"], version, range(low, high + 1))
+    assert schema.is_flexible(version) == within(spec["flexibleVersions"], version)
+
+
+@pytest.mark.parametrize("key", list(SUPPORTED_VERSIONS), ids=[key.name for key in SUPPORTED_VERSIONS])
+def test_each_api_module_declares_its_key_and_kafka_flexible_versions(key):
+    for schema, kind in ((REQUESTS[key], "Request"), (RESPONSES[key], "Response")):
+        spec = load_spec(schema.name)
+        assert schema.name.endswith(kind)
+        assert schema.api_key == spec["apiKey"] == key
+        assert schema.flexible_versions == parse_versions(spec["flexibleVersions"])
+
+
+def test_every_served_key_has_schemas_and_nothing_else_does():
+    assert set(REQUESTS) == set(RESPONSES) == {int(key) for key in SUPPORTED_VERSIONS}
+    assert all(isinstance(key, ApiKey) for key in SUPPORTED_VERSIONS)
+
+
+def test_versions_strings_parse_like_kafka():
+    assert parse_versions("3+") == (3, MAX_VERSION)
+    assert parse_versions("0-4") == (0, 4)
+    assert parse_versions("2") == (2, 2)
+    assert parse_versions("none") is None and parse_versions(None) is None
