@@ -1,0 +1,39 @@
+"""`kcore` command line: broker, topics, produce, consume, dump-log."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kcore.cli import broker as broker_cmd
+from kcore.cli import dump_log
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kcore", description="A Kafka-compatible commit log.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for module in _command_modules():
+        before = set(commands.choices)
+        module.add_parser(commands)
+        for name in set(commands.choices) - before:
+            if commands.choices[name].get_default("run") is None:
+                commands.choices[name].set_defaults(run=module.run)
+    return parser
+
+
+def _command_modules() -> list:
+    modules = [broker_cmd, dump_log]
+    try:
+        from kcore.cli import client_commands
+        modules.append(client_commands)
+    except ImportError:
+        pass
+    return modules
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""ApiVersions (key 18): the version range of every API this broker serves.
+
+Clients pick the highest version both sides know, so these ranges decide
+what the other handlers must implement (PROTOCOL.md section 1)."""
+from __future__ import annotations
+
+from kcore.protocol.errors import ErrorCode
+
+
+async def handle(broker, context, request):
+    return {
+        "error_code": ErrorCode.NONE,
+        "api_keys": [
+            {"api_key": int(key), "min_version": low, "max_version": high}
+            for key, (low, high) in sorted(broker.api_versions.items())
+        ],
+        "throttle_time_ms": 0,
+    }

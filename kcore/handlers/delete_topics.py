@@ -1,0 +1,21 @@
+"""DeleteTopics (key 20)."""
+from __future__ import annotations
+
+from kcore.controller.local import TopicError
+from kcore.handlers.topics import delete_topic
+from kcore.protocol.errors import ErrorCode
+
+
+async def handle(broker, context, request):
+    results = []
+    for name in request.body.topic_names:
+        code, message = ErrorCode.NONE, None
+        if not broker.config["delete.topic.enable"]:
+            code, message = ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false"
+        else:
+            try:
+                delete_topic(broker, name)
+            except TopicError as exc:
+                code, message = exc.error_code, exc.message
+        results.append({"name": name, "error_code": code, "error_message": message})
+    return {"throttle_time_ms": 0, "responses": results}

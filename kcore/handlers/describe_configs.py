@@ -1,0 +1,38 @@
+"""DescribeConfigs (key 32): every config of a topic or this broker."""
+from __future__ import annotations
+
+from kcore.handlers import configs
+from kcore.protocol.errors import ErrorCode
+
+
+async def handle(broker, context, request):
+    body = request.body
+    include_synonyms = request.api_version >= 1 and body.include_synonyms
+    results = []
+    for resource in body.resources:
+        results.append(_describe(broker, resource, include_synonyms))
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _describe(broker, resource, include_synonyms: bool) -> dict:
+    result = {"error_code": ErrorCode.NONE, "error_message": None,
+              "resource_type": resource.resource_type,
+              "resource_name": resource.resource_name, "configs": []}
+    keys = set(resource.configuration_keys) if resource.configuration_keys else None
+    if resource.resource_type == configs.TOPIC:
+        info = broker.controller.topic(resource.resource_name)
+        if info is None:
+            result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result["error_message"] = f"topic {resource.resource_name!r} does not exist"
+        else:
+            result["configs"] = configs.describe_topic(broker, info, keys, include_synonyms)
+    elif resource.resource_type == configs.BROKER:
+        if resource.resource_name not in ("", str(broker.config.broker_id)):
+            result["error_code"] = ErrorCode.INVALID_REQUEST
+            result["error_message"] = f"this is broker {broker.config.broker_id}"
+        else:
+            result["configs"] = configs.describe_broker(broker, keys, include_synonyms)
+    else:
+        result["error_code"] = ErrorCode.INVALID_REQUEST
+        result["error_message"] = f"resource type {resource.resource_type} is not supported"
+    return result

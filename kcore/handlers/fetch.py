@@ -1,0 +1,90 @@
+"""Fetch (key 1): file slices of whole batches, long-polled.
+
+Each partition contributes whole batches from its fetch offset up to the
+high watermark (last stable offset under read_committed), capped by
+partition_max_bytes and what is left of max_bytes; the first partition with
+data always returns at least one batch even if larger (KIP-74). When fewer
+than min_bytes are ready the request waits, woken by appends, until
+max_wait_ms. Fetch sessions (KIP-227) are declined with session_id 0, which
+makes clients send full requests.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from kcore.protocol.errors import ErrorCode
+from kcore.replication.partition import PartitionError
+
+READ_COMMITTED = 1
+
+
+async def handle(broker, context, request):
+    body = request.body
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
+    max_bytes = body.max_bytes if request.api_version >= 3 else 2**31 - 1
+    read_committed = request.api_version >= 4 and body.isolation_level == READ_COMMITTED
+    while True:
+        responses, total, ready, partitions = _read_all(broker, body, max_bytes, read_committed)
+        remaining = deadline - loop.time()
+        if ready or total >= max(body.min_bytes, 1) or remaining <= 0:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
+                    "responses": responses}
+        await broker.replica_manager.wait_for_data(partitions, remaining)
+
+
+def _read_all(broker, body, max_bytes: int, read_committed: bool):
+    """One pass over the request's partitions. `ready` is True when some
+    partition has an error to report, which answers immediately."""
+    responses = []
+    total = 0
+    ready = False
+    parked = []
+    for topic in body.topics:
+        results = []
+        for fetch in topic.partitions:
+            partition = broker.replica_manager.get(topic.topic, fetch.partition)
+            if partition is None:
+                results.append(_error(fetch.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                ready = True
+                continue
+            code = _check_epoch(partition, fetch)
+            slices = []
+            if code == ErrorCode.NONE:
+                limit = min(fetch.partition_max_bytes, max(max_bytes - total, 0))
+                try:
+                    slices = partition.read(fetch.fetch_offset, limit, read_committed,
+                                            min_one_message=total == 0)
+                except PartitionError as exc:
+                    code = exc.error_code
+            ready |= code != ErrorCode.NONE
+            size = sum(s.size for s in slices)
+            total += size
+            parked.append(partition)
+            results.append({
+                "partition_index": fetch.partition,
+                "error_code": code,
+                "high_watermark": partition.high_watermark,
+                "last_stable_offset": partition.last_stable_offset,
+                "log_start_offset": partition.log_start_offset,
+                "aborted_transactions": [] if read_committed else None,
+                "preferred_read_replica": -1,
+                "records": slices if slices else b"",
+            })
+        responses.append({"topic": topic.topic, "partitions": results})
+    return responses, total, ready, parked
+
+
+def _check_epoch(partition, fetch) -> int:
+    epoch = getattr(fetch, "current_leader_epoch", -1)
+    if epoch < 0 or epoch == partition.leader_epoch:
+        return ErrorCode.NONE
+    if epoch < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def _error(index: int, code: int) -> dict:
+    return {"partition_index": index, "error_code": code, "high_watermark": -1,
+            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": b""}

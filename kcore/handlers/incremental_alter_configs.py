@@ -1,0 +1,41 @@
+"""IncrementalAlterConfigs (key 44): SET, DELETE, APPEND or SUBTRACT single
+keys of a topic's overrides; the rest stay as they are."""
+from __future__ import annotations
+
+from kcore.controller.local import TopicError
+from kcore.handlers.alter_configs import alter
+from kcore.protocol.errors import ErrorCode
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+async def handle(broker, context, request):
+    body = request.body
+    responses = []
+    for resource in body.resources:
+        code, message = alter(broker, resource, body.validate_only,
+                              lambda current, r=resource: _apply(current, r.configs))
+        responses.append({"error_code": code, "error_message": message,
+                          "resource_type": resource.resource_type,
+                          "resource_name": resource.resource_name})
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def _apply(current: dict[str, str], changes) -> dict[str, str]:
+    for change in changes:
+        op = change.config_operation
+        if op == SET:
+            current[change.name] = change.value
+        elif op == DELETE:
+            current.pop(change.name, None)
+        elif op in (APPEND, SUBTRACT):
+            items = [v for v in (current.get(change.name) or "").split(",") if v]
+            values = [v for v in (change.value or "").split(",") if v]
+            if op == APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [v for v in items if v not in values]
+            current[change.name] = ",".join(items)
+        else:
+            raise TopicError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
+    return current

@@ -1,0 +1,36 @@
+"""OffsetForLeaderEpoch (key 23): the end offset of a leader epoch.
+
+Clients call it after a leader change to detect log truncation. The answer
+for epoch E is the start offset of the first epoch after E, or the log end
+offset when E is the current epoch; an epoch newer than the leader's is
+unknown (-1, -1)."""
+from __future__ import annotations
+
+from kcore.protocol.errors import ErrorCode
+
+
+async def handle(broker, context, request):
+    topics = []
+    for topic in request.body.topics:
+        results = []
+        for item in topic.partitions:
+            results.append(_end_offset(broker, topic.topic, item))
+        topics.append({"topic": topic.topic, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _end_offset(broker, topic: str, item) -> dict:
+    result = {"error_code": ErrorCode.NONE, "partition": item.partition,
+              "leader_epoch": -1, "end_offset": -1}
+    partition = broker.replica_manager.get(topic, item.partition)
+    if partition is None:
+        result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return result
+    current = getattr(item, "current_leader_epoch", -1)
+    if current >= 0 and current != partition.leader_epoch:
+        result["error_code"] = (ErrorCode.FENCED_LEADER_EPOCH if current < partition.leader_epoch
+                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return result
+    epoch, end_offset = partition.end_offset_for_epoch(item.leader_epoch)
+    result["leader_epoch"], result["end_offset"] = epoch, end_offset
+    return result

@@ -1,0 +1,143 @@
+"""A single broker: listeners, request dispatch, background maintenance.
+
+Start-up order: check the data dir, load cluster metadata, open (and if the
+last stop was unclean, recover) every partition log, then listen. Shutdown
+reverses it and leaves `.kafka_cleanshutdown` so the next start skips
+recovery.
+
+Not thread-safe: everything runs on one event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+from pathlib import Path
+
+from kcore import protocol
+from kcore.controller.local import LocalController
+from kcore.controller.producer_ids import ProducerIdManager
+from kcore.handlers import HANDLERS
+from kcore.handlers.base import CloseConnection
+from kcore.log.manager import LogManager
+from kcore.replication.replica_manager import ReplicaManager
+from kcore.server.config import BrokerConfig, ConfigError, parse_topic_configs
+from kcore.server.connection import KafkaConnection
+
+log = logging.getLogger(__name__)
+
+# Producer state is snapshotted this often so that recovery after a crash
+# replays at most this much of the log to rebuild it.
+PRODUCER_SNAPSHOT_INTERVAL_S = 60.0
+# How often flush.ms is checked and rolled segments are fsynced, which also
+# writes the recovery-point checkpoint (Kafka checkpoints every 60 s).
+FLUSH_CHECK_INTERVAL_S = 1.0
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.data_dir = config.log_dirs[0]
+        _check_data_dir(self.data_dir)
+        self.controller = LocalController(self.data_dir, config.broker_id)
+        self.producer_ids = ProducerIdManager(self.data_dir)
+        self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
+                                      retention_check_interval_ms=config["log.retention.check.interval.ms"],
+                                      high_watermark_of=self._high_watermark_of)
+        self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
+                                              config.topic_defaults(),
+                                              config["producer.id.expiration.ms"])
+        # Advertise only what has a handler: a client that sees an API in
+        # ApiVersions will call it.
+        self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
+                             if key in HANDLERS}
+        self._servers: list[asyncio.AbstractServer] = []
+        self._connections: set[KafkaConnection] = set()
+        self._tasks: list[asyncio.Task] = []
+        self._connection_ids = itertools.count()
+        self._stopped = asyncio.Event()
+
+    # -- start / stop -------------------------------------------------------
+    async def start(self) -> None:
+        self._open_partitions()
+        loop = asyncio.get_running_loop()
+        for name, host, port in self.config.listener_addresses():
+            server = await loop.create_server(
+                lambda name=name: self._new_connection(name), host or None, port,
+                reuse_address=True, backlog=1024)
+            self._servers.append(server)
+            log.info("listening on %s://%s:%d", name, host, port)
+        self._tasks.append(loop.create_task(self._every(
+            self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))
+        self._tasks.append(loop.create_task(self._every(
+            PRODUCER_SNAPSHOT_INTERVAL_S, self.replica_manager.snapshot_producer_states)))
+        self._tasks.append(loop.create_task(self._every(
+            FLUSH_CHECK_INTERVAL_S, self.log_manager.flush_dirty_logs)))
+        log.info("broker %d started (cluster id %s, %d partitions)", self.config.broker_id,
+                 self.controller.cluster_id, len(self.replica_manager.partitions))
+
+    def _open_partitions(self) -> None:
+        for info in self.controller.topics.values():
+            self.replica_manager.ensure_topic(info.name, info.num_partitions,
+                                              parse_topic_configs(info.configs))
+
+    def bound_ports(self) -> list[int]:
+        return [s.sockets[0].getsockname()[1] for s in self._servers]
+
+    async def serve_until_stopped(self) -> None:
+        await self._stopped.wait()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def shutdown(self) -> None:
+        for server in self._servers:
+            server.close()
+        for connection in list(self._connections):
+            connection.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.replica_manager.shutdown()
+        self.log_manager.shutdown()
+        log.info("broker %d stopped cleanly", self.config.broker_id)
+
+    def _high_watermark_of(self, topic: str, index: int) -> int | None:
+        partition = self.replica_manager.get(topic, index)
+        return partition.high_watermark if partition is not None else None
+
+    # -- requests -----------------------------------------------------------
+    def _new_connection(self, listener: str) -> KafkaConnection:
+        connection = KafkaConnection(self.dispatch, listener,
+                                     self.config["socket.request.max.bytes"],
+                                     next(self._connection_ids), self._connections.discard)
+        self._connections.add(connection)
+        return connection
+
+    async def dispatch(self, context, request):
+        handler = HANDLERS.get(request.api_key)
+        if handler is None:
+            raise CloseConnection(f"API key {request.api_key} is not served")
+        return await handler(self, context, request)
+
+    async def _every(self, interval_s: float, action) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                action()
+            except Exception:
+                log.exception("background task %s failed", getattr(action, "__name__", action))
+
+
+def _check_data_dir(path: Path) -> None:
+    """Fail at start with a sentence, not a traceback, if the data dir
+    cannot be used."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"log.dirs: cannot create {path}: {exc.strerror}") from None
+    if not path.is_dir():
+        raise ConfigError(f"log.dirs: {path} is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"log.dirs: {path} is not writable by this user")

@@ -1,0 +1,303 @@
+"""One client connection: 4-byte framing, in-order responses, zero-copy fetch.
+
+Frames are `i32 size | request`. Requests are decoded as they arrive and
+handled concurrently (a long-polling fetch does not block the produce behind
+it), but responses leave in request order, as clients require (kafka-python
+checks correlation ids). A size prefix that is negative or larger than
+`socket.request.max.bytes`, an unknown API key, an unsupported version (other
+than ApiVersions, which gets its KIP-511 error reply) or an undecodable body
+closes this connection only.
+
+Response chunks are bytes or file slices (anything with fd/position/size).
+Slices go out by sendfile(2) on the socket once the transport's own buffer is
+empty, so record bytes never pass through Python; uvloop has no
+loop.sendfile, hence the native kernel (ARCHITECTURE.md, "Fetch path").
+
+Not thread-safe: owned by the event loop that accepted it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections import deque
+from typing import Any, Awaitable, Callable
+
+from kcore import protocol
+from kcore._native.sendfile import sendfile
+from kcore.handlers.base import CloseConnection
+
+log = logging.getLogger(__name__)
+
+# Reading pauses while this many responses are pending on one connection.
+MAX_IN_FLIGHT = 500
+# Initial receive buffer; grows to the largest frame seen. 256 KiB holds a
+# typical batched produce request whole (librdkafka batches up to 1 MB).
+RECV_CHUNK = 256 * 1024
+
+
+class ConnectionContext:
+    """What a handler may know of the connection a request came on."""
+
+    __slots__ = ("peer", "listener", "principal", "connection_id")
+
+    def __init__(self, peer: Any, listener: str, connection_id: int):
+        self.peer = peer
+        self.listener = listener
+        self.principal = "User:ANONYMOUS"
+        self.connection_id = connection_id
+
+
+Dispatch = Callable[[ConnectionContext, Any], Awaitable[Any]]
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    """asyncio protocol for one Kafka client connection (see module doc)."""
+
+    def __init__(self, dispatch: Dispatch, listener: str, max_request_bytes: int,
+                 connection_id: int, on_close: Callable[["KafkaConnection"], None]):
+        self._dispatch = dispatch
+        self._listener = listener
+        self._max_request_bytes = max_request_bytes
+        self._connection_id = connection_id
+        self._on_close = on_close
+        self._buffer = bytearray(RECV_CHUNK)
+        self._filled = 0
+        self._transport: asyncio.Transport | None = None
+        self._context: ConnectionContext | None = None
+        self._pending: deque[asyncio.Future] = deque()
+        self._wakeup: asyncio.Future | None = None
+        self._drained: asyncio.Future | None = None
+        self._sender: asyncio.Task | None = None
+        self._reading_paused = False
+        self._closed = False
+        self._sock_fd = -1
+        self._poll_fd = -1
+
+    # -- asyncio callbacks -------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        self._sock_fd = sock.fileno() if sock is not None else -1
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self._context = ConnectionContext(peer, self._listener, self._connection_id)
+        self._sender = asyncio.get_running_loop().create_task(self._send_loop())
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if len(self._buffer) - self._filled < 4096:
+            self._grow(2 * len(self._buffer))
+        return memoryview(self._buffer)[self._filled:]
+
+    def _grow(self, size: int) -> None:
+        # A new buffer rather than extend(): the transport may still hold a
+        # memoryview of the old one, and a bytearray with exports cannot resize.
+        grown = bytearray(size)
+        grown[:self._filled] = self._buffer[:self._filled]
+        self._buffer = grown
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._filled += nbytes
+        self._consume_frames()
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+        self._wake_sender()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self._sender is not None:
+            self._sender.cancel()
+        self._release_poll_fd()
+        self._on_close(self)
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    # -- framing -----------------------------------------------------------
+    def _consume_frames(self) -> None:
+        start = 0
+        buffer = self._buffer
+        while self._filled - start >= 4 and not self._closed:
+            size = int.from_bytes(buffer[start:start + 4], "big", signed=True)
+            if size < 0 or size > self._max_request_bytes:
+                log.warning("closing %s: frame size %d outside 0..%d",
+                            self._context.peer, size, self._max_request_bytes)
+                self.close()
+                return
+            if self._filled - start - 4 < size:
+                break
+            # One copy detaches the frame from the receive buffer; produce
+            # patches offsets into it in place, so it must be writable.
+            frame = buffer[start + 4:start + 4 + size]
+            start += 4 + size
+            self._accept_frame(frame)
+        if start:
+            remaining = self._filled - start
+            buffer[:remaining] = buffer[start:self._filled]
+            self._filled = remaining
+        if self._filled >= 4:
+            needed = int.from_bytes(buffer[:4], "big", signed=True) + 4
+            if needed > len(buffer):
+                self._grow(needed)
+
+    def _accept_frame(self, frame: bytearray) -> None:
+        """Decode one request and queue its response slot in arrival order."""
+        try:
+            request = protocol.decode_request(memoryview(frame))
+        except protocol.UnsupportedVersionError as exc:
+            if exc.header.api_key == protocol.ApiKey.API_VERSIONS:
+                self._queue_ready(protocol.api_versions_error_response(exc.header))
+                return
+            self._reject(f"unsupported version {exc.header.api_version} of API {exc.header.api_key}")
+            return
+        except protocol.UnknownApiKeyError as exc:
+            self._reject(f"unknown API key {exc.header.api_key}")
+            return
+        except protocol.ProtocolDecodeError as exc:
+            self._reject(f"malformed request: {exc}")
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.create_task(self._handle(request))
+        self._pending.append(future)
+        self._wake_sender()
+        if len(self._pending) >= MAX_IN_FLIGHT and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    async def _handle(self, request) -> list | None:
+        body = await self._dispatch(self._context, request)
+        if body is None:  # acks=0 produce: no response at all
+            return None
+        return protocol.encode_response(request.header, body)
+
+    def _queue_ready(self, chunks: list) -> None:
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(chunks)
+        self._pending.append(future)
+        self._wake_sender()
+
+    def _reject(self, reason: str) -> None:
+        log.warning("closing connection from %s: %s", self._context.peer, reason)
+        self.close()
+
+    # -- sending -----------------------------------------------------------
+    def _wake_sender(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def _send_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._closed:
+                if not self._pending:
+                    self._wakeup = loop.create_future()
+                    await self._wakeup
+                    continue
+                future = self._pending[0]
+                try:
+                    chunks = await future
+                except asyncio.CancelledError:
+                    raise
+                except CloseConnection as exc:
+                    log.info("closing connection %s: %s", self._context.peer, exc)
+                    self.close()
+                    return
+                except Exception:
+                    log.exception("handler failed; closing connection %s", self._context.peer)
+                    self.close()
+                    return
+                self._pending.popleft()
+                if chunks is not None:
+                    await self._write_chunks(chunks)
+                if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
+                    self._reading_paused = False
+                    self._transport.resume_reading()
+        except asyncio.CancelledError:
+            pass
+        except OSError as exc:
+            log.info("connection %s failed while sending: %s", self._context.peer, exc)
+            self.close()
+
+    async def _write_chunks(self, chunks: list) -> None:
+        transport = self._transport
+        for chunk in chunks:
+            if self._closed:
+                return
+            if isinstance(chunk, (bytes, bytearray, memoryview)):
+                transport.write(chunk)
+            else:
+                await self._send_file_slice(chunk.fd, chunk.position, chunk.size)
+        if transport.get_write_buffer_size() > 4 * 1024 * 1024:
+            await self._wait_drained()
+
+    async def _wait_drained(self) -> None:
+        while not self._closed and self._transport.get_write_buffer_size() > 0:
+            self._drained = asyncio.get_running_loop().create_future()
+            # high=0 makes the transport call pause_writing/resume_writing, and
+            # resume comes once the buffer is empty (low=0).
+            self._transport.set_write_buffer_limits(high=0, low=0)
+            try:
+                await self._drained
+            finally:
+                self._transport.set_write_buffer_limits()
+
+    async def _send_file_slice(self, fd: int, position: int, size: int) -> None:
+        if size <= 0:
+            return
+        await self._wait_drained()
+        waited = False
+        while size > 0 and not self._closed:
+            sent = sendfile(self._sock_fd, fd, position, size)
+            if sent == 0 and waited:
+                # Writable socket yet nothing sent: the segment ended before
+                # the slice did (truncated under us). The frame size is
+                # already on the wire, so only closing keeps the stream sane.
+                log.warning("segment shrank during fetch; closing %s", self._context.peer)
+                self.close()
+                return
+            position += sent
+            size -= sent
+            waited = False
+            if size > 0:
+                await self._wait_writable()
+                waited = True
+
+    async def _wait_writable(self) -> None:
+        # The transport owns the socket fd in the loop's poller; a dup() of it
+        # has its own registration, so waiting on it does not disturb the
+        # transport.
+        loop = asyncio.get_running_loop()
+        if self._poll_fd < 0:
+            self._poll_fd = os.dup(self._sock_fd)
+        future = loop.create_future()
+        loop.add_writer(self._poll_fd, lambda: future.done() or future.set_result(None))
+        try:
+            await future
+        finally:
+            loop.remove_writer(self._poll_fd)
+
+    def _release_poll_fd(self) -> None:
+        if self._poll_fd >= 0:
+            try:
+                asyncio.get_event_loop().remove_writer(self._poll_fd)
+            except Exception:
+                pass
+            os.close(self._poll_fd)
+            self._poll_fd = -1
+
+    def close(self) -> None:
+        if not self._closed and self._transport is not None:
+            self._closed = True
+            self._transport.close()

@@ -1,0 +1,71 @@
+"""A blocking, one-request-at-a-time Kafka connection for tests that need
+to send exact frames (bad input, raw protocol checks)."""
+from __future__ import annotations
+
+import socket
+import struct
+
+from kcore import protocol
+
+
+class WireClient:
+    def __init__(self, port: int, timeout: float = 10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.correlation_id = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_frame(self) -> bytes | None:
+        """The next response frame without its size, or None on EOF."""
+        header = self._read_exact(4)
+        if header is None:
+            return None
+        size, = struct.unpack(">i", header)
+        return self._read_exact(size)
+
+    def _read_exact(self, count: int) -> bytes | None:
+        chunks = bytearray()
+        while len(chunks) < count:
+            chunk = self.sock.recv(count - len(chunks))
+            if not chunk:
+                return None
+            chunks += chunk
+        return bytes(chunks)
+
+    def request(self, api_key: int, api_version: int, body: dict):
+        self.correlation_id += 1
+        self.send_raw(protocol.encode_request(api_key, api_version, self.correlation_id,
+                                              "kcore-tests", body))
+        frame = self.read_frame()
+        if frame is None:
+            return None
+        correlation_id, response = protocol.decode_response(api_key, api_version, frame)
+        assert correlation_id == self.correlation_id
+        return response
+
+    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+
+def produce_body(topic: str, partition: int, records: bytes, acks: int = 1) -> dict:
+    return {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+
+
+def fetch_body(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> dict:
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                         "log_start_offset": -1,
+                                                         "partition_max_bytes": 1 << 20}]}],
+            "forgotten_topics_data": [], "rack_id": ""}
