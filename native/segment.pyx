@@ -354,11 +354,14 @@ cdef int _check_walk(Reader *r, int status, int64_t position) except -1:
     return 0
 
 
-def find_batch(int fd, int64_t start_position, int64_t end_position, int64_t target_offset):
+def find_batch(int fd, int64_t start_position, int64_t end_position, int64_t target_offset,
+               int64_t expected_last_offset=-1):
     """First batch at or after ``start_position`` (a batch boundary) whose
     last offset is >= ``target_offset``: (position, size, base_offset,
     last_offset), or None when the walk reaches ``end_position``. Reads
-    headers only; ValueError on a malformed header inside the range."""
+    headers only; ValueError on a malformed header inside the range, or
+    when ``expected_last_offset`` >= 0 (the offset of the index entry that
+    gave ``start_position``) is not the last offset of the first batch."""
     cdef unsigned char chunk[WALK_CHUNK]
     cdef Reader r
     cdef Walk w
@@ -366,12 +369,17 @@ def find_batch(int fd, int64_t start_position, int64_t end_position, int64_t tar
     cdef int64_t position = start_position
     _reader_init(&r, fd, chunk, WALK_CHUNK, end_position)
     with nogil:
-        while True:
-            status = _header(&r, position, &w)
-            if status != 1 or w.last_offset >= target_offset:
-                break
+        status = _header(&r, position, &w)
+        while status == 1 and w.last_offset < target_offset \
+                and not (position == start_position and expected_last_offset >= 0
+                         and w.last_offset != expected_last_offset):
             position += w.size
+            status = _header(&r, position, &w)
     _check_walk(&r, status, position)
+    if status == 1 and position == start_position and expected_last_offset >= 0 \
+            and w.last_offset != expected_last_offset:
+        raise ValueError(f"index entry for offset {expected_last_offset} points at position "
+                         f"{start_position}, which holds offsets up to {w.last_offset}")
     if status == 0:
         return None
     return w.position, w.size, w.base_offset, w.last_offset

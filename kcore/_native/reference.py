@@ -386,10 +386,14 @@ def scan_segment(fd: int, base_offset: int, end_position: int,
             bytes(index), bytes(time_index), stop)
 
 
-def find_batch(fd: int, start_position: int, end_position: int, target_offset: int):
+def find_batch(fd: int, start_position: int, end_position: int, target_offset: int,
+               expected_last_offset: int = -1):
     position = start_position
     while (found := _read_header(fd, position, end_position)) is not None:
         size, base, last, _, _ = found
+        if position == start_position and expected_last_offset >= 0 and last != expected_last_offset:
+            raise ValueError(f"index entry for offset {expected_last_offset} points at position "
+                             f"{start_position}, which holds offsets up to {last}")
         if last >= target_offset:
             return position, size, base, last
         position += size

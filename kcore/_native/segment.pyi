@@ -7,7 +7,8 @@ def scan_segment(
     batches, index_entries, time_index_entries, stop_reason)"""
 
 def find_batch(
-    fd: int, start_position: int, end_position: int, target_offset: int
+    fd: int, start_position: int, end_position: int, target_offset: int,
+    expected_last_offset: int = -1,
 ) -> tuple[int, int, int, int] | None:
     """(position, size, base_offset, last_offset)"""
 

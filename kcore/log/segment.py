@@ -187,11 +187,30 @@ class LogSegment:
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, int, int, int] | None:
         """(position, size, base_offset, last_offset) of the first batch whose
         last offset is >= ``offset``, or None past the segment's end."""
-        position = max(self.offset_index.lookup(offset)[1], start_position)
         try:
-            return native_segment.find_batch(self.fd, position, self.size, offset)
+            return self._find_batch(offset, start_position)
+        except ValueError as exc:
+            # The index disagrees with the data: rebuild it, never trust it.
+            self._rebuild_index(exc)
+        try:
+            return self._find_batch(offset, start_position)
         except ValueError as exc:
             raise KafkaStorageError(f"{self.log_path}: {exc}") from exc
+
+    def _find_batch(self, offset: int, start_position: int) -> tuple[int, int, int, int] | None:
+        entry_offset, position = self.offset_index.lookup(offset)
+        expected = entry_offset if position > 0 else -1
+        if start_position > position:
+            position, expected = start_position, -1
+        return native_segment.find_batch(self.fd, position, self.size, offset, expected)
+
+    def _rebuild_index(self, cause: Exception) -> None:
+        size, next_offset = self.size, self.next_offset
+        removed, reason = self.recover()
+        if removed or self.next_offset != next_offset:
+            raise KafkaStorageError(
+                f"{self.log_path}: corrupt data in a trusted segment ({reason}) at position "
+                f"{self.size} of {size}, found while rebuilding its index ({cause})")
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> FileSlice | None:

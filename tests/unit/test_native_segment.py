@@ -152,6 +152,17 @@ def test_find_batch_returns_the_batch_containing_an_offset_inside_it(segment_fil
     assert native.find_batch(fd, 0, len(data), 115) is None
 
 
+def test_find_batch_checks_the_index_entry_it_started_from(segment_file):
+    data = build_segment([(5, 10, 0), (5, 10, 0), (5, 10, 0)], base_offset=100)
+    fd = segment_file(data)
+    size = len(data) // 3
+    assert native.find_batch(fd, size, len(data), 112, 109) == (2 * size, size, 110, 114)
+    for module in (native, reference):
+        with pytest.raises(ValueError, match="index entry"):
+            module.find_batch(fd, size, len(data), 112, 114)
+    assert reference.find_batch(fd, size, len(data), 112, 109) == (2 * size, size, 110, 114)
+
+
 def test_read_extent_returns_at_least_one_oversized_batch(segment_file):
     data = build_segment([(1, 5000, 0), (1, 10, 0)])
     fd = segment_file(data)
