@@ -50,11 +50,13 @@ class _Builder:
             "_i32": primitives.INT32.pack,
             "_pack": struct.pack,
             "_put_records": primitives.put_records,
+            "_chunk_kind": primitives.chunk_kinds.get,
+            "_FILE_SLICE": primitives.FILE_SLICE,
             "_write_tags": primitives.write_tagged_fields,
             "_Error": primitives.ProtocolEncodeError,
         }
         self.counter = 0
-        self.done: dict[int, str] = {}
+        self.done: dict[int, tuple[str, str, str, str]] = {}
 
     def name(self, prefix: str) -> str:
         self.counter += 1
@@ -74,33 +76,39 @@ class _Builder:
         encoder.__source__ = source
         return encoder
 
-    def variants(self, schema: Struct) -> str:
-        """Name of a function encoding ``schema`` from a dict, its data class or any object.
+    def variants(self, schema: Struct) -> tuple[str, str, str, str]:
+        """Names of (data class, own-class, dict, any-object) encoders of ``schema``.
 
-        Three generated bodies: ``o.get(name, default)`` for dicts, ``o.name``
-        for the schema's own data class (every slot is set by its __init__
-        and by the decoder) and ``getattr(o, name, default)`` otherwise.
+        Three generated bodies: ``o.name`` for the schema's own data class
+        (every slot is set by its __init__ and by the decoder),
+        ``o.get(name, default)`` for dicts and ``getattr(o, name, default)``
+        for any other object.
         """
         if id(schema) not in self.done:
-            by_key = self.struct_function(schema, "o.get('{name}', {default})")
             own = self.struct_function(schema, "o.{name}")
+            by_key = self.struct_function(schema, "o.get('{name}', {default})")
             by_attr = self.struct_function(schema, "_getattr(o, '{name}', {default})")
-            cls = self.const(schema.data_class, "_cls")
-            fname = self.name(f"_encode_{schema.name}_")
-            self.lines += [
-                f"def {fname}(o, out, sp):",
-                f"    if type(o) is {cls}:",
-                f"        {own}(o, out, sp)",
-                "    elif type(o) is _dict:",
-                f"        {by_key}(o, out, sp)",
-                "    else:",
-                f"        {by_attr}(o, out, sp)",
-            ]
-            self.done[id(schema)] = fname
+            self.done[id(schema)] = (self.const(schema.data_class, "_cls"), own, by_key, by_attr)
         return self.done[id(schema)]
 
     def dispatch(self, schema: Struct) -> str:
-        return self.variants(schema)
+        """Name of a function encoding one ``schema`` object of any form."""
+        body = self.dispatch_lines(schema, "o", "    ")
+        fname = self.name(f"_encode_{schema.name}_")
+        self.lines.append(f"def {fname}(o, out, sp):")
+        self.lines.extend(body)
+        return fname
+
+    def dispatch_lines(self, schema: Struct, value: str, indent: str) -> list[str]:
+        cls, own, by_key, by_attr = self.variants(schema)
+        return [
+            f"{indent}if type({value}) is {cls}:",
+            f"{indent}    {own}({value}, out, sp)",
+            f"{indent}elif type({value}) is _dict:",
+            f"{indent}    {by_key}({value}, out, sp)",
+            f"{indent}else:",
+            f"{indent}    {by_attr}({value}, out, sp)",
+        ]
 
     def struct_function(self, schema: Struct, getter: str) -> str:
         version, flexible = self.version, self.flexible
@@ -179,7 +187,7 @@ class _Body:
             self.emit(f"v = {expr}")
         nullable = field.nullable(self.builder.version)
         if field.kind == "records":
-            self.emit(f"_put_records(v, out, sp, {self.builder.flexible}, {nullable})")
+            self.records(nullable)
             return
         if field.kind == "uuid":
             self.emit("out += v.bytes")
@@ -193,6 +201,16 @@ class _Body:
         inner = _Body(self.builder, self.indent + "    ")
         inner.value(field)
         self.lines.extend(inner.lines)
+
+    def records(self, nullable: bool) -> None:
+        """File slices inline (the Fetch hot path); anything else via put_records."""
+        self.emit("if _chunk_kind(type(v)) == _FILE_SLICE:")
+        self.emit("    s = v.size")
+        self.emit("    if type(s) is not int or s < 0: raise _Error('records file slice size must be an int >= 0')")
+        self.emit(f"    out += {self.length('records', 's')}")
+        self.emit("    if s: sp.append((len(out), v, s))")
+        self.emit("else:")
+        self.emit(f"    _put_records(v, out, sp, {self.builder.flexible}, {nullable})")
 
     def null_marker(self, field: Field) -> str:
         if field.kind == "struct":
@@ -218,7 +236,7 @@ class _Body:
         elif kind == "struct":
             if field.nullable(self.builder.version):
                 self.emit("out += b'\\x01'")
-            self.emit(f"{self.builder.variants(field.struct)}(v, out, sp)")
+            self.lines.extend(self.builder.dispatch_lines(field.struct, "v", self.indent))
         else:
             self.array(field)
 
@@ -231,7 +249,7 @@ class _Body:
             return
         self.emit("for x in v:")
         if element == "struct":
-            self.emit(f"    {self.builder.variants(field.struct)}(x, out, sp)")
+            self.lines.extend(self.builder.dispatch_lines(field.struct, "x", self.indent + "    "))
         elif element == "string":
             self.emit("    b = x.encode()")
             self.emit(f"    out += {self.length('string', 'len(b)')}")

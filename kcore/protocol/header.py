@@ -37,9 +37,15 @@ class RequestHeader(NamedTuple):
     client_id: str | None
 
 
+# First flexible version of each served api key (Kafka's flexibleVersions "N+").
+_FLEXIBLE_FROM: dict[int, int] = {
+    key: schema.flexible_versions[0] for key, schema in REQUESTS.items() if schema.flexible_versions is not None
+}
+_NEVER = 1 << 16
+
+
 def request_header_version(api_key: int, api_version: int) -> int:
-    schema = REQUESTS.get(api_key)
-    return 2 if schema is not None and schema.is_flexible(api_version) else 1
+    return 2 if api_version >= _FLEXIBLE_FROM.get(api_key, _NEVER) else 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:

@@ -221,20 +221,20 @@ def encode_string(value: str) -> bytes:
 
 
 # How to size a records chunk, by type: len(), .nbytes, memoryview(), .size.
-_BY_LEN, _BY_NBYTES, _BY_VIEW, _FILE_SLICE = range(4)
+_BY_LEN, _BY_NBYTES, _BY_VIEW, FILE_SLICE = range(4)
 # Learnt from the first instance of each type (buffer support is per type).
-_chunk_kinds: dict[type, int] = {bytes: _BY_LEN, bytearray: _BY_LEN, memoryview: _BY_NBYTES}
+chunk_kinds: dict[type, int] = {bytes: _BY_LEN, bytearray: _BY_LEN, memoryview: _BY_NBYTES}
 
 
 def _chunk_kind(chunk: Any) -> int:
-    kind = _chunk_kinds.get(type(chunk))
+    kind = chunk_kinds.get(type(chunk))
     if kind is None:
         try:
             memoryview(chunk).release()
             kind = _BY_VIEW
         except TypeError:
-            kind = _FILE_SLICE
-        _chunk_kinds[type(chunk)] = kind
+            kind = FILE_SLICE
+        chunk_kinds[type(chunk)] = kind
     return kind
 
 
@@ -283,7 +283,7 @@ def put_records(value: Any, out: bytearray, splices: list, compact: bool, nullab
         for piece, size, is_buffer in sized:
             _put_chunk(piece, size, is_buffer, out, splices)
         return
-    if _chunk_kinds.get(kind) == _FILE_SLICE:
+    if chunk_kinds.get(kind) == FILE_SLICE:
         size = _file_slice_size(value)
         out += uvarint(size + 1) if compact else INT32.pack(size)
         if size:
