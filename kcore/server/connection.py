@@ -27,14 +27,12 @@ from typing import Any, Awaitable, Callable
 from kcore import protocol
 from kcore._native.sendfile import sendfile
 from kcore.handlers.base import CloseConnection
+from kcore.server.framing import FrameReader, FrameSizeError
 
 log = logging.getLogger(__name__)
 
 # Reading pauses while this many responses are pending on one connection.
 MAX_IN_FLIGHT = 500
-# Initial receive buffer; grows to the largest frame seen. 256 KiB holds a
-# typical batched produce request whole (librdkafka batches up to 1 MB).
-RECV_CHUNK = 256 * 1024
 
 
 class ConnectionContext:
@@ -59,11 +57,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                  connection_id: int, on_close: Callable[["KafkaConnection"], None]):
         self._dispatch = dispatch
         self._listener = listener
-        self._max_request_bytes = max_request_bytes
         self._connection_id = connection_id
         self._on_close = on_close
-        self._buffer = bytearray(RECV_CHUNK)
-        self._filled = 0
+        self._frames = FrameReader(max_request_bytes)
         self._transport: asyncio.Transport | None = None
         self._context: ConnectionContext | None = None
         self._pending: deque[asyncio.Future] = deque()
@@ -87,20 +83,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._sender = asyncio.get_running_loop().create_task(self._send_loop())
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if len(self._buffer) - self._filled < 4096:
-            self._grow(2 * len(self._buffer))
-        return memoryview(self._buffer)[self._filled:]
-
-    def _grow(self, size: int) -> None:
-        # A new buffer rather than extend(): the transport may still hold a
-        # memoryview of the old one, and a bytearray with exports cannot resize.
-        grown = bytearray(size)
-        grown[:self._filled] = self._buffer[:self._filled]
-        self._buffer = grown
+        return self._frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._filled += nbytes
-        self._consume_frames()
+        try:
+            frames = self._frames.buffer_updated(nbytes)
+        except FrameSizeError as exc:
+            self._reject(str(exc))
+            return
+        for frame in frames:
+            if self._closed:
+                return
+            self._accept_frame(frame)
 
     def eof_received(self) -> bool:
         return False
@@ -125,33 +119,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
-    # -- framing -----------------------------------------------------------
-    def _consume_frames(self) -> None:
-        start = 0
-        buffer = self._buffer
-        while self._filled - start >= 4 and not self._closed:
-            size = int.from_bytes(buffer[start:start + 4], "big", signed=True)
-            if size < 0 or size > self._max_request_bytes:
-                log.warning("closing %s: frame size %d outside 0..%d",
-                            self._context.peer, size, self._max_request_bytes)
-                self.close()
-                return
-            if self._filled - start - 4 < size:
-                break
-            # One copy detaches the frame from the receive buffer; produce
-            # patches offsets into it in place, so it must be writable.
-            frame = buffer[start + 4:start + 4 + size]
-            start += 4 + size
-            self._accept_frame(frame)
-        if start:
-            remaining = self._filled - start
-            buffer[:remaining] = buffer[start:self._filled]
-            self._filled = remaining
-        if self._filled >= 4:
-            needed = int.from_bytes(buffer[:4], "big", signed=True) + 4
-            if needed > len(buffer):
-                self._grow(needed)
-
+    # -- requests ------------------------------------------------------------
     def _accept_frame(self, frame: bytearray) -> None:
         """Decode one request and queue its response slot in arrival order."""
         try:
