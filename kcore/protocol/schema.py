@@ -74,8 +74,8 @@ class Field:
             raise ValueError(f"field {name}: tag and tagged versions go together")
         self.explicit_default = default
         base = type[2:] if type.startswith("[]") else type
-        self.kind = "array" if type.startswith("[]") else _kind_of(base, fields)
-        self.element = _kind_of(base, fields) if self.kind == "array" else None
+        self.kind = "array" if type.startswith("[]") else _kind_of(base)
+        self.element = _kind_of(base) if self.kind == "array" else None
         self.struct = Struct(base, fields) if fields is not None else None
         if (self.kind == "struct" or self.element == "struct") and self.struct is None:
             raise ValueError(f"field {name}: struct type {base} needs fields")
@@ -116,7 +116,7 @@ class Field:
         return f"Field({self.name!r}, {self.type!r})"
 
 
-def _kind_of(base: str, fields: Iterable[Field] | None) -> str:
+def _kind_of(base: str) -> str:
     if base in FIXED_FORMATS:
         return "fixed"
     if base in VARIABLE_TYPES:

@@ -1,7 +1,10 @@
-"""AddOffsetsToTxn (api key 25), versions 0-2.
+"""AddOffsetsToTxn (api key 25): add a group's offsets to a transaction; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/AddOffsetsToTxnRequest.json
-and AddOffsetsToTxnResponse.json.
+Versions: v1 and v2 are behaviour bumps (throttling).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+AddOffsetsToTxnRequest.json and AddOffsetsToTxnResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

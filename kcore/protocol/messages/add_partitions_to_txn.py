@@ -1,7 +1,11 @@
-"""AddPartitionsToTxn (api key 24), versions 0-2.
+"""AddPartitionsToTxn (api key 24): add partitions to a transaction; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/AddPartitionsToTxnRequest.json
-and AddPartitionsToTxnResponse.json.
+Versions: v1 and v2 are behaviour bumps (throttling). The v3_and_below_*
+names are Kafka's: later versions batch several transactions.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+AddPartitionsToTxnRequest.json and AddPartitionsToTxnResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""AlterConfigs (api key 33), versions 0-1.
+"""AlterConfigs (api key 33): replace resource configurations; versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/AlterConfigsRequest.json
-and AlterConfigsResponse.json.
+Versions: v1 throttles after answering. Configs not listed revert to their
+defaults (non-incremental).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+AlterConfigsRequest.json and AlterConfigsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,15 @@
-"""ApiVersions (api key 18), versions 0-3.
+"""ApiVersions (api key 18): the version range of every served api; versions 0-3.
 
-Source: apache/kafka clients/src/main/resources/common/message/ApiVersionsRequest.json
-and ApiVersionsResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering; v3 flexible,
+with client_software_name/version in the request and features as tagged
+fields (KIP-511). The response header is always v0. An unsupported request
+version is answered with a v0 body carrying error 35 and every served key
+(frames.api_versions_error_response); kafka-python reads any ApiVersions
+body with a non-zero error as v0, so errors must use that format.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+ApiVersionsRequest.json and ApiVersionsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,10 @@
-"""CreatePartitions (api key 37), versions 0-1.
+"""CreatePartitions (api key 37): add partitions to topics; versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/CreatePartitionsRequest.json
-and CreatePartitionsResponse.json.
+Versions: v1 throttles after answering. ``count`` is the new total.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+CreatePartitionsRequest.json and CreatePartitionsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

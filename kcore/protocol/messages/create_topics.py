@@ -1,7 +1,12 @@
-"""CreateTopics (api key 19), versions 2-4.
+"""CreateTopics (api key 19): create topics; versions 2-4.
 
-Source: apache/kafka clients/src/main/resources/common/message/CreateTopicsRequest.json
-and CreateTopicsResponse.json.
+Versions: v1 validate_only and error_message; v2 throttle_time_ms; v3
+throttles after answering; v4 num_partitions and replication_factor may be
+-1 for the broker defaults (KIP-464).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+CreateTopicsRequest.json and CreateTopicsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

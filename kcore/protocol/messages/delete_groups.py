@@ -1,7 +1,10 @@
-"""DeleteGroups (api key 42), versions 0-2.
+"""DeleteGroups (api key 42): delete empty consumer groups; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/DeleteGroupsRequest.json
-and DeleteGroupsResponse.json.
+Versions: v1 throttles after answering; v2 flexible.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+DeleteGroupsRequest.json and DeleteGroupsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

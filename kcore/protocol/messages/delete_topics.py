@@ -1,7 +1,11 @@
-"""DeleteTopics (api key 20), versions 1-3.
+"""DeleteTopics (api key 20): delete topics; versions 1-3.
 
-Source: apache/kafka clients/src/main/resources/common/message/DeleteTopicsRequest.json
-and DeleteTopicsResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering; v3 may answer
+TOPIC_DELETION_DISABLED.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+DeleteTopicsRequest.json and DeleteTopicsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""DescribeCluster (api key 60), versions 0-1.
+"""DescribeCluster (api key 60): cluster id, controller and brokers (KIP-700); versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/DescribeClusterRequest.json
-and DescribeClusterResponse.json.
+Flexible from v0 (compact strings, tagged fields). v1 endpoint_type
+(1 brokers, 2 controllers).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+DescribeClusterRequest.json and DescribeClusterResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""DescribeConfigs (api key 32), versions 0-2.
+"""DescribeConfigs (api key 32): topic and broker configurations; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/DescribeConfigsRequest.json
-and DescribeConfigsResponse.json.
+Versions: v1 include_synonyms, config_source and synonyms (replacing v0's
+is_default); v2 throttles after answering. Resource types: 2 topic, 4 broker.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+DescribeConfigsRequest.json and DescribeConfigsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""DescribeGroups (api key 15), versions 0-4.
+"""DescribeGroups (api key 15): state, protocol and members of groups; versions 0-4.
 
-Source: apache/kafka clients/src/main/resources/common/message/DescribeGroupsRequest.json
-and DescribeGroupsResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering; v3
+authorized operations (KIP-430); v4 group_instance_id of each member.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+DescribeGroupsRequest.json and DescribeGroupsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,10 @@
-"""EndTxn (api key 26), versions 0-2.
+"""EndTxn (api key 26): commit or abort a transaction; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/EndTxnRequest.json
-and EndTxnResponse.json.
+Versions: v1 and v2 are behaviour bumps (throttling). committed=true commits.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+EndTxnRequest.json and EndTxnResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,16 @@
-"""Fetch (api key 1), versions 4-11.
+"""Fetch (api key 1): read record batches from partitions; versions 4-11.
 
-Source: apache/kafka clients/src/main/resources/common/message/FetchRequest.json
-and FetchResponse.json.
+Versions: v4 isolation_level, last_stable_offset and aborted_transactions
+(KIP-98); v5 log_start_offset; v6 may answer KAFKA_STORAGE_ERROR; v7 fetch
+sessions (session_id, session_epoch, forgotten_topics_data, top-level
+error_code; KIP-227); v8 throttles after answering; v9 current_leader_epoch
+(KIP-320); v10 allows zstd; v11 rack_id and preferred_read_replica (KIP-392).
+Response ``records`` may be a file slice (sent by sendfile) or a list of
+chunks; replica_id >= 0 marks a follower fetch.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+FetchRequest.json and FetchResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

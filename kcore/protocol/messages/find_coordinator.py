@@ -1,7 +1,11 @@
-"""FindCoordinator (api key 10), versions 0-2.
+"""FindCoordinator (api key 10): the broker coordinating a group or transaction; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/FindCoordinatorRequest.json
-and FindCoordinatorResponse.json.
+Versions: v1 key_type (0 group, 1 transaction), throttle_time_ms and
+error_message; v2 throttles after answering.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+FindCoordinatorRequest.json and FindCoordinatorResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""Heartbeat (api key 12), versions 0-3.
+"""Heartbeat (api key 12): keep a group membership alive; versions 0-3.
 
-Source: apache/kafka clients/src/main/resources/common/message/HeartbeatRequest.json
-and HeartbeatResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering; v3
+group_instance_id (KIP-345).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+HeartbeatRequest.json and HeartbeatResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

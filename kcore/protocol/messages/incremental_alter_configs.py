@@ -1,7 +1,10 @@
-"""IncrementalAlterConfigs (api key 44), versions 0-0.
+"""IncrementalAlterConfigs (api key 44): change single config keys (KIP-339); version 0.
 
-Source: apache/kafka clients/src/main/resources/common/message/IncrementalAlterConfigsRequest.json
-and IncrementalAlterConfigsResponse.json.
+config_operation: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+IncrementalAlterConfigsRequest.json and IncrementalAlterConfigsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

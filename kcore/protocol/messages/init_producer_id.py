@@ -1,7 +1,11 @@
-"""InitProducerId (api key 22), versions 0-1.
+"""InitProducerId (api key 22): a producer id and epoch for idempotence/transactions; versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/InitProducerIdRequest.json
-and InitProducerIdResponse.json.
+Versions: v1 throttles after answering. A null transactional_id asks for an
+idempotent-only producer id.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+InitProducerIdRequest.json and InitProducerIdResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

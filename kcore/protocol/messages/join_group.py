@@ -1,7 +1,12 @@
-"""JoinGroup (api key 11), versions 0-5.
+"""JoinGroup (api key 11): join a consumer group and elect its leader; versions 0-5.
 
-Source: apache/kafka clients/src/main/resources/common/message/JoinGroupRequest.json
-and JoinGroupResponse.json.
+Versions: v1 rebalance_timeout_ms; v2 throttle_time_ms; v3 throttles after
+answering; v4 a member without id gets MEMBER_ID_REQUIRED and its id
+(KIP-394); v5 group_instance_id for static membership (KIP-345).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+JoinGroupRequest.json and JoinGroupResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

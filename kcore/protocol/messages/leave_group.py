@@ -1,7 +1,11 @@
-"""LeaveGroup (api key 13), versions 0-3.
+"""LeaveGroup (api key 13): leave a consumer group; versions 0-3.
 
-Source: apache/kafka clients/src/main/resources/common/message/LeaveGroupRequest.json
-and LeaveGroupResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering; v3 several
+members at once (members with group_instance_id, per-member errors; KIP-345).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+LeaveGroupRequest.json and LeaveGroupResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,10 @@
-"""ListGroups (api key 16), versions 0-2.
+"""ListGroups (api key 16): every group on this coordinator; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/ListGroupsRequest.json
-and ListGroupsResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+ListGroupsRequest.json and ListGroupsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,13 @@
-"""ListOffsets (api key 2), versions 1-5.
+"""ListOffsets (api key 2): offsets by timestamp (-1 latest, -2 earliest); versions 1-5.
 
-Source: apache/kafka clients/src/main/resources/common/message/ListOffsetsRequest.json
-and ListOffsetsResponse.json.
+Versions: v1 one timestamp/offset pair per partition (v0's offset lists are
+gone); v2 isolation_level; v3 throttles after answering; v4
+current_leader_epoch and leader_epoch (KIP-320); v5 may answer
+OFFSET_NOT_AVAILABLE.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+ListOffsetsRequest.json and ListOffsetsResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,14 @@
-"""Metadata (api key 3), versions 0-8.
+"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-8.
 
-Source: apache/kafka clients/src/main/resources/common/message/MetadataRequest.json
-and MetadataResponse.json.
+Versions: v0 an empty topic list means every topic; v1 null means every
+topic and adds rack, controller_id, is_internal; v2 cluster_id; v3
+throttle_time_ms; v4 allow_auto_topic_creation; v5 offline_replicas; v6
+throttles after answering; v7 leader_epoch (KIP-320: report -1 until
+OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+MetadataRequest.json and MetadataResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

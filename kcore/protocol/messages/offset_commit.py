@@ -1,7 +1,13 @@
-"""OffsetCommit (api key 8), versions 2-7.
+"""OffsetCommit (api key 8): store a group's consumed offsets; versions 2-7.
 
-Source: apache/kafka clients/src/main/resources/common/message/OffsetCommitRequest.json
-and OffsetCommitResponse.json.
+Versions: v2-4 retention_time_ms (-1 = broker default); v3 throttle_time_ms;
+v4 throttles after answering; v5 drops retention_time_ms; v6
+committed_leader_epoch (KIP-320); v7 group_instance_id (KIP-345). The field
+Kafka 2.x called generation_id is generation_id_or_member_epoch.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+OffsetCommitRequest.json and OffsetCommitResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

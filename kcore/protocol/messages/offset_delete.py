@@ -1,7 +1,10 @@
-"""OffsetDelete (api key 47), versions 0-0.
+"""OffsetDelete (api key 47): delete a group's committed offsets (KIP-496); version 0.
 
-Source: apache/kafka clients/src/main/resources/common/message/OffsetDeleteRequest.json
-and OffsetDeleteResponse.json.
+Never flexible. GROUP_SUBSCRIBED_TO_TOPIC when the group still consumes it.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+OffsetDeleteRequest.json and OffsetDeleteResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

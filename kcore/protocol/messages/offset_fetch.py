@@ -1,7 +1,12 @@
-"""OffsetFetch (api key 9), versions 1-5.
+"""OffsetFetch (api key 9): read a group's committed offsets; versions 1-5.
 
-Source: apache/kafka clients/src/main/resources/common/message/OffsetFetchRequest.json
-and OffsetFetchResponse.json.
+Versions: v1 offsets kept by the broker (not ZooKeeper); v2 null topics
+means every partition with a committed offset, top-level error_code; v3
+throttle_time_ms; v4 throttles after answering; v5 committed_leader_epoch.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+OffsetFetchRequest.json and OffsetFetchResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

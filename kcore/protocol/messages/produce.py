@@ -1,7 +1,16 @@
-"""Produce (api key 0), versions 0-7.
+"""Produce (api key 0): append record batches to partitions; versions 0-7.
 
-Source: apache/kafka clients/src/main/resources/common/message/ProduceRequest.json
-and ProduceResponse.json.
+Versions: v1 adds throttle_time_ms to the response; v2 log_append_time_ms
+(-1 unless the topic uses LogAppendTime); v3 transactional_id and record
+format v2 only (exactly one RecordBatch per partition); v4 may answer
+KAFKA_STORAGE_ERROR; v5 log_start_offset; v6 throttles after answering
+(KIP-219); v7 allows zstd (KIP-110). v0-2 are decoded but the handler answers
+UNSUPPORTED_VERSION. ``records`` decodes as a memoryview of the request frame.
+acks=0 requests get no response at all.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+ProduceRequest.json and ProduceResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

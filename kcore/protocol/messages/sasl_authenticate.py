@@ -1,7 +1,10 @@
-"""SaslAuthenticate (api key 36), versions 0-1.
+"""SaslAuthenticate (api key 36): one SASL token exchange; versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/SaslAuthenticateRequest.json
-and SaslAuthenticateResponse.json.
+Versions: v1 session_lifetime_ms (KIP-368).
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+SaslAuthenticateRequest.json and SaslAuthenticateResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""SaslHandshake (api key 17), versions 0-1.
+"""SaslHandshake (api key 17): choose a SASL mechanism; versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/SaslHandshakeRequest.json
-and SaslHandshakeResponse.json.
+Versions: v0 raw SASL tokens follow on the connection; v1 tokens travel in
+SaslAuthenticate requests (KIP-152). Never flexible.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+SaslHandshakeRequest.json and SaslHandshakeResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

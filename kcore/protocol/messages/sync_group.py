@@ -1,7 +1,11 @@
-"""SyncGroup (api key 14), versions 0-3.
+"""SyncGroup (api key 14): the leader hands out assignments; versions 0-3.
 
-Source: apache/kafka clients/src/main/resources/common/message/SyncGroupRequest.json
-and SyncGroupResponse.json.
+Versions: v1 throttle_time_ms; v2 throttles after answering; v3
+group_instance_id (KIP-345). Assignments are opaque bytes to the broker.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+SyncGroupRequest.json and SyncGroupResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,10 @@
-"""TxnOffsetCommit (api key 28), versions 0-2.
+"""TxnOffsetCommit (api key 28): commit offsets inside a transaction; versions 0-2.
 
-Source: apache/kafka clients/src/main/resources/common/message/TxnOffsetCommitRequest.json
-and TxnOffsetCommitResponse.json.
+Versions: v1 behaviour bump (throttling); v2 committed_leader_epoch.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+TxnOffsetCommitRequest.json and TxnOffsetCommitResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 

@@ -1,7 +1,11 @@
-"""WriteTxnMarkers (api key 27), versions 0-1.
+"""WriteTxnMarkers (api key 27): coordinator-to-leader transaction markers; versions 0-1.
 
-Source: apache/kafka clients/src/main/resources/common/message/WriteTxnMarkersRequest.json
-and WriteTxnMarkersResponse.json.
+Broker to broker only; no client sends it. v1 is the flexible form of v0.
+transaction_result true = COMMIT.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+WriteTxnMarkersRequest.json and WriteTxnMarkersResponse.json (field names: snake_case of
+the JSON names).
 """
 from kcore.protocol.schema import Field, Message
 
