@@ -6,9 +6,12 @@ Frame layout (Kafka protocol guide, "Requests and Responses")::
 
 ``decode_request`` takes a frame *without* its size prefix (the server's
 framing strips it) and never copies record bytes: Produce records come back
-as memoryview slices of the frame. ``encode_response`` returns the frame
-*with* its size prefix as a list of chunks: bytes objects plus untouched
-records chunks (memoryviews, file slices) for writev/sendfile.
+as memoryview slices of the frame, so they keep the frame's buffer alive and
+see any later write to it (do not reuse a receive buffer for the next
+frame while a request decoded from it is still in use).
+``encode_response`` returns the frame *with* its size prefix as a list of
+chunks: bytes objects plus untouched records chunks (memoryviews, file
+slices) for writev/sendfile.
 """
 from __future__ import annotations
 

@@ -11,11 +11,12 @@ Response header::
     v0  correlation_id i32
     v1  v0 + tagged fields
 
-A request uses header v2 when its api version is flexible and v1 otherwise
-(v0 only ever served ControlledShutdown v0, which is not served here). A
-response uses header v1 when flexible, except ApiVersions, whose response
-header is always v0 so a client can read it before knowing the broker's
-versions (KIP-511).
+A request uses header v2 when its api version is flexible, v0 for
+ControlledShutdown v0 (not served here, but parsed so that it is refused
+as an unknown api with its correlation id) and v1 otherwise. A response
+uses header v1 when flexible, except ApiVersions, whose response header is
+always v0 so a client can read it before knowing the broker's versions
+(KIP-511).
 """
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ from typing import NamedTuple
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.exceptions import ProtocolDecodeError
 from kcore.protocol.messages import REQUESTS
-from kcore.protocol.primitives import INT32, skip_tagged_fields
+from kcore.protocol.primitives import INT16, INT32, skip_tagged_fields
 
-_FIXED_PART = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_HEADER_V0 = struct.Struct(">hhi")  # api key, api version, correlation id
+_FIXED_PART = struct.Struct(">hhih")  # header v0 + client id length
 
 
 class RequestHeader(NamedTuple):
@@ -45,6 +47,8 @@ _NEVER = 1 << 16
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
+        return 0
     return 2 if api_version >= _FLEXIBLE_FROM.get(api_key, _NEVER) else 1
 
 
@@ -61,9 +65,16 @@ def read_request_header(frame: memoryview) -> tuple[RequestHeader, int]:
     as header v1 (no tagged fields). Raises ProtocolDecodeError when truncated.
     """
     try:
-        api_key, api_version, correlation_id, length = _FIXED_PART.unpack_from(frame, 0)
+        api_key, api_version, correlation_id = _HEADER_V0.unpack_from(frame, 0)
     except struct.error:
         raise ProtocolDecodeError(f"truncated request header ({len(frame)} bytes)") from None
+    version = request_header_version(api_key, api_version)
+    if version == 0:
+        return RequestHeader(api_key, api_version, correlation_id, None), _HEADER_V0.size
+    try:
+        (length,) = INT16.unpack_from(frame, _HEADER_V0.size)
+    except struct.error:
+        raise ProtocolDecodeError("truncated client id in request header") from None
     pos = _FIXED_PART.size
     if length < 0:
         client_id = None
@@ -74,7 +85,7 @@ def read_request_header(frame: memoryview) -> tuple[RequestHeader, int]:
         # Informational only; a client id that is not UTF-8 should not cost the request.
         client_id = str(frame[pos:end], "utf-8", "replace")
         pos = end
-    if request_header_version(api_key, api_version) == 2:
+    if version == 2:
         try:
             pos = skip_tagged_fields(frame, pos, len(frame))
         except (IndexError, struct.error):
@@ -83,12 +94,16 @@ def read_request_header(frame: memoryview) -> tuple[RequestHeader, int]:
 
 
 def write_request_header(out: bytearray, header: RequestHeader) -> None:
+    version = request_header_version(header.api_key, header.api_version)
+    if version == 0:
+        out += _HEADER_V0.pack(header.api_key, header.api_version, header.correlation_id)
+        return
     client_id = header.client_id
     data = b"" if client_id is None else client_id.encode("utf-8")
     out += _FIXED_PART.pack(header.api_key, header.api_version, header.correlation_id,
                             -1 if client_id is None else len(data))
     out += data
-    if request_header_version(header.api_key, header.api_version) == 2:
+    if version == 2:
         out += b"\x00"
 
 

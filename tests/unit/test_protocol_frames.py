@@ -72,6 +72,21 @@ def test_unknown_api_key_raises_with_the_parsed_header():
         assert raised.value.header == RequestHeader(api_key, 0, 77, "cli")
 
 
+def test_controlled_shutdown_v0_header_has_no_client_id_and_is_refused_as_unknown():
+    frame = struct.pack(">hhi", ApiKey.CONTROLLED_SHUTDOWN, 0, 31) + struct.pack(">i", 2)  # broker_id 2
+    assert read_request_header(memoryview(frame)) == (RequestHeader(7, 0, 31, None), 8)
+    with pytest.raises(UnknownApiKeyError) as raised:
+        decode_request(frame)
+    assert raised.value.header.correlation_id == 31
+
+
+def test_truncated_headers_raise_protocol_decode_error():
+    whole = header_only_frame(ApiKey.METADATA, 1)
+    for cut in range(len(whole)):
+        with pytest.raises(ProtocolDecodeError):
+            read_request_header(memoryview(whole[:cut]))
+
+
 @pytest.mark.parametrize("api_key,version", [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.PRODUCE, 8),
                                              (ApiKey.METADATA, 9), (ApiKey.LIST_OFFSETS, 0)])
 def test_version_outside_the_supported_range_raises_with_the_parsed_header(api_key, version):
