@@ -19,6 +19,8 @@ from kcore.protocol.errors import ErrorCode
 __all__ = ["KafkaClient", "parse_bootstrap_servers"]
 
 DEFAULT_PORT = 9092
+# How long close() waits for written requests (acks=0 produce) to leave.
+CLOSE_TIMEOUT_S = 5.0
 
 
 def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
@@ -84,13 +86,19 @@ class KafkaClient:
         raise BrokerConnectionError("no bootstrap server reachable: " + "; ".join(errors))
 
     async def close(self) -> None:
+        """Close every connection once what was written to it has gone out."""
         for task in self._connecting.values():
             task.cancel()
-        for connection in [*self._connections.values(), self._bootstrap]:
-            if connection is not None:
-                connection.close()
+        connections = [c for c in [*self._connections.values(), self._bootstrap] if c is not None]
+        for connection in connections:
+            connection.close()
         self._connections.clear()
         self._bootstrap = None
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await asyncio.gather(*(c.wait_closed() for c in connections))
+        except TimeoutError:
+            pass
 
     async def _open(self, host: str, port: int) -> BrokerConnection:
         return await BrokerConnection.open(

@@ -108,6 +108,7 @@ class BrokerConnection(asyncio.Protocol):
         self._write_ready = asyncio.Event()
         self._write_ready.set()
         self._closed_error: BrokerConnectionError | None = None
+        self._lost = asyncio.get_running_loop().create_future()
         self.on_close: Callable[[BrokerConnection], None] | None = None
 
     # ------------------------------------------------------------ opening
@@ -199,7 +200,12 @@ class BrokerConnection(asyncio.Protocol):
         return future
 
     def close(self) -> None:
+        """Close now; bytes already written still go out (see ``wait_closed``)."""
         self._fail(BrokerConnectionError(f"connection to {self.address} closed"))
+
+    async def wait_closed(self) -> None:
+        """Wait until the socket is closed, i.e. the write buffer has been flushed."""
+        await asyncio.shield(self._lost)
 
     # ------------------------------------------------------ asyncio.Protocol
 
@@ -207,6 +213,8 @@ class BrokerConnection(asyncio.Protocol):
         self._transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self._lost.done():
+            self._lost.set_result(None)
         reason = f": {exc}" if exc else ""
         self._fail(BrokerConnectionError(f"connection to {self.address} lost{reason}"))
 
@@ -283,5 +291,7 @@ class BrokerConnection(asyncio.Protocol):
                 future.exception()  # retrieved: a caller that gave up must not log it
         if self._transport is not None:
             self._transport.close()
+        elif not self._lost.done():
+            self._lost.set_result(None)
         if self.on_close is not None:
             self.on_close(self)

@@ -69,21 +69,19 @@ class ClusterMetadata:
 
     @classmethod
     def from_response(cls, body: Any) -> ClusterMetadata:
-        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))
+        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
                    for b in body.brokers}
         topics = {}
         for topic in body.topics:
             partitions = {
                 p.partition_index: PartitionInfo(
-                    topic.name, p.partition_index, p.leader_id, getattr(p, "leader_epoch", -1),
+                    topic.name, p.partition_index, p.leader_id, p.leader_epoch,
                     tuple(p.replica_nodes), tuple(p.isr_nodes),
-                    tuple(getattr(p, "offline_replicas", ()) or ()), p.error_code)
+                    tuple(p.offline_replicas or ()), p.error_code)
                 for p in topic.partitions}
-            topics[topic.name] = TopicInfo(topic.name, topic.error_code,
-                                           bool(getattr(topic, "is_internal", False)),
+            topics[topic.name] = TopicInfo(topic.name, topic.error_code, topic.is_internal,
                                            dict(sorted(partitions.items())))
-        return cls(brokers, getattr(body, "controller_id", -1), getattr(body, "cluster_id", None),
-                   topics)
+        return cls(brokers, body.controller_id, body.cluster_id, topics)
 
     def merged(self, newer: ClusterMetadata) -> ClusterMetadata:
         """``newer`` with the topics it did not ask about kept from ``self``."""

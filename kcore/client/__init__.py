@@ -1,0 +1,50 @@
+"""An asyncio Kafka client on kcore.protocol: connections, admin, producer, consumer.
+
+Layers, each on the one below::
+
+    Admin / Producer / Consumer      admin.py, producer.py, consumer.py
+    fetch / list_offsets / produce   fetch.py, producer.produce_batch
+    KafkaClient                      bootstrap, connection pool, metadata
+    BrokerConnection                 framing, correlation ids, ApiVersions
+
+It imports only kcore.protocol and serves the CLI, benchmarks and the
+follower fetcher.
+"""
+from kcore.client.admin import (
+    Admin,
+    AlterConfigOp,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResourceType,
+    ConfigSource,
+    NewTopic,
+)
+from kcore.client.client import KafkaClient, parse_bootstrap_servers
+from kcore.client.connection import BrokerConnection
+from kcore.client.consumer import Consumer, OffsetReset
+from kcore.client.errors import BrokerConnectionError, ClientError, KafkaError
+from kcore.client.fetch import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    FetchedPartition,
+    FetchPosition,
+    fetch,
+    list_offsets,
+    records_from,
+)
+from kcore.client.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo, TopicPartition
+from kcore.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+from kcore.client.producer import ACKS_ALL, ProduceError, Producer, ProduceResult, produce_batch
+
+__all__ = [
+    "Admin", "AlterConfigOp", "ClusterDescription", "ConfigEntry", "ConfigResourceType",
+    "ConfigSource", "NewTopic", "KafkaClient", "parse_bootstrap_servers", "BrokerConnection",
+    "Consumer", "OffsetReset", "BrokerConnectionError", "ClientError", "KafkaError",
+    "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "READ_COMMITTED", "READ_UNCOMMITTED",
+    "FetchedPartition", "FetchPosition", "fetch", "list_offsets", "records_from",
+    "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition",
+    "StickyPartitioner", "murmur2", "partition_for_key", "ACKS_ALL", "ProduceError", "Producer",
+    "ProduceResult", "produce_batch",
+]

@@ -1,0 +1,191 @@
+"""Admin operations: topics, partitions, configs, cluster description.
+
+Each call sends one request and raises KafkaError for the first resource
+that failed, after looking at all of them (its ``context`` names the
+resource). CreateTopics, DeleteTopics and CreatePartitions go to the
+controller, as Kafka requires; the rest go to any broker.
+
+Config sources (DescribeConfigs v1+, Kafka ``ConfigSource``): 1 dynamic
+topic, 2 dynamic broker, 3 dynamic default broker, 4 static broker (the
+properties file), 5 default, 6 dynamic broker logger. v0 only reports
+``is_default``.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from kcore.client.client import KafkaClient
+from kcore.client.errors import KafkaError
+from kcore.client.metadata import BrokerInfo, TopicInfo
+from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.errors import ErrorCode
+
+__all__ = ["Admin", "NewTopic", "ConfigEntry", "ConfigResourceType", "ConfigSource",
+           "AlterConfigOp", "ClusterDescription"]
+
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+class ConfigResourceType(enum.IntEnum):
+    TOPIC = 2
+    BROKER = 4
+
+
+class ConfigSource(enum.IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs operations (KIP-339)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1          # -1: the broker's num.partitions
+    replication_factor: int = -1      # -1: the broker's default.replication.factor
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool = False
+    is_sensitive: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.source is ConfigSource.DEFAULT_CONFIG
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: dict[int, BrokerInfo]
+
+
+class Admin:
+    """Admin calls over a KafkaClient; stateless beyond the client's own state."""
+
+    def __init__(self, client: KafkaClient) -> None:
+        self.client = client
+
+    async def create_topics(self, topics: Sequence[NewTopic], *,
+                            timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                            validate_only: bool = False) -> None:
+        connection = await self.client.controller_connection()
+        body = await connection.request(ApiKey.CREATE_TOPICS, {
+            "topics": [{"name": t.name, "num_partitions": t.num_partitions,
+                        "replication_factor": t.replication_factor, "assignments": [],
+                        "configs": [{"name": k, "value": v} for k, v in t.configs.items()]}
+                       for t in topics],
+            "timeout_ms": timeout_ms, "validate_only": validate_only})
+        _raise_first((r.error_code, r.error_message, f"topic {r.name}") for r in body.topics)
+
+    async def delete_topics(self, names: Sequence[str], *,
+                            timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+        connection = await self.client.controller_connection()
+        body = await connection.request(ApiKey.DELETE_TOPICS, {
+            "topic_names": list(names), "timeout_ms": timeout_ms})
+        # error_message exists from DeleteTopics v5, beyond kcore.protocol's schema.
+        _raise_first((r.error_code, getattr(r, "error_message", None), f"topic {r.name}")
+                     for r in body.responses)
+
+    async def create_partitions(self, counts: Mapping[str, int], *,
+                                timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                                validate_only: bool = False) -> None:
+        """Grow each topic to the given total partition count."""
+        connection = await self.client.controller_connection()
+        body = await connection.request(ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"name": name, "count": count, "assignments": None}
+                       for name, count in counts.items()],
+            "timeout_ms": timeout_ms, "validate_only": validate_only})
+        _raise_first((r.error_code, r.error_message, f"topic {r.name}") for r in body.results)
+
+    async def list_topics(self, *, include_internal: bool = True) -> list[str]:
+        metadata = await self.client.refresh_metadata(None)
+        return sorted(name for name, info in metadata.topics.items()
+                      if include_internal or not info.is_internal)
+
+    async def describe_topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
+        """Partitions, leaders, replicas and ISR of ``names`` (None: every topic)."""
+        metadata = await self.client.refresh_metadata(
+            None if names is None else list(names), allow_auto_topic_creation=False)
+        topics = [metadata.topics[name] for name in (names or sorted(metadata.topics))
+                  if name in metadata.topics]
+        _raise_first((t.error_code, None, f"topic {t.name}") for t in topics)
+        return topics
+
+    async def describe_configs(self, resource_type: ConfigResourceType, names: Sequence[str],
+                               keys: Sequence[str] | None = None
+                               ) -> dict[str, list[ConfigEntry]]:
+        connection = await self.client.any_connection()
+        version = connection.version_for(ApiKey.DESCRIBE_CONFIGS)
+        body = await connection.request(ApiKey.DESCRIBE_CONFIGS, {
+            "resources": [{"resource_type": int(resource_type), "resource_name": name,
+                           "configuration_keys": None if keys is None else list(keys)}
+                          for name in names],
+            "include_synonyms": False}, version=version)
+        _raise_first((r.error_code, r.error_message, f"resource {r.resource_name}")
+                     for r in body.results)
+        return {r.resource_name: [_config_entry(c, version) for c in r.configs]
+                for r in body.results}
+
+    async def incremental_alter_configs(
+            self, resource_type: ConfigResourceType, name: str,
+            operations: Iterable[tuple[str, AlterConfigOp, str | None]], *,
+            validate_only: bool = False) -> None:
+        """Apply (key, operation, value) changes to one resource's configs."""
+        connection = await self.client.any_connection()
+        body = await connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, {
+            "resources": [{"resource_type": int(resource_type), "resource_name": name,
+                           "configs": [{"name": key, "config_operation": int(op), "value": value}
+                                       for key, op, value in operations]}],
+            "validate_only": validate_only})
+        _raise_first((r.error_code, r.error_message, f"resource {r.resource_name}")
+                     for r in body.responses)
+
+    async def describe_cluster(self) -> ClusterDescription:
+        connection = await self.client.any_connection()
+        body = await connection.request(ApiKey.DESCRIBE_CLUSTER, {
+            "include_cluster_authorized_operations": False})
+        if body.error_code:
+            raise KafkaError(body.error_code, body.error_message, "DescribeCluster")
+        brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack)
+                   for b in body.brokers}
+        return ClusterDescription(body.cluster_id, body.controller_id, brokers)
+
+
+def _config_entry(config, version: int) -> ConfigEntry:
+    if version == 0:
+        source = ConfigSource.DEFAULT_CONFIG if config.is_default else ConfigSource.UNKNOWN
+    else:
+        try:
+            source = ConfigSource(config.config_source)
+        except ValueError:
+            source = ConfigSource.UNKNOWN
+    return ConfigEntry(config.name, config.value, source, config.read_only, config.is_sensitive)
+
+
+def _raise_first(results: Iterable[tuple[int, str | None, str]]) -> None:
+    failures = [(code, message, context) for code, message, context in results
+                if code != ErrorCode.NONE]
+    if failures:
+        code, message, context = failures[0]
+        raise KafkaError(code, message, context)
