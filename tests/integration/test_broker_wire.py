@@ -1,0 +1,183 @@
+"""Broker behaviour checked with exact requests: fetch sizing (KIP-74),
+long-poll, idempotent retries across restarts, topic-level conversions."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from kcore.protocol import records as record_codec
+from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.errors import ErrorCode
+from tests.wire import WireClient, fetch_body, produce_body
+
+
+def batch(values, **kwargs) -> bytearray:
+    return record_codec.build_batch(
+        [record_codec.Record(value=v, key=None, headers=[], timestamp=1_700_000_000_000 + i)
+         for i, v in enumerate(values)], **kwargs)
+
+
+def produce(client, topic, data, partition=0, acks=1):
+    response = client.request(ApiKey.PRODUCE, 7, produce_body(topic, partition, bytes(data), acks))
+    result = response.responses[0].partition_responses[0]
+    return result
+
+
+def create_topic(client, name, partitions=1, configs=None):
+    response = client.request(ApiKey.CREATE_TOPICS, 4, {
+        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                    "assignments": [], "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
+        "timeout_ms": 5000, "validate_only": False})
+    assert response.topics[0].error_code == ErrorCode.NONE, response.topics[0].error_message
+
+
+def fetch(client, topic, offset, max_bytes=1 << 20, max_wait_ms=0, partition_max_bytes=1 << 20):
+    body = fetch_body(topic, 0, offset, max_wait_ms)
+    body["max_bytes"] = max_bytes
+    body["topics"][0]["partitions"][0]["partition_max_bytes"] = partition_max_bytes
+    return client.request(ApiKey.FETCH, 11, body).responses[0].partitions[0]
+
+
+def test_fetch_inside_batch_returns_whole_batch(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "t")
+    produce(client, "t", batch([b"a", b"b", b"c"]))
+    produce(client, "t", batch([b"d"]))
+    data = fetch(client, "t", 1)
+    batches = list(record_codec.iter_batches(bytes(data.records)))
+    assert batches[0].base_offset == 0 and batches[0].last_offset == 2
+    assert [r.value for r in record_codec.iter_records(bytes(data.records))] == [b"a", b"b", b"c", b"d"]
+    assert data.high_watermark == 4
+
+
+def test_oversized_first_batch_is_returned_whole(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "t")
+    big = os.urandom(200_000)
+    produce(client, "t", batch([big]))
+    produce(client, "t", batch([b"next"]))
+    data = fetch(client, "t", 0, max_bytes=1000, partition_max_bytes=1000)
+    values = [r.value for r in record_codec.iter_records(bytes(data.records))]
+    assert values == [big]  # at least one batch, and only that one
+
+
+def test_long_poll_wakes_on_append_and_times_out_otherwise(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "t")
+    started = time.monotonic()
+    empty = fetch(client, "t", 0, max_wait_ms=400)
+    waited = time.monotonic() - started
+    assert empty.records in (b"", None) or len(empty.records) == 0
+    assert 0.35 <= waited < 5
+
+    def produce_later():
+        time.sleep(0.3)
+        other = WireClient(broker.port)
+        produce(other, "t", batch([b"wake"]))
+        other.close()
+
+    thread = threading.Thread(target=produce_later)
+    thread.start()
+    started = time.monotonic()
+    data = fetch(client, "t", 0, max_wait_ms=10_000)
+    waited = time.monotonic() - started
+    thread.join()
+    assert [r.value for r in record_codec.iter_records(bytes(data.records))] == [b"wake"]
+    assert waited < 5  # woken by the append, far before max_wait_ms
+
+
+def init_producer(client):
+    response = client.request(ApiKey.INIT_PRODUCER_ID, 1,
+                              {"transactional_id": None, "transaction_timeout_ms": 60000})
+    assert response.error_code == ErrorCode.NONE
+    return response.producer_id, response.producer_epoch
+
+
+def test_idempotent_retry_after_sigkill_returns_original_offset(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "t")
+    pid, epoch = init_producer(client)
+    offsets = []
+    for seq in range(0, 30, 3):
+        data = batch([b"x%d" % seq, b"y", b"z"], producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+        offsets.append(produce(client, "t", data, acks=-1).base_offset)
+    client.close()
+    broker.restart(clean=False)
+    client = WireClient(broker.port)
+    retry = batch([b"x27", b"y", b"z"], producer_id=pid, producer_epoch=epoch, base_sequence=27)
+    result = produce(client, "t", retry, acks=-1)
+    assert (result.error_code, result.base_offset) == (ErrorCode.NONE, offsets[-1])
+    gap = batch([b"gap"], producer_id=pid, producer_epoch=epoch, base_sequence=40)
+    assert produce(client, "t", gap).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    following = batch([b"next"], producer_id=pid, producer_epoch=epoch, base_sequence=30)
+    result = produce(client, "t", following)
+    assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 30)
+    assert fetch(client, "t", 0).high_watermark == 31  # nothing was written twice
+    assert init_producer(client)[0] != pid  # ids are never reused after a restart
+
+
+def test_topic_compression_type_recompresses_and_log_append_time_stamps(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "z", configs={"compression.type": "zstd",
+                                       "message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    result = produce(client, "z", batch([b"v" * 1000] * 20, codec=1))  # gzip from the producer
+    assert result.error_code == ErrorCode.NONE and result.log_append_time_ms >= before
+    stored = next(record_codec.iter_batches(bytes(fetch(client, "z", 0).records)))
+    assert stored.is_valid() and stored.compression == 4
+    assert stored.timestamp_type == record_codec.TimestampType.LOG_APPEND_TIME
+    assert [r.value for r in stored.records()] == [b"v" * 1000] * 20
+    assert all(r.timestamp == result.log_append_time_ms for r in stored.records())
+
+
+def test_describe_configs_lists_every_topic_key_with_sources(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "d", configs={"retention.ms": "1234"})
+    response = client.request(ApiKey.DESCRIBE_CONFIGS, 2, {
+        "resources": [{"resource_type": 2, "resource_name": "d", "configuration_keys": None}],
+        "include_synonyms": True})
+    configs = {c.name: c for c in response.results[0].configs}
+    assert configs["retention.ms"].value == "1234" and configs["retention.ms"].config_source == 1
+    assert configs["segment.bytes"].value == "1073741824" and configs["segment.bytes"].config_source == 5
+    assert {"cleanup.policy", "max.message.bytes", "compression.type", "min.insync.replicas"} <= set(configs)
+
+
+def test_incremental_alter_and_bad_config_value(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "a")
+
+    def alter(name, value, op=0):
+        response = client.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {
+            "resources": [{"resource_type": 2, "resource_name": "a",
+                           "configs": [{"name": name, "config_operation": op, "value": value}]}],
+            "validate_only": False})
+        return response.responses[0].error_code
+
+    assert alter("retention.ms", "5000") == ErrorCode.NONE
+    assert alter("retention.ms", "soon") == ErrorCode.INVALID_CONFIG
+    assert alter("no.such.key", "1") == ErrorCode.INVALID_CONFIG
+    response = client.request(ApiKey.DESCRIBE_CONFIGS, 2, {
+        "resources": [{"resource_type": 2, "resource_name": "a", "configuration_keys": ["retention.ms"]}],
+        "include_synonyms": False})
+    assert [(c.name, c.value) for c in response.results[0].configs] == [("retention.ms", "5000")]
+
+
+def test_min_insync_replicas_above_one_refuses_acks_all(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "m", configs={"min.insync.replicas": "2"})
+    assert produce(client, "m", batch([b"x"]), acks=-1).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert produce(client, "m", batch([b"x"]), acks=1).error_code == ErrorCode.NONE
+
+
+def test_unclean_restart_keeps_topics_and_data(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "r", partitions=3)
+    for p in range(3):
+        produce(client, "r", batch([b"p%d" % p]), partition=p)
+    client.close()
+    broker.restart(clean=False)
+    client = WireClient(broker.port)
+    metadata = client.request(ApiKey.METADATA, 8, {"topics": [{"name": "r"}], "allow_auto_topic_creation": False})
+    assert len(metadata.topics[0].partitions) == 3
+    assert [r.value for r in record_codec.iter_records(bytes(fetch(client, "r", 0).records))] == [b"p0"]
