@@ -9,7 +9,10 @@ schema.py for how message schemas are declared, messages/ for the schemas):
 - ``encode_request(api_key, api_version, correlation_id, client_id, body) -> bytes``
 - ``decode_response(api_key, api_version, frame) -> (correlation_id, body)``
 - ``api_versions_error_response(header) -> list``; ``api_versions_body(...)``
-- ``supported_versions() -> {ApiKey: (min, max)}``
+- ``supported_versions() -> {ApiKey: (min, max)}``, ``is_supported(key, version)``
+- ``request_header_version(key, version)``, ``response_header_version(key, version)``
+- ``encode_struct / decode_struct / write_struct / read_struct`` for any
+  ``schema.Struct`` (e.g. ``__consumer_offsets`` keys and values)
 - ``ApiKey``, ``ErrorCode``, ``RequestHeader``, ``Request``
 - ``ProtocolError``, ``ProtocolDecodeError``, ``ProtocolEncodeError``,
   ``UnsupportedVersionError``, ``UnknownApiKeyError``
@@ -39,7 +42,12 @@ from kcore.protocol.frames import (
     is_supported,
     supported_versions,
 )
-from kcore.protocol.header import RequestHeader, read_request_header
+from kcore.protocol.header import (
+    RequestHeader,
+    read_request_header,
+    request_header_version,
+    response_header_version,
+)
 from kcore.protocol.messages import REQUESTS, RESPONSES
 from kcore.protocol.schema import to_dict
 
@@ -67,6 +75,8 @@ __all__ = [
     "is_supported",
     "read_request_header",
     "read_struct",
+    "request_header_version",
+    "response_header_version",
     "supported_versions",
     "to_dict",
     "write_struct",

@@ -40,7 +40,6 @@ INT64 = struct.Struct(">q")
 UINT16 = struct.Struct(">H")
 UINT32 = struct.Struct(">I")
 FLOAT64 = struct.Struct(">d")
-BOOLEAN = struct.Struct(">?")
 
 NULL_INT16 = b"\xff\xff"
 NULL_INT32 = b"\xff\xff\xff\xff"
@@ -98,20 +97,7 @@ def read_varlong(buf: memoryview, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def uvarint(value: int) -> bytes:
-    if 0 <= value < 0x80:
-        return bytes((value,))
-    if value < 0 or value > 0xFFFFFFFF:
-        raise ProtocolEncodeError(f"unsigned varint out of range: {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _zigzag_bytes(raw: int) -> bytes:
+def _base128(raw: int) -> bytes:
     out = bytearray()
     while raw >= 0x80:
         out.append((raw & 0x7F) | 0x80)
@@ -120,16 +106,24 @@ def _zigzag_bytes(raw: int) -> bytes:
     return bytes(out)
 
 
+def uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return bytes((value,))
+    if value < 0 or value > 0xFFFFFFFF:
+        raise ProtocolEncodeError(f"unsigned varint out of range: {value}")
+    return _base128(value)
+
+
 def varint(value: int) -> bytes:
     if not -(1 << 31) <= value < (1 << 31):
         raise ProtocolEncodeError(f"varint out of range: {value}")
-    return _zigzag_bytes(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+    return _base128(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def varlong(value: int) -> bytes:
     if not -(1 << 63) <= value < (1 << 63):
         raise ProtocolEncodeError(f"varlong out of range: {value}")
-    return _zigzag_bytes(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    return _base128(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def _slice_end(pos: int, n: int, end: int, what: str) -> int:

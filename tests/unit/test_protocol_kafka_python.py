@@ -29,7 +29,7 @@ from kcore.protocol import decode_struct, encode_struct, to_dict
 from kcore.protocol.schema import Struct
 
 CASES = all_message_versions()
-CROSS_CHECK = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CROSS_CHECK = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _json_classes() -> dict[str, type]:

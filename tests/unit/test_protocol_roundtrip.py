@@ -21,7 +21,7 @@ from kcore.protocol import (
     encode_struct,
     to_dict,
 )
-from kcore.protocol.schema import Struct
+from kcore.protocol.schema import Field, Struct
 from tests.unit.test_protocol_strategies import all_message_versions, normalize, values
 
 CASES = all_message_versions()
@@ -83,3 +83,21 @@ def test_whole_frames_round_trip_with_their_headers(case):
         assert to_dict(body) == normalize(schema, version, value)
 
     check()
+
+
+def test_standalone_data_schemas_use_their_own_flexible_versions():
+    # Shaped like Kafka's OffsetCommitValue (a __consumer_offsets record value).
+    offset_commit_value = Struct("OffsetCommitValue", [
+        Field("offset", "int64", "0+"),
+        Field("leader_epoch", "int32", "3+", default=-1),
+        Field("metadata", "string", "0+"),
+        Field("commit_timestamp", "int64", "0+"),
+        Field("expire_timestamp", "int64", "1", default=-1),
+    ], flexible="4+")
+    value = {"offset": 42, "metadata": "m", "commit_timestamp": 7}
+    v1 = encode_struct(offset_commit_value, 1, value)
+    assert v1 == (42).to_bytes(8, "big") + b"\x00\x01m" + (7).to_bytes(8, "big") + b"\xff" * 8
+    v4 = encode_struct(offset_commit_value, 4, value)
+    assert v4 == (42).to_bytes(8, "big") + b"\xff" * 4 + b"\x02m" + (7).to_bytes(8, "big") + b"\x00"
+    decoded = decode_struct(offset_commit_value, 4, v4)
+    assert (decoded.offset, decoded.leader_epoch, decoded.expire_timestamp) == (42, -1, -1)
