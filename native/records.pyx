@@ -26,6 +26,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 cdef extern from "crc32c.h" nogil:
     uint32_t kc_crc32c(uint32_t crc, const unsigned char *p, size_t n)
+    const char *kc_crc32c_implementation()
     int KC_CRC32C_HARDWARE
 
 cdef extern from "kbytes.h" nogil:
@@ -45,6 +46,8 @@ cdef extern from "batch.h" nogil:
 BATCH_HEADER_SIZE = 61
 # True when the crc32 instruction (SSE4.2) is compiled in.
 CRC32C_HARDWARE = bool(KC_CRC32C_HARDWARE)
+# 'vpclmulqdq' (AVX-512 folding), 'sse4.2' (crc32 instruction) or 'table'.
+CRC32C_IMPLEMENTATION = kc_crc32c_implementation().decode()
 
 # Releasing and retaking the GIL costs about a microsecond (more when other
 # threads wait); CRC-32C runs at ~10-20 GB/s, so below 64 KiB (~4 us) holding

@@ -3,6 +3,7 @@ from collections.abc import Buffer
 
 BATCH_HEADER_SIZE: int
 CRC32C_HARDWARE: bool
+CRC32C_IMPLEMENTATION: str  # 'vpclmulqdq' | 'sse4.2' | 'table'
 
 class CorruptBatchError(ValueError):
     reason: str  # 'size' | 'magic' | 'crc' | 'count'

@@ -34,6 +34,7 @@ from kcore.log.loader import load_segments
 from kcore.log.segment import LOG_SUFFIX, LogSegment, segment_name
 
 _BASE_OFFSET = struct.Struct(">q")
+_INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
 
 
 class AppendInfo(NamedTuple):
@@ -208,15 +209,17 @@ class Log:
         (``LogSegment.shouldRoll``): segment.bytes, segment.ms, a full index,
         or a last offset beyond the int32 range of the segment's base."""
         segment = self._segments[-1]
-        fits_offsets = segment.offset_index.can_append_offset(last_offset)
+        fits_offsets = 0 <= last_offset - segment.base_offset <= _INT32_MAX
         if segment.size == 0:
             if fits_offsets and segment.base_offset <= first_offset:
                 return segment
             return self.roll(first_offset)
+        offset_index, time_index = segment.offset_index, segment.time_index
         if (segment.size > self.config.segment_bytes - size
-                or self._time_to_roll(segment, max_timestamp)
-                or segment.offset_index.is_full or segment.time_index.is_full
-                or not fits_offsets):
+                or offset_index.entries >= offset_index.capacity
+                or time_index.entries >= time_index.capacity
+                or not fits_offsets
+                or self._time_to_roll(segment, max_timestamp)):
             return self.roll(first_offset)
         return segment
 

@@ -32,16 +32,14 @@ class OffsetIndex(IndexFile):
 
     def append(self, offset: int, position: int) -> None:
         relative = offset - self.base_offset
-        if self.entries:
-            last_relative, last_position = self.entry(self.entries - 1)
-            if relative <= last_relative or position <= last_position:
-                raise KafkaStorageError(
-                    f"{self.path}: entry ({offset}, {position}) is not after the last one "
-                    f"({last_relative + self.base_offset}, {last_position})")
-        if self.is_full:
+        last = self._last_entry()
+        if last is not None and (relative <= last[0] or position <= last[1]):
+            raise KafkaStorageError(
+                f"{self.path}: entry ({offset}, {position}) is not after the last one "
+                f"({last[0] + self.base_offset}, {last[1]})")
+        if self.entries >= self.capacity:
             raise KafkaStorageError(f"{self.path}: index is full ({self.entries} entries)")
-        _ENTRY.pack_into(self._mmap, self.entries * 8, relative, position)
-        self.entries += 1
+        self._append_entry(_ENTRY.pack(relative, position), (relative, position))
 
     def entry(self, slot: int) -> tuple[int, int]:
         """(relative_offset, position) of entry ``slot``."""
@@ -58,10 +56,10 @@ class OffsetIndex(IndexFile):
 
     def last_entry(self) -> tuple[int, int]:
         """(offset, position) of the last entry, (base_offset, 0) if none."""
-        if not self.entries:
+        last = self._last_entry()
+        if last is None:
             return self.base_offset, 0
-        relative, position = self.entry(self.entries - 1)
-        return self.base_offset + relative, position
+        return self.base_offset + last[0], last[1]
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries whose offset is >= ``offset``."""

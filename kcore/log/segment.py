@@ -173,9 +173,12 @@ class LogSegment:
         self.next_offset = batches[-1][2] + 1
 
     def _write_all(self, records, position: int) -> None:
-        view = memoryview(records).cast("B")
         written = 0
         try:
+            written = os.pwrite(self.fd, records, position)
+            if written == len(records):
+                return
+            view = memoryview(records).cast("B")
             while written < len(view):
                 written += os.pwrite(self.fd, view[written:], position + written)
         except OSError as exc:

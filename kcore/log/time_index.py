@@ -36,26 +36,27 @@ class TimeIndex(IndexFile):
 
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, offset) of the last entry; (-1, base_offset) if none."""
-        if not self.entries:
+        last = self._last_entry()
+        if last is None:
             return -1, self.base_offset
-        timestamp, relative = self.entry(self.entries - 1)
-        return timestamp, self.base_offset + relative
+        return last[0], self.base_offset + last[1]
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Append (timestamp, offset) when the timestamp is larger than the
         last entry's; True if appended. ``skip_full_check`` lets the final
-        entry of a rolled segment use the last slot."""
-        last_timestamp, last_offset = self.last_entry()
-        if self.entries and timestamp <= last_timestamp:
-            return False
-        if self.entries and offset < last_offset:
-            raise KafkaStorageError(f"{self.path}: offset {offset} is before the last entry's {last_offset}")
-        if self.is_full:
-            if not skip_full_check:
-                raise KafkaStorageError(f"{self.path}: time index is full ({self.entries} entries)")
-            self.resize(self.length + self.entry_size)
-        _ENTRY.pack_into(self._mmap, self.entries * 12, timestamp, offset - self.base_offset)
-        self.entries += 1
+        entry of a rolled segment go past a full index (the file grows by
+        one entry)."""
+        last = self._last_entry()
+        relative = offset - self.base_offset
+        if last is not None:
+            if timestamp <= last[0]:
+                return False
+            if relative < last[1]:
+                raise KafkaStorageError(
+                    f"{self.path}: offset {offset} is before the last entry's {last[1] + self.base_offset}")
+        if self.entries >= self.capacity and not skip_full_check:
+            raise KafkaStorageError(f"{self.path}: time index is full ({self.entries} entries)")
+        self._append_entry(_ENTRY.pack(timestamp, relative), (timestamp, relative))
         return True
 
     def lookup(self, timestamp: int) -> tuple[int, int]:

@@ -23,3 +23,6 @@ def test_crc32c_uses_the_hardware_instruction_on_x86_64():
     if platform.machine() != "x86_64":
         pytest.skip("the SSE4.2 path exists only on x86_64")
     assert records.CRC32C_HARDWARE is True
+    flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "").split()
+    folding = {"vpclmulqdq", "avx512f", "avx512bw", "avx512vl"} <= set(flags)
+    assert records.CRC32C_IMPLEMENTATION == ("vpclmulqdq" if folding else "sse4.2")

@@ -44,6 +44,14 @@ def test_crc32c_of_large_buffers_matches_package_across_stream_and_gil_threshold
     assert native.crc32c(memoryview(data)[1:]) == crc32c_package.crc32c(data[1:])
 
 
+def test_crc32c_matches_package_at_every_length_around_the_folding_paths():
+    data = bytes((i * 7 + 3) & 0xFF for i in range(1400))
+    for length in range(0, 1400):
+        for start in (0, 0x89ABCDEF):
+            assert native.crc32c(data[:length], start) == crc32c_package.crc32c(data[:length], start)
+    assert native.crc32c(memoryview(data)[3:1003]) == crc32c_package.crc32c(data[3:1003])
+
+
 @given(st.binary(max_size=2048), st.integers(0, 2048))
 def test_crc32c_continues_across_split_points(data, cut):
     cut = min(cut, len(data))

@@ -1,0 +1,110 @@
+"""Native kernels against their pure-Python twins (kcore._native.reference).
+
+pytest-benchmark times the native call; the reference is timed in the same
+test (best of 5) and the speedup stored as ``extra_info['speedup']``.
+
+    .venv/bin/python -m pytest bench/bench_native.py --benchmark-enable
+"""
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+
+import pytest
+
+from kcore._native import index, records, reference, segment
+
+BATCH_16K = reference.build_batch([os.urandom(16 * 1024 - 80)])
+TEN_BATCHES = bytearray(b"".join(reference.build_batch([os.urandom(100)] * 3) for _ in range(10)))
+OFFSET_INDEX = b"".join(struct.pack(">ii", 3 * i + 1, 100 * i + 50) for i in range(100_000))
+VARINTS = [reference.encode_varint(v) for v in (0, -1, 300, -70_000, 2**40, -(2**62))]
+
+
+@pytest.fixture
+def compare(benchmark, report, measure):
+    def run(name, native_call, reference_call, number=1):
+        reference_time = measure.best_time(reference_call, repeat=3, number=number)
+        native_time = measure.best_time(native_call, repeat=5, number=max(number, 100))
+        benchmark(native_call)
+        report(name, speedup=reference_time / native_time,
+               native_us=native_time * 1e6, reference_us=reference_time * 1e6)
+
+    return run
+
+
+@pytest.mark.parametrize("size", [1024, 65536], ids=["1KiB", "64KiB"])
+def test_crc32c(compare, size):
+    data = os.urandom(size)
+    compare(f"crc32c {size} B",
+            lambda: records.crc32c(data), lambda: reference.crc32c(data))
+
+
+def test_crc32c_1mib_against_crc32c_package(benchmark, report, measure):
+    import crc32c as package
+
+    data = os.urandom(1 << 20)
+    native = measure.best_time(lambda: records.crc32c(data), number=50)
+    library = measure.best_time(lambda: package.crc32c(data), number=50)
+    benchmark(records.crc32c, data)
+    report("crc32c 1 MiB vs crc32c package", native_gb_s=(1 << 20) / native / 1e9,
+           package_gb_s=(1 << 20) / library / 1e9)
+
+
+def test_varint_encode_decode(compare):
+    def native():
+        for encoded in VARINTS:
+            records.decode_varint(records.encode_varint(records.decode_varint(encoded)[0]))
+
+    def python():
+        for encoded in VARINTS:
+            reference.decode_varint(reference.encode_varint(reference.decode_varint(encoded)[0]))
+
+    compare("varint round trip x6", native, python, number=100)
+
+
+def test_parse_batch_header(compare):
+    compare("parse_batch_header",
+            lambda: records.parse_batch_header(BATCH_16K),
+            lambda: reference.parse_batch_header(BATCH_16K), number=100)
+
+
+def test_validate_16kib_batch(compare):
+    compare("validate_batches 16 KiB",
+            lambda: records.validate_batches(BATCH_16K), lambda: reference.validate_batches(BATCH_16K))
+
+
+def test_patch_ten_batches(compare):
+    compare("patch_batches x10",
+            lambda: records.patch_batches(TEN_BATCHES, 1000, 5),
+            lambda: reference.patch_batches(TEN_BATCHES, 1000, 5), number=10)
+
+
+def test_offset_index_lookup_100k_entries(compare):
+    compare("offset_index_lookup 100k entries",
+            lambda: index.offset_index_lookup(OFFSET_INDEX, 100_000, 123_456),
+            lambda: reference.offset_index_lookup(OFFSET_INDEX, 100_000, 123_456))
+
+
+@pytest.fixture(scope="module")
+def segment_file():
+    batch = reference.build_batch([os.urandom(1000)] * 4)
+    data = bytearray(batch * 1000)  # ~4 MiB of 4-record batches
+    records.patch_batches(data, 0, 0)  # consecutive offsets
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        yield f.fileno(), len(data)
+
+
+def test_scan_segment_4mib(compare, segment_file):
+    fd, size = segment_file
+    compare("scan_segment 4 MiB",
+            lambda: segment.scan_segment(fd, 0, size), lambda: reference.scan_segment(fd, 0, size))
+
+
+def test_find_batch_from_index_position(compare, segment_file):
+    fd, size = segment_file
+    compare("find_batch (one index interval)",
+            lambda: segment.find_batch(fd, 0, size, 3), lambda: reference.find_batch(fd, 0, size, 3),
+            number=20)
