@@ -32,6 +32,7 @@ from kcore.client import (
     KafkaClient,
     KafkaError,
     NewTopic,
+    OffsetReset,
     ProduceError,
     Producer,
     TopicPartition,
@@ -333,7 +334,11 @@ async def _consume(args) -> int:
     out = sys.stdout.buffer
     consumed = 0
     async with _client(args) as client:
-        consumer = Consumer(client)
+        # An offset the user named must exist; elsewhere (records deleted
+        # by retention while consuming) carry on from the earliest one.
+        explicit = isinstance(args.offset, int)
+        consumer = Consumer(client, auto_offset_reset=OffsetReset.NONE if explicit
+                            else OffsetReset.EARLIEST)
         try:
             await _position(consumer, args)
             deadline = _deadline(args.timeout_ms)

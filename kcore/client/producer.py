@@ -156,6 +156,8 @@ class Producer:
         self.partitioner = partitioner or StickyPartitioner()
         self.stats = ProducerStats()
         self.on_delivery = on_delivery
+        self._partition_counts: dict[str, int] = {}
+        self._topic_partitions: dict[tuple[str, int], TopicPartition] = {}
         self._open: dict[TopicPartition, _Batch] = {}
         self._ready: dict[TopicPartition, deque[_Batch]] = {}
         self._senders: dict[TopicPartition, asyncio.Task] = {}
@@ -186,7 +188,10 @@ class Producer:
                    headers: Sequence[tuple[str, bytes | None]] = (),
                    partition: int | None = None, timestamp: int | None = None) -> int:
         """Queue one record; returns its partition. Waits while the buffer is full."""
-        num_partitions = await self.partitions_for(topic)
+        num_partitions = self._partition_counts.get(topic)
+        if num_partitions is None:
+            num_partitions = self._partition_counts[topic] = await self.partitions_for(topic)
+        sticky = partition is None and key is None
         if partition is None:
             partition = self.partitioner.partition(topic, key, num_partitions)
         elif not 0 <= partition < num_partitions:
@@ -197,14 +202,20 @@ class Producer:
             await self._space.wait()
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        record = Record(timestamp=timestamp, key=key, value=value, headers=list(headers))
+        record = Record(None, timestamp, key, value, headers)
         size = _estimate_size(record)
-        tp = TopicPartition(topic, partition)
-        batch = self._open.get(tp)
-        if batch is not None and (len(batch.records) >= self.batch_max_records
-                                  or batch.size + size > self.batch_max_bytes):
+        while True:
+            tp = self._topic_partition(topic, partition)
+            batch = self._open.get(tp)
+            if batch is None or (len(batch.records) < self.batch_max_records
+                                 and batch.size + size <= self.batch_max_bytes):
+                break
             self._seal(tp, num_partitions)
-            batch = None
+            if not sticky:
+                batch = None
+                break
+            # KIP-480: a full batch moves null keys on to the next partition.
+            partition = self.partitioner.partition(topic, None, num_partitions)
         if batch is None:
             batch = self._open[tp] = _Batch()
             batch.timer = asyncio.get_running_loop().call_later(
@@ -213,6 +224,12 @@ class Producer:
         batch.size += size
         self._buffered_bytes += size
         return partition
+
+    def _topic_partition(self, topic: str, partition: int) -> TopicPartition:
+        tp = self._topic_partitions.get((topic, partition))
+        if tp is None:
+            tp = self._topic_partitions[(topic, partition)] = TopicPartition(topic, partition)
+        return tp
 
     async def send_batch(self, topic: str, partition: int,
                          records: Sequence[Record]) -> ProduceResult | None:

@@ -135,29 +135,8 @@ def test_null_key_lines_fill_partitions_a_batch_at_a_time(broker):
     assert runs < 5000 // 100
 
 
-def test_producing_to_an_unknown_topic_with_auto_create_off_fails(broker_factory):
-    broker = broker_factory({"auto.create.topics.enable": "false"})
-    produced = kcore("produce", "nowhere", bootstrap=broker.bootstrap, stdin=b"x\n")
-    assert produced.returncode == 1
-    assert "UNKNOWN_TOPIC_OR_PARTITION" in produced.stderr.decode()
-    consumed = kcore("consume", "nowhere", "--timeout-ms", "500", bootstrap=broker.bootstrap)
-    assert consumed.returncode == 1
-    assert "UNKNOWN_TOPIC_OR_PARTITION" in consumed.stderr.decode()
-
-
 def test_producing_to_an_unknown_topic_creates_it_when_auto_create_is_on(broker):
     ok(kcore("produce", "fresh", bootstrap=broker.bootstrap, stdin=b"first\n"))
     out = ok(kcore("consume", "fresh", "--from-beginning", "--max-messages", "1",
                    "--timeout-ms", "5000", bootstrap=broker.bootstrap)).stdout
     assert out == b"first\n"
-
-
-def test_a_line_without_the_key_separator_stops_with_an_error(broker):
-    create(broker, "strict-keys", 1)
-    result = kcore("produce", "strict-keys", "--key-separator", ":",
-                   bootstrap=broker.bootstrap, stdin=b"a:1\nno separator\nb:2\n")
-    assert result.returncode == 1
-    assert "line 2" in result.stderr.decode()
-    out = ok(kcore("consume", "strict-keys", "--from-beginning", "--timeout-ms", "800",
-                   "--format", "%k=%s\\n", bootstrap=broker.bootstrap)).stdout
-    assert out == b"a=1\n"

@@ -1,0 +1,62 @@
+"""`kcore produce` / `kcore consume` failures: what the user sees and what is kept."""
+import subprocess
+import sys
+
+CLI_TIMEOUT_S = 60
+
+
+def kcore(*args, bootstrap, stdin=None):
+    command = [sys.executable, "-m", "kcore.cli.main", *args, "--bootstrap-server", bootstrap]
+    return subprocess.run(command, input=stdin, capture_output=True, timeout=CLI_TIMEOUT_S)
+
+
+def ok(result):
+    assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def create(broker, topic, partitions):
+    ok(kcore("topics", "create", topic, "--partitions", str(partitions),
+             bootstrap=broker.bootstrap))
+
+
+def test_producing_to_an_unknown_topic_with_auto_create_off_fails(broker_factory):
+    broker = broker_factory({"auto.create.topics.enable": "false"})
+    produced = kcore("produce", "nowhere", bootstrap=broker.bootstrap, stdin=b"x\n")
+    assert produced.returncode == 1
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in produced.stderr.decode()
+    consumed = kcore("consume", "nowhere", "--timeout-ms", "500", bootstrap=broker.bootstrap)
+    assert consumed.returncode == 1
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in consumed.stderr.decode()
+
+
+def test_a_line_without_the_key_separator_stops_with_an_error(broker):
+    create(broker, "strict-keys", 1)
+    result = kcore("produce", "strict-keys", "--key-separator", ":",
+                   bootstrap=broker.bootstrap, stdin=b"a:1\nno separator\nb:2\n")
+    assert result.returncode == 1
+    assert "line 2" in result.stderr.decode()
+    out = ok(kcore("consume", "strict-keys", "--from-beginning", "--timeout-ms", "800",
+                   "--format", "%k=%s\\n", bootstrap=broker.bootstrap)).stdout
+    assert out == b"a=1\n"
+
+
+def test_a_batch_over_max_message_bytes_is_reported_as_message_too_large(broker):
+    ok(kcore("topics", "create", "small", "--config", "max.message.bytes=1000",
+             bootstrap=broker.bootstrap))
+    result = kcore("produce", "small", bootstrap=broker.bootstrap,
+                   stdin=b"short\n" + b"x" * 5000 + b"\n")
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert "2 records not produced" in stderr and "MESSAGE_TOO_LARGE" in stderr
+    assert "Produced 0 records" in stderr
+
+
+def test_an_explicit_offset_past_the_end_is_out_of_range(broker):
+    create(broker, "short", 1)
+    ok(kcore("produce", "short", bootstrap=broker.bootstrap, stdin=b"a\nb\n"))
+    result = kcore("consume", "short", "--offset", "100", "--timeout-ms", "2000",
+                   bootstrap=broker.bootstrap)
+    assert result.returncode == 1
+    assert "OFFSET_OUT_OF_RANGE" in result.stderr.decode()
+    assert result.stdout == b""
