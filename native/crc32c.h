@@ -20,9 +20,11 @@
 #include <string.h>
 
 #define KC_CRC32C_POLY 0x82F63B78u
+/* Each .pyx includes this header and uses a subset of it. */
+#define KC_UNUSED __attribute__((unused))
 
 /* Multiply a(x) * b(x) mod P in the reflected representation. */
-static uint32_t kc_crc32c_multmodp(uint32_t a, uint32_t b)
+KC_UNUSED static uint32_t kc_crc32c_multmodp(uint32_t a, uint32_t b)
 {
     uint32_t m = (uint32_t)1 << 31, p = 0;
     for (;;) {
@@ -38,7 +40,7 @@ static uint32_t kc_crc32c_multmodp(uint32_t a, uint32_t b)
 }
 
 /* x^(8 * nbytes) mod P: the operator that appends nbytes zero bytes. */
-static uint32_t kc_crc32c_zeros_operator(uint64_t nbytes)
+KC_UNUSED static uint32_t kc_crc32c_zeros_operator(uint64_t nbytes)
 {
     uint32_t power = (uint32_t)1 << 30;   /* x^1 */
     uint32_t result = (uint32_t)1 << 31;  /* x^0 */
@@ -240,7 +242,7 @@ static uint32_t kc_crc32c_update(uint32_t c, const unsigned char *p, size_t n)
 #endif
 
 /* Which code path computes CRCs of at least KC_CRC32C_FOLD_MIN bytes here. */
-static const char *kc_crc32c_implementation(void)
+KC_UNUSED static const char *kc_crc32c_implementation(void)
 {
 #if KC_CRC32C_HARDWARE
     static const unsigned char probe[KC_CRC32C_FOLD_MIN];
