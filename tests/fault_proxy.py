@@ -6,12 +6,16 @@ cuts the connection carrying the chunk that crossed the mark, taking turns
 between the two faults an idempotent producer must survive without
 duplicates or gaps:
 
-- torn request: only the first half of the chunk reaches the broker, then
-  both sides are closed; the broker never sees the whole request.
-- lost response: the whole chunk reaches the broker, the next bytes the
-  broker sends back are dropped and both sides are closed; the broker has
-  appended, the client never hears so and retries. If the broker sends
-  nothing within `response_wait_s`, the connection is cut anyway.
+- torn request: the broker gets about half of the chunk, ending inside a
+  request, then both sides are closed; it never sees that whole request.
+- lost response: the broker gets every byte up to the end of the request
+  in progress (complete requests only), then the next bytes it sends back
+  are dropped and both sides are closed; it has appended, the client never
+  hears so and retries. If the broker answers nothing within
+  `response_wait_s`, the connection is cut anyway.
+
+Request boundaries come from Kafka's framing: a 4-byte big-endian size,
+then that many bytes.
 
 Cutting stops after `max_cuts` or after `stop_cutting()`, so every test ends
 and can read its data back through the same proxy.
@@ -28,8 +32,42 @@ import threading
 CHUNK_BYTES = 64 * 1024
 
 
+class _RequestFrames:
+    """Where requests end in the client's byte stream (size-prefixed frames)."""
+
+    def __init__(self) -> None:
+        self.body_left = 0
+        self.size_prefix = bytearray()
+
+    @property
+    def inside_request(self) -> bool:
+        return self.body_left > 0 or bool(self.size_prefix)
+
+    def feed(self, chunk: bytes) -> list[int]:
+        """Positions in `chunk` right after each request that ends in it."""
+        ends, index = [], 0
+        while index < len(chunk):
+            if self.body_left:
+                step = min(self.body_left, len(chunk) - index)
+                self.body_left -= step
+                index += step
+                if not self.body_left:
+                    ends.append(index)
+                continue
+            needed = 4 - len(self.size_prefix)
+            self.size_prefix += chunk[index:index + needed]
+            index += min(needed, len(chunk) - index)
+            if len(self.size_prefix) == 4:
+                self.body_left = int.from_bytes(self.size_prefix, "big")
+                self.size_prefix.clear()
+                if not self.body_left:
+                    ends.append(index)
+        return ends
+
+
 class _Connection:
     def __init__(self) -> None:
+        self.requests = _RequestFrames()
         self.drop_next_response = False
         self.response_dropped = asyncio.Event()
 
@@ -120,18 +158,49 @@ class FaultProxy:
                 return
             cut = self._take_cut(len(chunk))
             if cut == "torn":
-                writer.write(chunk[:len(chunk) // 2])
+                writer.write(chunk[:self._tear_point(chunk, connection.requests)])
                 await writer.drain()
                 return
-            writer.write(chunk)
-            await writer.drain()
             if cut == "lost":
+                await self._forward_whole_requests(chunk, reader, writer, connection.requests)
                 connection.drop_next_response = True
                 try:
                     await asyncio.wait_for(connection.response_dropped.wait(), self.response_wait_s)
                 except asyncio.TimeoutError:
                     pass
                 return
+            connection.requests.feed(chunk)
+            writer.write(chunk)
+            await writer.drain()
+
+    @staticmethod
+    def _tear_point(chunk: bytes, requests: _RequestFrames) -> int:
+        """A length near half the chunk that stops inside a request."""
+        boundaries = set(requests.feed(chunk))
+        if not requests.inside_request:
+            boundaries.add(0)
+        point = len(chunk) // 2
+        while point in boundaries and point < len(chunk):
+            point += 1
+        return point
+
+    @staticmethod
+    async def _forward_whole_requests(chunk: bytes, reader, writer, requests: _RequestFrames) -> None:
+        """Forward up to the end of the request in progress, and no further."""
+        while True:
+            ends = requests.feed(chunk)
+            if not requests.inside_request:
+                writer.write(chunk)
+                break
+            if ends:
+                writer.write(chunk[:ends[-1]])
+                break
+            writer.write(chunk)
+            await writer.drain()
+            chunk = await reader.read(CHUNK_BYTES)
+            if not chunk:
+                return
+        await writer.drain()
 
     async def _downstream(self, reader, writer, connection: _Connection) -> None:
         while True:

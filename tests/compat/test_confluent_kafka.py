@@ -1,0 +1,285 @@
+"""confluent-kafka (librdkafka 2.x) against a real broker process.
+
+Consumers use assign() with explicit offsets and never commit: the broker
+has no group coordinator yet, and librdkafka needs a group.id only to build
+the consumer object.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException,
+                             Producer, TopicPartition)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   ConfigSource, NewPartitions, NewTopic)
+from confluent_kafka.error import KafkaError
+
+from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_RETENTION_MS,
+                                 DEFAULT_SEGMENT_BYTES, FULL_COUNT, PARTITIONS, READ_TIMEOUT_S,
+                                 Message, assert_exactly_once, assert_same_partitions,
+                                 broker_behind_proxy, first_offset_at_or_after, idempotence_messages,
+                                 make_messages, now_ms, offsets_for_times_messages, received,
+                                 start_broker, timestamp_probes, unique_topic, wait_until)
+
+PRODUCE_TIMEOUT_S = 90.0
+ADMIN_TIMEOUT_S = 15.0
+
+
+def produce(bootstrap: str, topic: str, messages: list[Message], **config) -> None:
+    """Produce every message to its partition and wait for all delivery reports."""
+    errors: list[KafkaError] = []
+    delivered = 0
+
+    def on_delivery(error, _message) -> None:
+        nonlocal delivered
+        if error is not None:
+            errors.append(error)
+        else:
+            delivered += 1
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
+    deadline = time.monotonic() + PRODUCE_TIMEOUT_S
+    for message in messages:
+        while True:
+            try:
+                producer.produce(topic, message.value, message.key, partition=message.partition,
+                                 timestamp=message.timestamp, headers=list(message.headers) or None,
+                                 on_delivery=on_delivery)
+                break
+            except BufferError:
+                assert time.monotonic() < deadline, "local produce queue stayed full"
+                producer.poll(0.05)
+        producer.poll(0)
+    assert producer.flush(max(1.0, deadline - time.monotonic())) == 0, "messages left undelivered"
+    assert not errors, f"{len(errors)} delivery errors, first: {errors[:3]}"
+    assert delivered == len(messages)
+
+
+def new_consumer(bootstrap: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": "kcore-compat-assign-only",
+                     "enable.auto.commit": False, "enable.auto.offset.store": False,
+                     "fetch.wait.max.ms": 100})
+
+
+def end_offsets(consumer: Consumer, topic: str, partitions) -> dict[int, int]:
+    return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+
+
+def consume(bootstrap: str, topic: str, expected_total: int | None = None,
+            partitions=range(PARTITIONS)) -> list[Message]:
+    """Everything below the high watermark of each partition, from offset 0;
+    offsets must be contiguous. With expected_total, first wait (bounded)
+    until the high watermarks add up to it (acks=0 gives no confirmation)."""
+    consumer = new_consumer(bootstrap)
+    try:
+        if expected_total is not None:
+            wait_until(lambda: sum(end_offsets(consumer, topic, partitions).values()) >= expected_total,
+                       READ_TIMEOUT_S, f"{expected_total} messages in {topic}")
+        ends = end_offsets(consumer, topic, partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        next_offset = {p: 0 for p in partitions}
+        messages = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while any(next_offset[p] < ends[p] for p in partitions):
+            assert time.monotonic() < deadline, f"read stalled at {next_offset}, high watermarks {ends}"
+            for record in consumer.consume(10_000, 0.5):
+                if record.error():
+                    raise KafkaException(record.error())
+                partition = record.partition()
+                assert record.offset() == next_offset[partition], (
+                    f"partition {partition}: offset {record.offset()} after {next_offset[partition] - 1}")
+                next_offset[partition] += 1
+                timestamp_type, timestamp = record.timestamp()
+                assert timestamp_type == TIMESTAMP_CREATE_TIME
+                messages.append(received(partition, record.key(), record.value(), record.headers(), timestamp))
+        return messages
+    finally:
+        consumer.close()
+
+
+def admin_client(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def topic_configs(admin: AdminClient, topic: str) -> dict[str, ConfigEntry]:
+    resource = ConfigResource("topic", topic)
+    return admin.describe_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+
+
+def partition_count(admin: AdminClient, topic: str) -> int:
+    metadata = admin.list_topics(topic=topic, timeout=ADMIN_TIMEOUT_S).topics[topic]
+    assert metadata.error is None, metadata.error
+    return len(metadata.partitions)
+
+
+def test_admin_creates_topic_with_configs_and_metadata_shows_its_partitions(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-create")
+    futures = admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1,
+                                            config={"retention.ms": "3600000", "max.message.bytes": "200000"})],
+                                  request_timeout=ADMIN_TIMEOUT_S)
+    futures[topic].result(ADMIN_TIMEOUT_S)
+
+    metadata = admin.list_topics(topic=topic, timeout=ADMIN_TIMEOUT_S).topics[topic]
+    assert sorted(metadata.partitions) == [0, 1, 2]
+    for partition in metadata.partitions.values():
+        assert partition.leader == BROKER_ID
+        assert partition.replicas == [BROKER_ID] and partition.isrs == [BROKER_ID]
+
+
+def test_admin_create_existing_topic_fails_with_topic_already_exists(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-exists")
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    with pytest.raises(KafkaException) as error:
+        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    assert error.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+
+
+def test_admin_create_topic_with_invalid_config_fails_with_invalid_config(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-invalid")
+    with pytest.raises(KafkaException) as error:
+        admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "shred"})])[topic].result(ADMIN_TIMEOUT_S)
+    assert error.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert topic not in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics
+
+
+def test_admin_describe_configs_lists_set_values_and_defaults_with_their_sources(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-describe")
+    admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})])[topic].result(ADMIN_TIMEOUT_S)
+
+    configs = topic_configs(admin, topic)
+    assert configs["retention.ms"].value == "3600000"
+    assert ConfigSource(configs["retention.ms"].source) == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert not configs["retention.ms"].is_default
+    assert configs["segment.bytes"].value == DEFAULT_SEGMENT_BYTES
+    assert configs["segment.bytes"].is_default
+    assert ConfigSource(configs["segment.bytes"].source) == ConfigSource.DEFAULT_CONFIG
+    assert configs["compression.type"].value == "producer"
+    assert configs["cleanup.policy"].value == "delete"
+    for name in ("retention.bytes", "max.message.bytes", "min.insync.replicas", "message.timestamp.type",
+                 "segment.ms", "flush.messages", "index.interval.bytes"):
+        assert name in configs, f"{name} missing from DescribeConfigs"
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_admin_alter_configs_replaces_the_whole_topic_config(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-alter")
+    admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000", "max.message.bytes": "200000"})]
+                        )[topic].result(ADMIN_TIMEOUT_S)
+
+    resource = ConfigResource("topic", topic, set_config={"retention.ms": "7200000"})
+    admin.alter_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+
+    configs = topic_configs(admin, topic)
+    assert configs["retention.ms"].value == "7200000"
+    assert configs["max.message.bytes"].is_default, "AlterConfigs resets configs it does not name"
+
+
+def test_admin_incremental_alter_configs_sets_and_deletes_single_keys(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-incremental")
+    admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})])[topic].result(ADMIN_TIMEOUT_S)
+
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("segment.bytes", "1048576", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+
+    configs = topic_configs(admin, topic)
+    assert configs["segment.bytes"].value == "1048576"
+    assert not configs["segment.bytes"].is_default
+    assert configs["retention.ms"].value == DEFAULT_RETENTION_MS
+    assert configs["retention.ms"].is_default
+
+
+def test_admin_create_partitions_grows_the_topic(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-grow")
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(ADMIN_TIMEOUT_S)
+    assert partition_count(admin, topic) == 5
+    produce(shared_broker.bootstrap, topic, make_messages(50, "grown", partitions=5))
+    assert len(consume(shared_broker.bootstrap, topic, partitions=range(5))) == 50
+
+
+def test_admin_deletes_topic_and_metadata_no_longer_lists_it(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-delete")
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    admin.delete_topics([topic], request_timeout=ADMIN_TIMEOUT_S)[topic].result(ADMIN_TIMEOUT_S)
+    wait_until(lambda: topic not in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics, 10, f"{topic} gone")
+
+
+def test_admin_describe_cluster_names_the_single_broker(shared_broker):
+    admin = admin_client(shared_broker.bootstrap)  # must outlive the future
+    cluster = admin.describe_cluster(request_timeout=ADMIN_TIMEOUT_S).result(ADMIN_TIMEOUT_S)
+    assert [node.id for node in cluster.nodes] == [BROKER_ID]
+    assert cluster.nodes[0].port == shared_broker.port
+    assert cluster.controller.id == BROKER_ID
+    assert cluster.cluster_id
+
+
+@pytest.mark.timeout(120)
+def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_order(shared_broker):
+    topic, messages = unique_topic("cf-100k"), make_messages(FULL_COUNT, "cf")
+    produce(shared_broker.bootstrap, topic, messages, **{"batch.size": 1_000_000})
+    assert_same_partitions(messages, consume(shared_broker.bootstrap, topic))
+
+
+@pytest.mark.parametrize("codec, acks", CODEC_ACKS)
+def test_codec_and_acks_round_trip(shared_broker, codec, acks):
+    topic, messages = unique_topic(f"cf-{codec}-{acks}"), make_messages(CODEC_COUNT, f"cf-{codec}")
+    produce(shared_broker.bootstrap, topic, messages, **{"compression.type": codec, "acks": acks})
+    assert_same_partitions(messages, consume(shared_broker.bootstrap, topic, expected_total=len(messages)))
+
+
+def test_offsets_for_times_returns_first_offset_at_or_after_timestamp(shared_broker):
+    topic, messages = unique_topic("cf-times"), offsets_for_times_messages("cf")
+    third = len(messages) // 3
+    for chunk in (messages[:third], messages[third:2 * third], messages[2 * third:]):
+        produce(shared_broker.bootstrap, topic, chunk)  # several batches per partition
+    partitions = sorted({m.partition for m in messages})
+    consumer = new_consumer(shared_broker.bootstrap)
+    try:
+        for timestamp in timestamp_probes(messages, 0):
+            found = consumer.offsets_for_times([TopicPartition(topic, p, timestamp) for p in partitions], timeout=10)
+            for result in found:
+                assert result.error is None, result.error
+                expected = first_offset_at_or_after(messages, result.partition, timestamp)
+                assert result.offset == (-1 if expected is None else expected), (
+                    f"partition {result.partition} timestamp {timestamp}")
+    finally:
+        consumer.close()
+
+
+@pytest.mark.timeout(150)
+def test_idempotent_producer_through_cutting_proxy_writes_each_message_once_in_order(tmp_path):
+    topic, messages = unique_topic("cf-idempotent"), idempotence_messages(20_000, "cf")
+    with broker_behind_proxy(tmp_path / "data", cut_every_bytes=128 * 1024, max_cuts=12) as (broker, proxy):
+        produce(proxy.bootstrap, topic, messages, **{"enable.idempotence": True, "linger.ms": 2,
+                                                     "retry.backoff.ms": 20, "reconnect.backoff.ms": 20,
+                                                     "reconnect.backoff.max.ms": 100})
+        proxy.stop_cutting()
+        consumed = consume(proxy.bootstrap, topic)
+        assert proxy.torn_requests > 0 and proxy.lost_responses > 0, (
+            f"the proxy cut {proxy.cuts} times: {proxy.torn_requests} torn, {proxy.lost_responses} lost")
+    assert_exactly_once(messages, consumed)
+
+
+@pytest.mark.timeout(150)
+def test_data_readable_after_clean_stop_and_after_sigkill_restart(tmp_path):
+    broker, topic = start_broker(tmp_path / "data"), unique_topic("cf-restart")
+    try:
+        before_stop = make_messages(4000, "before-stop")
+        produce(broker.bootstrap, topic, before_stop, acks="all")
+        assert broker.stop() == 0, broker.log()
+        broker.start()
+        assert_same_partitions(before_stop, consume(broker.bootstrap, topic))
+
+        before_kill = make_messages(4000, "before-kill", base_timestamp=now_ms())
+        produce(broker.bootstrap, topic, before_kill, acks="all")
+        broker.restart(clean=False)
+        assert_same_partitions(before_stop + before_kill, consume(broker.bootstrap, topic))
+
+        after_recovery = make_messages(800, "after-recovery", base_timestamp=now_ms())
+        produce(broker.bootstrap, topic, after_recovery, acks="all")
+        assert_same_partitions(before_stop + before_kill + after_recovery, consume(broker.bootstrap, topic))
+    finally:
+        broker.kill()
