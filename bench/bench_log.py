@@ -27,9 +27,6 @@ from kcore._native import records, reference, segment
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
 
-# Batches are built with the native CRC (the reference one is pure Python).
-reference.crc32c = records.crc32c
-
 ROUND_BYTES = 32 << 20
 # A handful of distinct buffers, as a broker reuses receive buffers: the
 # batch being appended was just received, so it is cache-warm for both the
