@@ -21,7 +21,6 @@ offset.
 """
 from __future__ import annotations
 
-import bisect
 import os
 import struct
 from collections.abc import Sequence
@@ -289,19 +288,34 @@ def _entries(buf, entries: int, fmt: str) -> list[tuple[int, int]]:
     return [struct.unpack_from(fmt, data, slot * size) for slot in range(entries)]
 
 
+def _largest_at_or_below(buf, entries: int, fmt: str, field: int, target: int) -> int:
+    """Binary search: slot of the largest entry whose ``field`` is <= target, or -1."""
+    size = struct.calcsize(fmt)
+    data = memoryview(buf).cast("B")
+    if entries < 0 or entries > len(data) // size:
+        raise ValueError(f"{entries} entries of {size} bytes do not fit in {len(data)} bytes")
+    lo, hi = 0, entries - 1
+    if entries == 0 or struct.unpack_from(fmt, data, 0)[field] > target:
+        return -1
+    while lo < hi:
+        mid = hi - (hi - lo) // 2
+        if struct.unpack_from(fmt, data, mid * size)[field] <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def offset_index_lookup(buf, entries: int, target_relative_offset: int) -> int:
-    keys = [entry[0] for entry in _entries(buf, entries, ">ii")]
-    return bisect.bisect_right(keys, target_relative_offset) - 1
+    return _largest_at_or_below(buf, entries, ">ii", 0, target_relative_offset)
 
 
 def time_index_lookup(buf, entries: int, target_timestamp: int) -> int:
-    keys = [entry[0] for entry in _entries(buf, entries, ">qi")]
-    return bisect.bisect_right(keys, target_timestamp) - 1
+    return _largest_at_or_below(buf, entries, ">qi", 0, target_timestamp)
 
 
 def offset_index_position_lookup(buf, entries: int, target_position: int) -> int:
-    keys = [entry[1] for entry in _entries(buf, entries, ">ii")]
-    return bisect.bisect_right(keys, target_position) - 1
+    return _largest_at_or_below(buf, entries, ">ii", 1, target_position)
 
 
 def offset_index_entry(buf, slot: int) -> tuple[int, int]:
