@@ -48,7 +48,7 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool):
                 results.append(_error(fetch.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 ready = True
                 continue
-            code = _check_epoch(partition, fetch)
+            code = partition.check_leader_epoch(fetch.current_leader_epoch)
             slices = []
             if code == ErrorCode.NONE:
                 limit = min(fetch.partition_max_bytes, max(max_bytes - total, 0))
@@ -73,15 +73,6 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool):
             })
         responses.append({"topic": topic.topic, "partitions": results})
     return responses, total, ready, parked
-
-
-def _check_epoch(partition, fetch) -> int:
-    epoch = getattr(fetch, "current_leader_epoch", -1)
-    if epoch < 0 or epoch == partition.leader_epoch:
-        return ErrorCode.NONE
-    if epoch < partition.leader_epoch:
-        return ErrorCode.FENCED_LEADER_EPOCH
-    return ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def _error(index: int, code: int) -> dict:

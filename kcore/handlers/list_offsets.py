@@ -29,10 +29,8 @@ def _lookup(broker, topic: str, item, read_committed: bool) -> dict:
     if partition is None:
         result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return result
-    epoch = getattr(item, "current_leader_epoch", -1)
-    if epoch >= 0 and epoch != partition.leader_epoch:
-        result["error_code"] = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
-                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    result["error_code"] = partition.check_leader_epoch(item.current_leader_epoch)
+    if result["error_code"] != ErrorCode.NONE:
         return result
     if item.timestamp == LATEST and read_committed:
         result["offset"] = partition.last_stable_offset

@@ -26,10 +26,8 @@ def _end_offset(broker, topic: str, item) -> dict:
     if partition is None:
         result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return result
-    current = getattr(item, "current_leader_epoch", -1)
-    if current >= 0 and current != partition.leader_epoch:
-        result["error_code"] = (ErrorCode.FENCED_LEADER_EPOCH if current < partition.leader_epoch
-                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    result["error_code"] = partition.check_leader_epoch(item.current_leader_epoch)
+    if result["error_code"] != ErrorCode.NONE:
         return result
     epoch, end_offset = partition.end_offset_for_epoch(item.leader_epoch)
     result["leader_epoch"], result["end_offset"] = epoch, end_offset

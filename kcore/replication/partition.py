@@ -31,6 +31,8 @@ NOT_ENOUGH_REPLICAS = 19
 UNSUPPORTED_COMPRESSION_TYPE = 76
 INVALID_RECORD = 87
 KAFKA_STORAGE_ERROR = 56
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
 
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TIMESTAMP_TYPE_BIT = 0x08
@@ -210,6 +212,16 @@ class Partition:
             return -1, -1
         offset, found_timestamp = found
         return found_timestamp, offset
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> int:
+        """Error code for a request carrying the client's view of the
+        leader epoch (KIP-320): -1 skips the check; older is fenced, newer
+        means this broker has not caught up."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return 0
+        if current_leader_epoch < self.leader_epoch:
+            return FENCED_LEADER_EPOCH
+        return UNKNOWN_LEADER_EPOCH
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch. A partition that has
