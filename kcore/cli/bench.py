@@ -1,0 +1,133 @@
+"""`kcore bench`: run workloads and sweeps against kcore and peer brokers,
+and build the performance reports from their JSON lines.
+
+    kcore bench workloads
+    kcore bench run 1-topic-16-partitions-1kb-max --rounds 3 --out runs.jsonl
+    kcore bench sweep peers --workload 1-topic-16-partitions-1kb-max \
+        --workload 1-topic-16-partitions-1kb-20k --rounds 5 --out runs.jsonl
+    kcore bench report runs.jsonl --out perf_reports
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DEFAULT_RUNS = "perf_reports/runs.jsonl"
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser("bench", help="benchmarks: workloads, sweeps, peer brokers, reports")
+    verbs = parser.add_subparsers(dest="bench_command", required=True)
+    verbs.add_parser("workloads", help="list the workload files").set_defaults(run=_workloads)
+
+    run = verbs.add_parser("run", help="run workloads against one target")
+    run.add_argument("workloads", nargs="+", help="workload names (bench/workloads) or TOML paths")
+    run.add_argument("--target", default="kcore", help="kcore, kafka09, tansu or noida")
+    run.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                     help="broker config key for kcore (repeatable)")
+    _common(run)
+    run.set_defaults(run=_run)
+
+    sweep = verbs.add_parser("sweep", help="run a built-in sweep: peers, durability, disk, network, codecs")
+    sweep.add_argument("name", help="peers, durability, disk, network or codecs")
+    sweep.add_argument("--workload", action="append", required=True, help="workload (repeatable)")
+    sweep.add_argument("--only", help="comma-separated config labels to keep")
+    _common(sweep)
+    sweep.set_defaults(run=_sweep)
+
+    report = verbs.add_parser("report", help="aggregate JSON lines into Markdown tables and PNG charts (Spark)")
+    report.add_argument("runs", nargs="*", default=[DEFAULT_RUNS], help=f"JSON lines files (default {DEFAULT_RUNS})")
+    report.add_argument("--out", default="perf_reports", help="report directory (default perf_reports)")
+    report.add_argument("--notes", help="Markdown file whose text is put under the report's title")
+    report.set_defaults(run=_report)
+
+
+def _common(parser) -> None:
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a workload field, e.g. --set messages=50000")
+    parser.add_argument("--out", default=DEFAULT_RUNS, help=f"JSON lines to append to (default {DEFAULT_RUNS})")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--profile-dir", type=Path,
+                        help="run kcore under cProfile and keep one .prof per broker start here")
+
+
+def run(args) -> int:
+    return args.run(args)
+
+
+def _load_workloads(names: list[str], changes: list[str]) -> list:
+    from kcore.bench.workload import load
+    pairs = dict(_pair(item) for item in changes)
+    return [load(name).with_changes(**pairs) for name in names]
+
+
+def _pair(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise SystemExit(f"kcore bench: expected KEY=VALUE, got {item!r}")
+    return key.strip(), value.strip()
+
+
+def _workloads(args) -> int:
+    from kcore.bench.workload import load, workload_dirs
+    seen = set()
+    for directory in workload_dirs():
+        for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
+            if path.stem in seen:
+                continue
+            seen.add(path.stem)
+            w = load(str(path))
+            rate = "max" if w.max_rate else f"{w.rate}/s for {w.duration_s:g}s"
+            print(f"{w.name:45} {w.partitions:4}p {w.message_bytes:6}B {w.payload:12} {w.codec:6} "
+                  f"{w.producers}p{w.consumers}c {rate}")
+    return 0
+
+
+def _run(args) -> int:
+    from kcore.bench.brokers import Setup
+    from kcore.bench.sweeps import Config, Sweep
+    workloads = _load_workloads(args.workloads, args.set)
+    overrides = tuple(_pair(item) for item in args.broker_config)
+    label = args.target + "".join(f" {k}={v}" for k, v in overrides)
+    config = Config(label, args.target, Setup(name=label, overrides=overrides))
+    return _execute(Sweep("run", [config], workloads, Path(args.out), args.rounds,
+                          not args.no_progress, args.profile_dir))
+
+
+def _sweep(args) -> int:
+    from kcore.bench.sweeps import SWEEPS, Sweep
+    if args.name not in SWEEPS:
+        print(f"kcore bench: unknown sweep {args.name!r}; one of {', '.join(SWEEPS)}", file=sys.stderr)
+        return 2
+    configs = SWEEPS[args.name]()
+    if args.only:
+        keep = {label.strip() for label in args.only.split(",")}
+        configs = [c for c in configs if c.label in keep]
+    workloads = _load_workloads(args.workload, args.set)
+    return _execute(Sweep(args.name, configs, workloads, Path(args.out), args.rounds,
+                          not args.no_progress, args.profile_dir))
+
+
+def _execute(sweep) -> int:
+    records = sweep.run()
+    failed = 0
+    for record in records:
+        metrics = record["metrics"]
+        figures = ", ".join(f"{key}={metrics[key]:.4g}" for key in
+                            ("produce_mb_s", "consume_mb_s", "latency_p50_ms", "latency_p99_ms",
+                             "compression_ratio") if key in metrics)
+        print(f"{record['config']:28} {record['workload']['name']:40} {record['status']:7} "
+              f"{figures or record['reason']}", file=sys.stderr)
+        failed += record["status"] == "failed"
+    print(f"{len(records)} runs appended to {sweep.out}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _report(args) -> int:
+    from kcore.bench.report import build_report
+    notes = Path(args.notes).read_text() if args.notes else ""
+    written = build_report([Path(p) for p in args.runs], Path(args.out), notes=notes)
+    for path in written:
+        print(path)
+    return 0
