@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from kcore.handlers import (alter_configs, api_versions, create_partitions, create_topics,
-                            delete_topics, describe_cluster, describe_configs, fetch,
-                            incremental_alter_configs, init_producer_id, list_offsets, metadata,
-                            offset_for_leader_epoch, produce)
+                            delete_groups, delete_topics, describe_cluster, describe_configs,
+                            describe_groups, fetch, find_coordinator, heartbeat,
+                            incremental_alter_configs, init_producer_id, join_group, leave_group,
+                            list_groups, list_offsets, metadata, offset_commit, offset_delete,
+                            offset_fetch, offset_for_leader_epoch, produce, sync_group)
 from kcore.protocol.api_keys import ApiKey
 
 HANDLERS = {
@@ -22,4 +24,15 @@ HANDLERS = {
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
+    ApiKey.JOIN_GROUP: join_group.handle,
+    ApiKey.SYNC_GROUP: sync_group.handle,
+    ApiKey.HEARTBEAT: heartbeat.handle,
+    ApiKey.LEAVE_GROUP: leave_group.handle,
+    ApiKey.OFFSET_COMMIT: offset_commit.handle,
+    ApiKey.OFFSET_FETCH: offset_fetch.handle,
+    ApiKey.LIST_GROUPS: list_groups.handle,
+    ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
+    ApiKey.DELETE_GROUPS: delete_groups.handle,
+    ApiKey.OFFSET_DELETE: offset_delete.handle,
 }

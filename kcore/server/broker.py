@@ -18,6 +18,7 @@ from pathlib import Path
 from kcore import protocol
 from kcore.controller.local import LocalController
 from kcore.controller.producer_ids import ProducerIdManager
+from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
 from kcore.log.manager import LogManager
@@ -48,6 +49,11 @@ class Broker:
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
                                               config.topic_defaults(),
                                               config["producer.id.expiration.ms"])
+        self.group_coordinator = GroupCoordinator(
+            GroupConfig.from_broker_config(config),
+            GroupMetadataManager(self.controller, self.replica_manager,
+                                 config["offsets.topic.num.partitions"],
+                                 config["offsets.topic.replication.factor"]))
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
@@ -61,6 +67,7 @@ class Broker:
     # -- start / stop -------------------------------------------------------
     async def start(self) -> None:
         self._open_partitions()
+        self.group_coordinator.start()
         loop = asyncio.get_running_loop()
         for name, host, port in self.config.listener_addresses():
             server = await loop.create_server(
@@ -99,6 +106,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.group_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)

@@ -1,0 +1,45 @@
+"""The topics in a consumer's subscription (JoinGroup member metadata).
+
+Members of a group with protocol type "consumer" send, per assignor, a
+ConsumerProtocolSubscription (apache/kafka clients/src/main/resources/
+common/message/ConsumerProtocolSubscription.json; never flexible)::
+
+    version i16 | topics [string] (i32 count, i16-length strings)
+    | user_data bytes (nullable) | [v1+ owned_partitions] | [v2+ generation_id]
+    | [v3+ rack_id]
+
+Only `topics` is read: it comes first in every version, and Kafka reads
+unknown newer versions with the format it knows. The coordinator needs the
+topics to refuse OffsetDelete on subscribed topics (GROUP_SUBSCRIBED_TO_TOPIC)
+and to expire offsets of topics a stable group no longer consumes.
+"""
+from __future__ import annotations
+
+import struct
+
+PROTOCOL_TYPE = "consumer"
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def subscribed_topics(metadata: bytes) -> set[str] | None:
+    """The topic names in one member's subscription, or None when the bytes
+    are not a readable subscription."""
+    try:
+        position = _I16.size
+        count, = _I32.unpack_from(metadata, position)
+        position += _I32.size
+        if count < 0 or count > len(metadata):
+            return None
+        topics = set()
+        for _ in range(count):
+            length, = _I16.unpack_from(metadata, position)
+            position += _I16.size
+            if length < 0 or position + length > len(metadata):
+                return None
+            topics.add(bytes(metadata[position:position + length]).decode("utf-8"))
+            position += length
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None

@@ -1,0 +1,203 @@
+"""The `__consumer_offsets` topic: creation, appends and replay at start-up.
+
+The topic is created on first use (FindCoordinator, or the first write)
+with `offsets.topic.num.partitions` partitions and cleanup.policy=compact, so
+the log cleaner keeps the latest record per key (records.py has the key and
+value layouts). A group lives in partition partition_for(group_id).
+
+Writes build one whole v2 batch per call (kcore.protocol.records.build_batch)
+and append it through that partition's leader with acks=all; the call
+returns only after the append, so an acknowledged commit is in the log.
+
+Replay reads every partition from its log start offset to its high
+watermark: the last record per key wins, a null value (tombstone) deletes.
+Transactional offset commits count once their COMMIT marker is read and are
+dropped on ABORT.
+
+Concurrency contract: not thread-safe, not safe across await; the broker's
+event loop owns it. Appends are synchronous (page cache writes).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from kcore.coordinator.group import records as offsets_records
+from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from kcore.protocol import records as record_codec
+from kcore.replication.partition import PartitionError
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka's offsets.topic.segment.bytes default: 100 MiB segments roll often
+# enough for the cleaner to compact an offsets log it never touches while active.
+OFFSETS_TOPIC_SEGMENT_BYTES = 104_857_600
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact",
+                         "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
+                         "compression.type": "producer"}
+# Replay reads this much log per read; Kafka's offsets.load.buffer.size is 5 MiB.
+LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+ACKS_ALL = -1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NONE = 0
+
+
+class StoreError(Exception):
+    """An append to __consumer_offsets failed with Kafka error `error_code`."""
+
+    def __init__(self, error_code: int, message: str = ""):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@dataclass
+class LoadedGroup:
+    """What the log says of one group after replay."""
+    value: GroupValue | None = None
+    offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+
+
+class GroupMetadataManager:
+    """Reads and writes the __consumer_offsets topic (see module doc)."""
+
+    def __init__(self, controller: Any, replica_manager: Any, num_partitions: int,
+                 replication_factor: int = 1):
+        self.controller = controller
+        self.replica_manager = replica_manager
+        self.configured_partitions = num_partitions
+        self.replication_factor = replication_factor
+
+    # -- topic ---------------------------------------------------------------------------
+    @property
+    def num_partitions(self) -> int:
+        """The topic's real partition count once it exists (it wins over the
+        config, as in Kafka), else the configured one."""
+        info = self.controller.topic(OFFSETS_TOPIC)
+        return info.num_partitions if info is not None else self.configured_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return offsets_records.partition_for(group_id, self.num_partitions)
+
+    def ensure_topic(self) -> None:
+        if self.controller.topic(OFFSETS_TOPIC) is None:
+            self.controller.create_topic(OFFSETS_TOPIC, self.configured_partitions,
+                                         self.replication_factor, dict(OFFSETS_TOPIC_CONFIGS))
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, self.configured_partitions)
+        self.replica_manager.ensure_topic(OFFSETS_TOPIC, self.num_partitions, {
+            "cleanup.policy": "compact", "segment.bytes": OFFSETS_TOPIC_SEGMENT_BYTES,
+            "compression.type": "producer"})
+
+    # -- writes --------------------------------------------------------------------------
+    def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """Append (key, value) records of one group as one batch; raises
+        StoreError with the partition's error code."""
+        if not entries:
+            return
+        try:
+            self.ensure_topic()
+        except Exception as exc:  # TopicError from the controller, OSError from the log
+            raise StoreError(getattr(exc, "error_code", UNKNOWN_TOPIC_OR_PARTITION), str(exc)) from exc
+        partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
+        if partition is None:
+            raise StoreError(UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC} is not open")
+        timestamp = int(time.time() * 1000)
+        batch = record_codec.build_batch(
+            [record_codec.Record(key=key, value=value, timestamp=timestamp) for key, value in entries])
+        try:
+            partition.append_records_to_leader(memoryview(batch), ACKS_ALL)
+        except PartitionError as exc:
+            raise StoreError(exc.error_code, exc.message) from None
+
+    def store_group(self, group_id: str, value: GroupValue) -> None:
+        self.append(group_id, [(offsets_records.encode_group_key(group_id),
+                                offsets_records.encode_group_value(value))])
+
+    def store_offsets(self, group_id: str, offsets: dict[tuple[str, int], OffsetValue]) -> None:
+        self.append(group_id, [(offsets_records.encode_offset_key(group_id, topic, partition),
+                                offsets_records.encode_offset_value(value))
+                               for (topic, partition), value in offsets.items()])
+
+    def tombstones(self, group_id: str, offsets: list[tuple[str, int]],
+                   include_group: bool) -> None:
+        entries: list[tuple[bytes, bytes | None]] = [
+            (offsets_records.encode_offset_key(group_id, topic, partition), None)
+            for topic, partition in offsets]
+        if include_group:
+            entries.append((offsets_records.encode_group_key(group_id), None))
+        self.append(group_id, entries)
+
+    # -- replay --------------------------------------------------------------------------
+    def load(self) -> dict[str, LoadedGroup]:
+        """Every group and offset recorded in the topic, latest record per key."""
+        loaded: dict[str, LoadedGroup] = {}
+        if self.controller.topic(OFFSETS_TOPIC) is None:
+            return loaded
+        self.ensure_topic()
+        count = 0
+        for index in range(self.num_partitions):
+            partition = self.replica_manager.get(OFFSETS_TOPIC, index)
+            if partition is not None:
+                count += self._replay_partition(partition, loaded)
+        groups = {group_id: item for group_id, item in loaded.items()
+                  if item.value is not None or item.offsets}
+        log.info("replayed %d %s records: %d groups", count, OFFSETS_TOPIC, len(groups))
+        return groups
+
+    def _replay_partition(self, partition: Any, loaded: dict[str, LoadedGroup]) -> int:
+        pending_txn: dict[int, list[record_codec.Record]] = {}
+        count = 0
+        for batch in _iter_log_batches(partition):
+            if batch.is_control:
+                records = pending_txn.pop(batch.producer_id, [])
+                if batch.control_type is record_codec.ControlType.COMMIT:
+                    count += _apply_all(records, loaded)
+                continue
+            if batch.is_transactional:
+                pending_txn.setdefault(batch.producer_id, []).extend(batch.records())
+                continue
+            count += _apply_all(batch.records(), loaded)
+        return count
+
+
+def _apply_all(items: list[record_codec.Record], loaded: dict[str, LoadedGroup]) -> int:
+    for record in items:
+        try:
+            _apply(record, loaded)
+        except offsets_records.RecordFormatError as exc:
+            log.warning("%s: skipping record at offset %s: %s", OFFSETS_TOPIC, record.offset, exc)
+    return len(items)
+
+
+def _apply(record: record_codec.Record, loaded: dict[str, LoadedGroup]) -> None:
+    if record.key is None:
+        raise offsets_records.RecordFormatError("record without a key")
+    key = offsets_records.decode_key(record.key)
+    entry = loaded.setdefault(key.group, LoadedGroup())
+    if isinstance(key, OffsetKey):
+        if record.value is None:
+            entry.offsets.pop((key.topic, key.partition), None)
+        else:
+            entry.offsets[(key.topic, key.partition)] = offsets_records.decode_offset_value(record.value)
+    elif isinstance(key, GroupKey):
+        entry.value = None if record.value is None else offsets_records.decode_group_value(record.value)
+
+
+def _iter_log_batches(partition: Any) -> Iterator[record_codec.RecordBatch]:
+    """Every batch of a partition's log below its high watermark."""
+    offset = partition.log_start_offset
+    while offset < partition.high_watermark:
+        slices = partition.read(offset, LOAD_CHUNK_BYTES, False, True)
+        if not slices:
+            return
+        start = offset
+        for file_slice in slices:
+            data = os.pread(file_slice.fd, file_slice.size, file_slice.position)
+            for batch in record_codec.iter_batches(data):
+                offset = max(offset, batch.next_offset)
+                yield batch
+        if offset == start:
+            return

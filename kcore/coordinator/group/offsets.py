@@ -1,0 +1,243 @@
+"""Committed offsets and group administration: OffsetCommit, OffsetFetch,
+OffsetDelete, ListGroups, DescribeGroups, DeleteGroups and offset expiry.
+
+Commit validation is Kafka's validateOffsetCommit: a commit with
+generation -1 and no member id is an admin or manually assigned consumer's
+and is accepted only while the group is Empty (a group that does not exist
+is created for it); any other commit must come from a current member of
+the current generation; during CompletingRebalance commits get
+REBALANCE_IN_PROGRESS (the member holds the new generation but no
+assignment yet), while during PreparingRebalance members of the old
+generation may still commit what they consumed. A commit is answered only
+after its records are in the __consumer_offsets log.
+
+Expiry (KIP-211): offsets.retention.minutes counts from the moment an
+Empty group became empty, from each commit for groups that never had
+members, and, for a Stable consumer group, only for topics it no longer
+subscribes to. An Empty group left without offsets is removed (Dead) and
+its metadata tombstoned.
+
+OffsetOperations is a mixin of GroupCoordinator (coordinator.py), which
+supplies `groups`, `manager`, `config`, `_check_group_id`,
+`_validate_member` and `_schedule_heartbeat`; same concurrency contract.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from kcore.coordinator.group import consumer_protocol
+from kcore.coordinator.group.group import GroupMetadata, now_ms
+from kcore.coordinator.group.manager import StoreError
+from kcore.coordinator.group.records import OffsetValue
+from kcore.coordinator.group.state import GroupState
+from kcore.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+# storeOffsets error translation (Kafka GroupMetadataManager.storeOffsets).
+_STORE_OFFSETS_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+@dataclass(frozen=True)
+class MemberSummary:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberSummary]
+
+
+DEAD_GROUP = GroupSummary(GroupState.DEAD.kafka_name, "", "", [])
+
+
+class OffsetOperations:
+    """Offset and admin operations of GroupCoordinator (see module doc)."""
+
+    # -- OffsetCommit ----------------------------------------------------------------
+    def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
+                       generation_id: int,
+                       offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+        error = self._check_group_id(group_id, allow_empty=True)
+        if error:
+            return dict.fromkeys(offsets, error)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+            group = self.groups[group_id] = GroupMetadata(group_id)
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if error:
+            return dict.fromkeys(offsets, error)
+        if group.is_state(GroupState.COMPLETING_REBALANCE):
+            return dict.fromkeys(offsets, ErrorCode.REBALANCE_IN_PROGRESS)
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            self._schedule_heartbeat(group, group.get(member_id))
+        return self._store_offsets(group, offsets)
+
+    def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
+                                group_instance_id: str | None) -> int:
+        if group.is_state(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_state(GroupState.EMPTY):
+            return ErrorCode.NONE
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = self._validate_member(group, member_id, group_instance_id)
+            if error:
+                return error
+            return ErrorCode.ILLEGAL_GENERATION if generation_id != group.generation_id else ErrorCode.NONE
+        if not group.is_state(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def _store_offsets(self, group: GroupMetadata,
+                       offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+        errors: dict[TopicPartition, int] = {}
+        valid: dict[TopicPartition, OffsetValue] = {}
+        for key, value in offsets.items():
+            if len(value.metadata) > self.config.offset_metadata_max_bytes:
+                errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[key] = value
+        try:
+            self.manager.store_offsets(group.group_id, valid)
+        except StoreError as exc:
+            code = _STORE_OFFSETS_ERRORS.get(exc.error_code, exc.error_code)
+            log.warning("group %s: offset commit failed: error %d %s", group.group_id, code, exc)
+            errors.update(dict.fromkeys(valid, code))
+            return errors
+        group.offsets.update(valid)
+        errors.update(dict.fromkeys(valid, ErrorCode.NONE))
+        return errors
+
+    # -- OffsetFetch -----------------------------------------------------------------
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
+                      ) -> tuple[int, list[tuple[str, int, OffsetValue | None]]]:
+        """Committed offsets of `partitions`, or of every partition with one
+        when None; a partition without a commit comes back with None."""
+        error = self._check_group_id(group_id, allow_empty=True)
+        if error:
+            return error, []
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if partitions is None:
+            return ErrorCode.NONE, [(t, p, value) for (t, p), value in sorted(offsets.items())]
+        return ErrorCode.NONE, [(t, p, offsets.get((t, p))) for t, p in partitions]
+
+    # -- OffsetDelete ----------------------------------------------------------------
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
+                       ) -> tuple[int, dict[TopicPartition, int]]:
+        error = self._check_group_id(group_id)
+        if error:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_state(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        errors: dict[TopicPartition, int] = {}
+        if group.is_state(GroupState.EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == consumer_protocol.PROTOCOL_TYPE:
+            eligible = [tp for tp in partitions if not group.is_subscribed_to_topic(tp[0])]
+            errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
+                      if group.is_subscribed_to_topic(tp[0])}
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        if eligible:
+            self._cleanup_group_metadata(group, eligible)
+            errors.update(dict.fromkeys(eligible, ErrorCode.NONE))
+        return ErrorCode.NONE, errors
+
+    # -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------
+    def list_groups(self) -> tuple[int, list[tuple[str, str, str]]]:
+        """(error, [(group_id, protocol_type, state)])."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        return ErrorCode.NONE, [(g.group_id, g.protocol_type or "", g.state.kafka_name)
+                                for g in self.groups.values() if not g.is_state(GroupState.DEAD)]
+
+    def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
+        error = self._check_group_id(group_id, allow_empty=True)
+        if error:
+            return error, GroupSummary("", "", "", [])
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE, DEAD_GROUP
+        stable = group.is_state(GroupState.STABLE)
+        protocol = group.protocol_name if stable else None
+        members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.metadata(protocol) if protocol else b"",
+                                 m.assignment if stable else b"")
+                   for m in group.members.values()]
+        return ErrorCode.NONE, GroupSummary(group.state.kafka_name, group.protocol_type or "",
+                                            protocol or "", members)
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        results: dict[str, int] = {}
+        for group_id in group_ids:
+            error = self._check_group_id(group_id, allow_empty=True)
+            group = self.groups.get(group_id)
+            if error:
+                results[group_id] = error
+            elif group is None or group.is_state(GroupState.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_state(GroupState.EMPTY):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                group.transition_to(GroupState.DEAD)
+                self._cleanup_group_metadata(group, list(group.offsets))
+                results[group_id] = ErrorCode.NONE
+                log.info("group %s deleted", group_id)
+        return results
+
+    # -- expiry and removal ----------------------------------------------------------
+    def cleanup_expired_offsets(self, now: int | None = None) -> int:
+        """Drop offsets past retention and the Empty groups left without any;
+        returns how many offsets were removed."""
+        now = now_ms() if now is None else now
+        removed = 0
+        for group in list(self.groups.values()):
+            expired = group.expired_offsets(now, self.config.offsets_retention_ms)
+            removed += len(expired)
+            self._cleanup_group_metadata(group, expired)
+        if removed:
+            log.info("expired %d committed offsets", removed)
+        return removed
+
+    def _cleanup_group_metadata(self, group: GroupMetadata, offsets: list[TopicPartition]) -> None:
+        """Remove `offsets` from a group; an Empty group left with none dies.
+        Tombstones go to the log; memory changes even if that write fails, as
+        in Kafka (the next expiry pass or compaction settles the log)."""
+        for key in offsets:
+            group.offsets.pop(key, None)
+        if group.is_state(GroupState.EMPTY) and not group.offsets:
+            group.transition_to(GroupState.DEAD)
+        is_dead = group.is_state(GroupState.DEAD)
+        if is_dead and self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+        if not offsets and not is_dead:
+            return
+        try:
+            self.manager.tombstones(group.group_id, list(offsets), include_group=is_dead)
+        except StoreError as exc:
+            log.warning("group %s: writing tombstones failed: error %d %s", group.group_id,
+                        exc.error_code, exc)

@@ -1,0 +1,30 @@
+"""DescribeGroups (key 15): state, protocol and members of groups.
+
+An unknown group is described as Dead with no error (Kafka before v6). Only
+a Stable group reports its protocol and each member's metadata and
+assignment; other states list the members without them. v4 adds each
+member's group_instance_id; authorized operations are not computed (no
+ACLs), so they are reported as omitted.
+"""
+from __future__ import annotations
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+async def handle(broker, context, request):
+    described = []
+    for group_id in request.body.groups:
+        error, summary = broker.group_coordinator.describe_group(group_id)
+        described.append({
+            "error_code": error,
+            "group_id": group_id,
+            "group_state": summary.state,
+            "protocol_type": summary.protocol_type,
+            "protocol_data": summary.protocol,
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "client_host": m.client_host,
+                         "member_metadata": m.metadata, "member_assignment": m.assignment}
+                        for m in summary.members],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        })
+    return {"throttle_time_ms": 0, "groups": described}

@@ -1,0 +1,52 @@
+"""OffsetCommit (key 8): store a group's consumed offsets with their metadata.
+
+Partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION without
+reaching the coordinator (Kafka checks its metadata cache the same way).
+v2-4 carry retention_time_ms: -1 means offsets.retention.minutes, anything
+else fixes an expire timestamp (stored as offset value version 1). v6 adds
+the leader epoch, v7 group_instance_id. Answered after the records are in
+`__consumer_offsets`.
+"""
+from __future__ import annotations
+
+import time
+
+from kcore.coordinator.group.records import OffsetValue
+from kcore.protocol.errors import ErrorCode
+
+DEFAULT_RETENTION = -1
+FIRST_LEADER_EPOCH_VERSION = 6
+FIRST_STATIC_VERSION = 7
+
+
+async def handle(broker, context, request):
+    body = request.body
+    version = request.api_version
+    now = int(time.time() * 1000)
+    retention = body.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
+    expire_timestamp = now + retention if retention != DEFAULT_RETENTION else -1
+    errors: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], OffsetValue] = {}
+    for topic in body.topics:
+        for partition in topic.partitions:
+            key = (topic.name, partition.partition_index)
+            if broker.replica_manager.get(*key) is None:
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[key] = OffsetValue(
+                partition.committed_offset,
+                partition.committed_leader_epoch if version >= FIRST_LEADER_EPOCH_VERSION else -1,
+                partition.committed_metadata or "", now, expire_timestamp)
+    if offsets:
+        errors.update(broker.group_coordinator.commit_offsets(
+            body.group_id, body.member_id,
+            body.group_instance_id if version >= FIRST_STATIC_VERSION else None,
+            body.generation_id_or_member_epoch, offsets))
+    return {
+        "throttle_time_ms": 0,
+        "topics": [{"name": topic.name,
+                    "partitions": [{"partition_index": p.partition_index,
+                                    "error_code": errors[(topic.name, p.partition_index)]}
+                                   for p in topic.partitions]}
+                   for topic in body.topics],
+    }

@@ -1,0 +1,372 @@
+"""GroupCoordinator membership without sockets: joins, protocol vote,
+SyncGroup, heartbeats, session and rebalance timeouts, static members.
+
+Each test drives a real coordinator over real partition logs in a temp dir
+(controller, log manager, replica manager, __consumer_offsets) on an
+asyncio loop; nothing is mocked.
+"""
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+
+from kcore.controller.local import LocalController
+from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager, JoinRequest
+from kcore.coordinator.group.state import GroupState
+from kcore.log.manager import LogManager
+from kcore.protocol.errors import ErrorCode as E
+from kcore.replication.replica_manager import ReplicaManager
+from kcore.server.config import BrokerConfig, parse_topic_configs
+
+# Four __consumer_offsets partitions keep each set-up to a few files.
+OFFSETS_PARTITIONS = 4
+
+
+def subscription(*topics: str) -> bytes:
+    """A ConsumerProtocolSubscription v0 for `topics`."""
+    out = struct.pack(">hi", 0, len(topics))
+    for topic in topics:
+        out += struct.pack(">h", len(topic)) + topic.encode()
+    return out + struct.pack(">i", -1)
+
+
+SUB = subscription("t")
+RANGE = [("range", SUB)]
+
+
+class Node:
+    """One broker's storage and group coordinator, restartable on its data dir."""
+
+    def __init__(self, data_dir, **settings):
+        self.data_dir = data_dir
+        self.settings = {"log.dirs": str(data_dir), "group.initial.rebalance.delay.ms": "0",
+                         "group.min.session.timeout.ms": "100",
+                         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+                         **{k: str(v) for k, v in settings.items()}}
+        self.coordinator: GroupCoordinator | None = None
+
+    def start(self) -> GroupCoordinator:
+        config = BrokerConfig(self.settings)
+        self.controller = LocalController(self.data_dir, 0)
+        self.log_manager = LogManager([self.data_dir], config.topic_defaults())
+        self.replica_manager = ReplicaManager(0, self.log_manager, config.topic_defaults(),
+                                              config["producer.id.expiration.ms"])
+        for info in self.controller.topics.values():
+            self.replica_manager.ensure_topic(info.name, info.num_partitions,
+                                              parse_topic_configs(info.configs))
+        manager = GroupMetadataManager(self.controller, self.replica_manager,
+                                       config["offsets.topic.num.partitions"])
+        self.coordinator = GroupCoordinator(GroupConfig.from_broker_config(config), manager)
+        self.coordinator.start()
+        return self.coordinator
+
+    def stop(self) -> None:
+        self.coordinator.shutdown()
+        self.replica_manager.shutdown()
+        self.log_manager.shutdown()
+
+    def restart(self) -> GroupCoordinator:
+        self.stop()
+        return self.start()
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        self.controller.create_topic(name, partitions, 1, {})
+        self.replica_manager.ensure_topic(name, partitions, {})
+
+
+def run(data_dir, scenario, **settings):
+    """Run `scenario(node, coordinator)` on a fresh loop with a started node."""
+    async def main():
+        node = Node(data_dir, **settings)
+        coordinator = node.start()
+        try:
+            return await scenario(node, coordinator)
+        finally:
+            node.stop()
+    return asyncio.run(main())
+
+
+def join(coordinator, group="g", member_id="", protocols=RANGE, instance=None, session=10_000,
+         rebalance=5_000, require_known=False, protocol_type="consumer", client_id="client"):
+    return coordinator.join_group(JoinRequest(group, member_id, instance, require_known, client_id,
+                                              "/127.0.0.1", rebalance, session, protocol_type,
+                                              list(protocols)))
+
+
+async def form_group(coordinator, count, group="g", instances=None, **kwargs):
+    """Join `count` members concurrently and sync them; returns the join results
+    in member order, the leader first."""
+    results = await asyncio.gather(*[
+        join(coordinator, group, instance=instances[i] if instances else None,
+             client_id=f"c{i}", **kwargs) for i in range(count)])
+    leader = next(r for r in results if r.member_id == r.leader_id)
+    followers = [r for r in results if r is not leader]
+    assignments = {r.member_id: f"assignment-{r.member_id}".encode() for r in results}
+    syncs = [asyncio.ensure_future(coordinator.sync_group(group, r.generation_id, r.member_id, None, {}))
+             for r in followers]
+    await asyncio.sleep(0)
+    lead = await coordinator.sync_group(group, leader.generation_id, leader.member_id, None, assignments)
+    assert lead.error_code == E.NONE and lead.assignment == assignments[leader.member_id]
+    for sync, result in zip(await asyncio.gather(*syncs), followers):
+        assert sync.error_code == E.NONE and sync.assignment == assignments[result.member_id]
+    return [leader, *followers]
+
+
+def test_three_members_form_one_generation_with_one_leader(tmp_path):
+    async def scenario(node, coordinator):
+        results = await form_group(coordinator, 3)
+        leader, *followers = results
+        assert {r.generation_id for r in results} == {1}
+        assert {r.leader_id for r in results} == {leader.member_id}
+        assert {r.protocol_name for r in results} == {"range"}
+        assert sorted(m[0] for m in leader.members) == sorted(r.member_id for r in results)
+        assert all(r.members == [] for r in followers)
+        assert all(r.member_id.startswith(f"c{i}-") for i, r in enumerate(
+            sorted(results, key=lambda r: r.member_id)))
+        assert coordinator.groups["g"].state is GroupState.STABLE
+    run(tmp_path, scenario)
+
+
+def test_rebalance_completes_when_last_member_rejoins_not_on_a_timeout(tmp_path):
+    async def scenario(node, coordinator):
+        members = await form_group(coordinator, 3, session=30_000, rebalance=30_000)
+        newcomer = asyncio.ensure_future(join(coordinator, session=30_000, rebalance=30_000))
+        await asyncio.sleep(0.01)
+        assert coordinator.groups["g"].state is GroupState.PREPARING_REBALANCE
+        for member in members:
+            assert coordinator.heartbeat("g", member.member_id, None, 1) == E.REBALANCE_IN_PROGRESS
+        started = time.monotonic()
+        rejoins = [join(coordinator, member_id=m.member_id, session=30_000, rebalance=30_000)
+                   for m in members]
+        results = await asyncio.gather(newcomer, *rejoins)
+        assert time.monotonic() - started < 0.5
+        assert {r.generation_id for r in results} == {2}
+        assert coordinator.groups["g"].state is GroupState.COMPLETING_REBALANCE
+    run(tmp_path, scenario)
+
+
+def test_protocol_is_the_common_one_most_members_prefer(tmp_path):
+    async def scenario(node, coordinator):
+        preferences = [[("roundrobin", SUB), ("range", SUB)], [("range", SUB), ("roundrobin", SUB)],
+                       [("range", SUB), ("sticky", SUB), ("roundrobin", SUB)]]
+        results = await asyncio.gather(*[join(coordinator, protocols=p) for p in preferences])
+        assert {r.protocol_name for r in results} == {"range"}
+        rejected = await join(coordinator, protocols=[("sticky", SUB)])
+        assert rejected.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        other_type = await join(coordinator, protocols=RANGE, protocol_type="connect")
+        assert other_type.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert (await join(coordinator, group="h", protocols=[])).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    run(tmp_path, scenario)
+
+
+def test_member_id_required_then_join_waits_for_pending_member(tmp_path):
+    async def scenario(node, coordinator):
+        first = await join(coordinator, require_known=True)
+        assert first.error_code == E.MEMBER_ID_REQUIRED and first.member_id.startswith("client-")
+        assert coordinator.groups["g"].pending_members == {first.member_id}
+        result = await join(coordinator, member_id=first.member_id, require_known=True)
+        assert result.error_code == E.NONE and result.member_id == first.member_id
+        assert result.leader_id == first.member_id and result.generation_id == 1
+    run(tmp_path, scenario)
+
+
+def test_pending_member_that_never_rejoins_expires_after_session_timeout(tmp_path):
+    async def scenario(node, coordinator):
+        await form_group(coordinator, 1, session=10_000)
+        pending = await join(coordinator, require_known=True, session=200)
+        assert pending.error_code == E.MEMBER_ID_REQUIRED
+        assert coordinator.groups["g"].pending_members == {pending.member_id}
+        await asyncio.sleep(0.35)
+        assert coordinator.groups["g"].pending_members == set()
+    run(tmp_path, scenario)
+
+
+def test_initial_delay_extends_while_new_members_arrive(tmp_path):
+    async def scenario(node, coordinator):
+        started = time.monotonic()
+        first = asyncio.ensure_future(join(coordinator))
+        await asyncio.sleep(0.1)
+        second = asyncio.ensure_future(join(coordinator))
+        results = await asyncio.gather(first, second)
+        elapsed = time.monotonic() - started
+        # One delay (300 ms), extended once because a member arrived in it.
+        assert 0.55 < elapsed < 1.5
+        assert {r.generation_id for r in results} == {1}
+        assert len(next(r for r in results if r.members).members) == 2
+    run(tmp_path, scenario, **{"group.initial.rebalance.delay.ms": 300})
+
+
+def test_sync_from_a_follower_waits_for_the_leader(tmp_path):
+    async def scenario(node, coordinator):
+        results = await asyncio.gather(join(coordinator), join(coordinator))
+        leader = next(r for r in results if r.members)
+        follower = next(r for r in results if not r.members)
+        waiting = asyncio.ensure_future(coordinator.sync_group("g", 1, follower.member_id, None, {}))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        assert coordinator.heartbeat("g", follower.member_id, None, 1) == E.NONE
+        await coordinator.sync_group("g", 1, leader.member_id, None, {follower.member_id: b"x"})
+        assert (await waiting).assignment == b"x"
+        leader_again = await coordinator.sync_group("g", 1, leader.member_id, None, {})
+        assert leader_again.assignment == b""  # missing from the leader's map: empty
+    run(tmp_path, scenario)
+
+
+def test_sync_and_heartbeat_fencing_errors(tmp_path):
+    async def scenario(node, coordinator):
+        leader, follower = await form_group(coordinator, 2)
+        assert coordinator.heartbeat("g", follower.member_id, None, 7) == E.ILLEGAL_GENERATION
+        assert coordinator.heartbeat("g", "nobody", None, 1) == E.UNKNOWN_MEMBER_ID
+        assert coordinator.heartbeat("nogroup", "nobody", None, 1) == E.UNKNOWN_MEMBER_ID
+        assert coordinator.heartbeat("", "x", None, 1) == E.INVALID_GROUP_ID
+        stale = await coordinator.sync_group("g", 7, leader.member_id, None, {})
+        assert stale.error_code == E.ILLEGAL_GENERATION
+        assert (await coordinator.sync_group("g", 1, "nobody", None, {})).error_code == E.UNKNOWN_MEMBER_ID
+        assert (await join(coordinator, member_id="nobody")).error_code == E.UNKNOWN_MEMBER_ID
+        assert (await join(coordinator, group="fresh", member_id="x")).error_code == E.UNKNOWN_MEMBER_ID
+        rejoin = asyncio.ensure_future(join(coordinator, member_id=leader.member_id))
+        await asyncio.sleep(0.01)
+        sync = await coordinator.sync_group("g", 1, follower.member_id, None, {})
+        assert sync.error_code == E.REBALANCE_IN_PROGRESS
+        rejoin.cancel()
+    run(tmp_path, scenario)
+
+
+def test_session_timeout_removes_a_silent_member_and_survivor_rebalances_alone(tmp_path):
+    async def scenario(node, coordinator):
+        survivor, silent = await form_group(coordinator, 2, session=300)
+        deadline = time.monotonic() + 3
+        error = E.NONE
+        while error == E.NONE and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            error = coordinator.heartbeat("g", survivor.member_id, None, 1)
+        assert error == E.REBALANCE_IN_PROGRESS
+        assert not coordinator.groups["g"].has(silent.member_id)
+        started = time.monotonic()
+        result = await join(coordinator, member_id=survivor.member_id, session=300)
+        assert time.monotonic() - started < 0.2
+        assert result.generation_id == 2 and [m[0] for m in result.members] == [survivor.member_id]
+    run(tmp_path, scenario)
+
+
+def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout(tmp_path):
+    async def scenario(node, coordinator):
+        leader, follower = await form_group(coordinator, 2, rebalance=300)
+        started = time.monotonic()
+        rejoin = asyncio.ensure_future(join(coordinator, member_id=leader.member_id, rebalance=300))
+        while not rejoin.done():
+            coordinator.heartbeat("g", follower.member_id, None, 1)
+            await asyncio.sleep(0.05)
+        result = await rejoin
+        assert 0.25 < time.monotonic() - started < 2
+        assert result.generation_id == 2 and [m[0] for m in result.members] == [leader.member_id]
+        assert coordinator.heartbeat("g", follower.member_id, None, 2) == E.UNKNOWN_MEMBER_ID
+    run(tmp_path, scenario)
+
+
+def test_static_member_restart_keeps_assignment_without_rebalance(tmp_path):
+    async def scenario(node, coordinator):
+        a, b = await form_group(coordinator, 2, instances=["a", "b"])
+        a_assignment = f"assignment-{a.member_id}".encode()
+        group = coordinator.groups["g"]
+        restarted_a = next(r for r in (a, b) if group.get(r.member_id).group_instance_id == "a")
+        result = await join(coordinator, instance="a")
+        assert result.error_code == E.NONE and result.generation_id == 1
+        assert result.member_id != restarted_a.member_id and result.members == []
+        assert result.leader_id == a.member_id  # the previous leader id, as Kafka returns
+        assert coordinator.groups["g"].state is GroupState.STABLE
+        sync = await coordinator.sync_group("g", 1, result.member_id, "a", {})
+        expected = a_assignment if restarted_a is a else f"assignment-{b.member_id}".encode()
+        assert sync.assignment == expected
+        assert coordinator.heartbeat("g", restarted_a.member_id, "a", 1) == E.FENCED_INSTANCE_ID
+        other = b if restarted_a is a else a
+        assert coordinator.heartbeat("g", other.member_id, "b" if restarted_a is a else "a", 1) == E.NONE
+    run(tmp_path, scenario)
+
+
+def test_duplicate_static_instance_with_another_member_id_is_fenced(tmp_path):
+    async def scenario(node, coordinator):
+        (member,) = await form_group(coordinator, 1, instances=["solo"])
+        fenced = await join(coordinator, member_id="solo-impostor", instance="solo")
+        assert fenced.error_code == E.FENCED_INSTANCE_ID
+        impostor_sync = await coordinator.sync_group("g", 1, "solo-impostor", "solo", {})
+        assert impostor_sync.error_code == E.FENCED_INSTANCE_ID
+        assert coordinator.leave_group("g", [("solo-impostor", "solo")]) == (E.NONE, [E.FENCED_INSTANCE_ID])
+        assert coordinator.heartbeat("g", member.member_id, "solo", 1) == E.NONE
+    run(tmp_path, scenario)
+
+
+def test_static_member_survives_coordinator_restart(tmp_path):
+    async def scenario(node, coordinator):
+        (member,) = await form_group(coordinator, 1, instances=["keep"])
+        coordinator = node.restart()
+        group = coordinator.groups["g"]
+        assert group.state is GroupState.STABLE and group.static_members == {"keep": member.member_id}
+        assert coordinator.heartbeat("g", member.member_id, "keep", 1) == E.NONE
+        result = await join(coordinator, instance="keep")
+        sync = await coordinator.sync_group("g", 1, result.member_id, "keep", {})
+        assert sync.assignment == f"assignment-{member.member_id}".encode()
+    run(tmp_path, scenario)
+
+
+def test_invalid_session_timeout_and_group_id(tmp_path):
+    async def scenario(node, coordinator):
+        assert (await join(coordinator, session=99)).error_code == E.INVALID_SESSION_TIMEOUT
+        assert (await join(coordinator, session=1_800_001)).error_code == E.INVALID_SESSION_TIMEOUT
+        assert (await join(coordinator, group="")).error_code == E.INVALID_GROUP_ID
+    run(tmp_path, scenario)
+
+
+def test_group_max_size_refuses_extra_members(tmp_path):
+    async def scenario(node, coordinator):
+        await form_group(coordinator, 2)
+        extra = await join(coordinator)
+        assert extra.error_code == E.GROUP_MAX_SIZE_REACHED and extra.member_id == ""
+        assert coordinator.groups["g"].size == 2
+    run(tmp_path, scenario, **{"group.max.size": 2})
+
+
+def test_leave_group_batch_reports_per_member(tmp_path):
+    async def scenario(node, coordinator):
+        members = await form_group(coordinator, 3, instances=["a", "b", "c"])
+        by_instance = {coordinator.groups["g"].get(m.member_id).group_instance_id: m.member_id
+                       for m in members}
+        error, errors = coordinator.leave_group("g", [(by_instance["a"], "a"), ("", "b"),
+                                                      ("ghost", None), ("", "zz")])
+        assert error == E.NONE
+        assert errors == [E.NONE, E.NONE, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID]
+        assert list(coordinator.groups["g"].static_members) == ["c"]
+        assert coordinator.groups["g"].state is GroupState.PREPARING_REBALANCE
+        assert coordinator.leave_group("unknown", [("x", None)]) == (E.NONE, [E.UNKNOWN_MEMBER_ID])
+    run(tmp_path, scenario)
+
+
+def test_last_member_leaving_empties_the_group_at_a_new_generation(tmp_path):
+    async def scenario(node, coordinator):
+        (member,) = await form_group(coordinator, 1)
+        assert coordinator.leave_group("g", [(member.member_id, None)]) == (E.NONE, [E.NONE])
+        group = coordinator.groups["g"]
+        assert group.state is GroupState.EMPTY and group.generation_id == 2
+        assert group.protocol_name is None and group.leader_id is None
+    run(tmp_path, scenario)
+
+
+def test_describe_and_list_groups(tmp_path):
+    async def scenario(node, coordinator):
+        leader, follower = await form_group(coordinator, 2)
+        error, summary = coordinator.describe_group("g")
+        assert error == E.NONE and summary.state == "Stable" and summary.protocol == "range"
+        assert {m.member_id: m.assignment for m in summary.members} == {
+            r.member_id: f"assignment-{r.member_id}".encode() for r in (leader, follower)}
+        assert {m.metadata for m in summary.members} == {SUB}
+        assert all(m.client_host == "/127.0.0.1" for m in summary.members)
+        assert coordinator.describe_group("nope")[1].state == "Dead"
+        assert coordinator.list_groups() == (E.NONE, [("g", "consumer", "Stable")])
+        rejoin = asyncio.ensure_future(join(coordinator, member_id=leader.member_id))
+        await asyncio.sleep(0.01)
+        _, preparing = coordinator.describe_group("g")
+        assert preparing.state == "PreparingRebalance" and preparing.protocol == ""
+        assert all(m.metadata == b"" and m.assignment == b"" for m in preparing.members)
+        rejoin.cancel()
+    run(tmp_path, scenario)
