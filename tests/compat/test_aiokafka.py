@@ -2,8 +2,6 @@
 
 Consumers are AIOKafkaConsumer(group_id=None) with assign() and seek: the
 broker has no group coordinator yet. Each test runs its own event loop.
-aiokafka is the slow path here (pure-Python batching on one loop), so its
-round trip uses 30k messages instead of 100k.
 """
 from __future__ import annotations
 
@@ -16,13 +14,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_SEGMENT_BYTES, PARTITIONS,
-                                 READ_TIMEOUT_S, Message, assert_exactly_once, assert_same_partitions,
+from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_SEGMENT_BYTES, FULL_COUNT,
+                                 PARTITIONS, READ_TIMEOUT_S, Message, assert_exactly_once, assert_same_partitions,
                                  broker_behind_proxy, first_offset_at_or_after, idempotence_messages,
                                  make_messages, now_ms, offsets_for_times_messages, received,
                                  start_broker, timestamp_probes, unique_topic)
 
-ROUND_TRIP_COUNT = 30_000
 CREATE_TIME = 0
 TOPIC_ALREADY_EXISTS = 36
 INVALID_CONFIG = 40
@@ -199,8 +196,8 @@ def test_admin_describe_cluster_names_the_single_broker(shared_broker):
 
 
 @pytest.mark.timeout(150)
-def test_30k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_order(shared_broker):
-    topic, messages = unique_topic("aio-30k"), make_messages(ROUND_TRIP_COUNT, "aio")
+def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_order(shared_broker):
+    topic, messages = unique_topic("aio-100k"), make_messages(FULL_COUNT, "aio")
 
     async def body():
         await produce(shared_broker.bootstrap, topic, messages, max_request_size=2_000_000)

@@ -137,6 +137,16 @@ def test_admin_describe_configs_lists_set_values_and_defaults_with_their_sources
     assert set(modified) == {"retention.ms"}
 
 
+def test_admin_describe_configs_with_synonyms_names_the_broker_default_behind_a_topic_config(admin):
+    topic = unique_topic("kp-admin-synonyms")
+    create_topic(admin, topic, 1, {"max.message.bytes": "200000"})
+    found = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], include_synonyms=True,
+                                   config_filter="all")["topic"][topic]
+    synonyms = [(s["name"], s["value"], s["source"]) for s in found["max.message.bytes"]["synonyms"]]
+    assert synonyms[0] == ("max.message.bytes", "200000", "DYNAMIC_TOPIC_CONFIG")
+    assert ("message.max.bytes", "1048588", "DEFAULT_CONFIG") in synonyms[1:]
+
+
 def test_admin_alter_configs_keeps_other_modified_configs(admin):
     topic = unique_topic("kp-admin-alter")
     create_topic(admin, topic, 1, {"retention.ms": "3600000", "max.message.bytes": "200000"})

@@ -117,8 +117,8 @@ def test_reads_100k_messages_with_keys_headers_and_timestamps_in_partition_order
 
 
 @pytest.mark.timeout(120)
-def test_writes_20k_keyed_messages_with_headers_read_back_once_in_partition_order(shared_broker):
-    topic, lines = unique_topic("kcat-20k"), kcat_lines(20_000, "kcat")
+def test_writes_100k_keyed_messages_with_headers_read_back_once_in_partition_order(shared_broker):
+    topic, lines = unique_topic("kcat-100k-written"), kcat_lines(FULL_COUNT, "kcat")
     started = now_ms()
     kcat_produce(shared_broker.bootstrap, topic, lines)
     consumed = kcat_consume(shared_broker.bootstrap, topic)
