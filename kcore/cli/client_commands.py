@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -46,6 +47,9 @@ CLIENT_ID = "kcore-cli"
 # stdin is read in chunks of this size off the event loop; 64 KiB is a pipe's
 # default capacity on Linux, so one read usually drains what is waiting.
 STDIN_CHUNK = 64 * 1024
+# 16 chunks (1 MiB) of read-ahead keep the producer busy while the next
+# chunk is read.
+STDIN_QUEUE_CHUNKS = 16
 # Longest a consume poll waits before checking --timeout-ms again.
 POLL_INTERVAL_S = 0.5
 EXIT_ERROR = 1
@@ -267,8 +271,6 @@ class _ProduceSummary:
 
 async def _produce(args) -> int:
     acks = ACKS_ALL if args.acks in ("all", "-1") else int(args.acks)
-    headers = [(key, value.encode()) for key, value in args.header]
-    separator = args.key_separator.encode() if args.key_separator else None
     summary = _ProduceSummary()
     started = time.monotonic()
     async with _client(args) as client:
@@ -276,18 +278,11 @@ async def _produce(args) -> int:
                             compression=CompressionType[args.compression.upper()],
                             on_delivery=summary.delivered)
         await producer.partitions_for(args.topic)
-        failure = None
-        line_number = 0
-        async for line in _stdin_lines():
-            line_number += 1
-            key, value = None, line
-            if separator is not None:
-                key, found, value = line.partition(separator)
-                if not found:
-                    failure = f"no key separator {args.key_separator!r} on line {line_number}"
-                    break
-            await producer.send(args.topic, value, key=key, headers=headers,
-                                partition=args.partition)
+        try:
+            failure = await _send_lines(args, producer)
+        except asyncio.CancelledError:
+            # ^C on the top-level task: the lines read so far are still sent.
+            failure = None
         try:
             await producer.flush()
         except ProduceError as exc:
@@ -299,15 +294,45 @@ async def _produce(args) -> int:
     return 0
 
 
+async def _send_lines(args, producer: Producer) -> str | None:
+    """Queue every stdin line; returns what stopped it early, if anything."""
+    headers = [(key, value.encode()) for key, value in args.header]
+    separator = args.key_separator.encode() if args.key_separator else None
+    line_number = 0
+    async for line in _stdin_lines():
+        line_number += 1
+        key, value = None, line
+        if separator is not None:
+            key, found, value = line.partition(separator)
+            if not found:
+                return f"no key separator {args.key_separator!r} on line {line_number}"
+        await producer.send(args.topic, value, key=key, headers=headers,
+                            partition=args.partition)
+    return None
+
+
 async def _stdin_lines():
-    """stdin split into lines (without \\n or \\r\\n), read off the event loop."""
+    """stdin split into lines (without \\n or \\r\\n).
+
+    A daemon thread does the blocking reads (epoll cannot watch regular
+    files, and a daemon thread does not hold up exit on ^C); at most
+    STDIN_QUEUE_CHUNKS chunks wait in the queue, so a slow broker slows the
+    reading down instead of filling memory.
+    """
     loop = asyncio.get_running_loop()
-    fd = sys.stdin.fileno()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue(STDIN_QUEUE_CHUNKS)
+
+    def read() -> None:
+        fd = sys.stdin.fileno()
+        while True:
+            chunk = os.read(fd, STDIN_CHUNK)
+            asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
+            if not chunk:
+                return
+
+    threading.Thread(target=read, name="kcore-stdin", daemon=True).start()
     pending = b""
-    while True:
-        chunk = await loop.run_in_executor(None, os.read, fd, STDIN_CHUNK)
-        if not chunk:
-            break
+    while chunk := await chunks.get():
         lines = (pending + chunk).split(b"\n")
         pending = lines.pop()
         for line in lines:
@@ -331,37 +356,50 @@ async def _consume(args) -> int:
     except ValueError as exc:
         print(f"kcore consume: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    out = sys.stdout.buffer
-    consumed = 0
     async with _client(args) as client:
         # An offset the user named must exist; elsewhere (records deleted
         # by retention while consuming) carry on from the earliest one.
         explicit = isinstance(args.offset, int)
         consumer = Consumer(client, auto_offset_reset=OffsetReset.NONE if explicit
                             else OffsetReset.EARLIEST)
+        printed = _Printed()
         try:
             await _position(consumer, args)
-            deadline = _deadline(args.timeout_ms)
-            while args.max_messages is None or consumed < args.max_messages:
-                wait = POLL_INTERVAL_S if deadline is None else deadline - time.monotonic()
-                if wait <= 0:
-                    break
-                polled = await consumer.poll(min(wait, POLL_INTERVAL_S))
-                if not polled:
-                    continue
-                deadline = _deadline(args.timeout_ms)
-                chunks = []
-                for tp, records in polled.items():
-                    if args.max_messages is not None:
-                        records = records[:args.max_messages - consumed]
-                    consumed += len(records)
-                    chunks += [formatter.format(tp.topic, tp.partition, r) for r in records]
-                if not _write(out, b"".join(chunks)):
-                    break
+            await _print_records(consumer, formatter, args, printed)
+        except asyncio.CancelledError:
+            pass  # ^C on the top-level task is how a consume without limits ends
         finally:
             await consumer.close()
-    print(f"Processed a total of {consumed} messages", file=sys.stderr)
+    print(f"Processed a total of {printed.count} messages", file=sys.stderr)
     return 0
+
+
+@dataclass
+class _Printed:
+    count: int = 0
+
+
+async def _print_records(consumer: Consumer, formatter: RecordFormatter, args,
+                         printed: _Printed) -> None:
+    """Print until --max-messages, --timeout-ms without records, or a closed stdout."""
+    out = sys.stdout.buffer
+    deadline = _deadline(args.timeout_ms)
+    while args.max_messages is None or printed.count < args.max_messages:
+        wait = POLL_INTERVAL_S if deadline is None else deadline - time.monotonic()
+        if wait <= 0:
+            return
+        polled = await consumer.poll(min(wait, POLL_INTERVAL_S))
+        if not polled:
+            continue
+        deadline = _deadline(args.timeout_ms)
+        chunks = []
+        for tp, records in polled.items():
+            if args.max_messages is not None:
+                records = records[:args.max_messages - printed.count]
+            printed.count += len(records)
+            chunks += [formatter.format(tp.topic, tp.partition, r) for r in records]
+        if not _write(out, b"".join(chunks)):
+            return
 
 
 async def _position(consumer: Consumer, args) -> None:

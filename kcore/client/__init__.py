@@ -34,6 +34,7 @@ from kcore.client.fetch import (
     list_offsets,
     records_from,
 )
+from kcore.client.formatting import RecordFormatter
 from kcore.client.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo, TopicPartition
 from kcore.client.partitioner import StickyPartitioner, murmur2, partition_for_key
 from kcore.client.producer import ACKS_ALL, ProduceError, Producer, ProduceResult, produce_batch
@@ -44,7 +45,7 @@ __all__ = [
     "Consumer", "OffsetReset", "BrokerConnectionError", "ClientError", "KafkaError",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "READ_COMMITTED", "READ_UNCOMMITTED",
     "FetchedPartition", "FetchPosition", "fetch", "list_offsets", "records_from",
-    "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition",
+    "RecordFormatter", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition",
     "StickyPartitioner", "murmur2", "partition_for_key", "ACKS_ALL", "ProduceError", "Producer",
     "ProduceResult", "produce_batch",
 ]

@@ -10,7 +10,9 @@ Records accumulate per partition into a batch that is sent when it holds
 ``linger_ms`` has passed since its first record, or on ``flush()``. Each
 partition has at most one batch in flight, so records of one partition are
 appended in the order they were sent, retries included; batches of
-different partitions are pipelined on the leader connections.
+different partitions are pipelined on the leader connections. A topic's
+partition count is read once per producer (from metadata, auto-creating the
+topic where the broker allows it).
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`kcore produce` / `kcore consume` failures: what the user sees and what is kept."""
+"""`kcore produce` / `kcore consume` failures and interruptions: what the user
+sees and what is kept."""
+import os
+import signal
 import subprocess
 import sys
 
@@ -60,3 +63,44 @@ def test_an_explicit_offset_past_the_end_is_out_of_range(broker):
     assert result.returncode == 1
     assert "OFFSET_OUT_OF_RANGE" in result.stderr.decode()
     assert result.stdout == b""
+
+
+def test_interrupting_produce_still_sends_the_lines_already_read(broker):
+    create(broker, "interrupted", 1)
+    read_end, write_end = os.pipe()
+    producer = subprocess.Popen(
+        [sys.executable, "-m", "kcore.cli.main", "produce", "interrupted",
+         "--bootstrap-server", broker.bootstrap], stdin=read_end, stderr=subprocess.PIPE)
+    os.close(read_end)
+    try:
+        os.write(write_end, b"one\ntwo\n")
+        # stdin stays open, so only ^C ends this producer; once its lines
+        # are readable it is surely running.
+        out = ok(kcore("consume", "interrupted", "--from-beginning", "--max-messages", "2",
+                       "--timeout-ms", "20000", bootstrap=broker.bootstrap)).stdout
+        producer.send_signal(signal.SIGINT)
+        _, stderr = producer.communicate(timeout=CLI_TIMEOUT_S)
+    finally:
+        os.close(write_end)
+        producer.kill()
+    assert out == b"one\ntwo\n"
+    assert producer.returncode == 0, stderr.decode()
+    assert "Produced 2 records" in stderr.decode()
+
+
+def test_interrupting_consume_ends_it_cleanly_with_the_count(broker):
+    create(broker, "endless", 1)
+    ok(kcore("produce", "endless", bootstrap=broker.bootstrap, stdin=b"a\nb\nc\n"))
+    consumer = subprocess.Popen(
+        [sys.executable, "-m", "kcore.cli.main", "consume", "endless", "--from-beginning",
+         "--bootstrap-server", broker.bootstrap], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        printed = b"".join(consumer.stdout.readline() for _ in range(3))
+        consumer.send_signal(signal.SIGINT)
+        stdout, stderr = consumer.communicate(timeout=CLI_TIMEOUT_S)
+    finally:
+        consumer.kill()
+    assert consumer.returncode == 0, stderr.decode()
+    assert printed == b"a\nb\nc\n" and stdout == b""
+    assert "Processed a total of 3 messages" in stderr.decode()
+    assert "Traceback" not in stderr.decode()

@@ -100,12 +100,17 @@ def test_consume_by_default_prints_only_new_records(broker):
     create(broker, "live", 1)
     ok(kcore("produce", "live", bootstrap=broker.bootstrap, stdin=b"before\n"))
     command = [sys.executable, "-m", "kcore.cli.main", "consume", "live", "--max-messages", "1",
-               "--timeout-ms", "20000", "--bootstrap-server", broker.bootstrap]
+               "--timeout-ms", "30000", "--bootstrap-server", broker.bootstrap]
     consumer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(2.0)  # let it find the end of the partition first
-        ok(kcore("produce", "live", bootstrap=broker.bootstrap, stdin=b"after\n"))
-        stdout, stderr = consumer.communicate(timeout=CLI_TIMEOUT_S)
+        # Produce until the consumer, once it has found the end, picks one up.
+        for _ in range(40):
+            ok(kcore("produce", "live", bootstrap=broker.bootstrap, stdin=b"after\n"))
+            try:
+                stdout, stderr = consumer.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
     finally:
         consumer.kill()
     assert consumer.returncode == 0, stderr.decode()
