@@ -3,11 +3,15 @@
 acks=0 gets no response (and a failed append closes the connection, the
 only signal such a client can see); acks=1 answers after the leader's
 append; acks=-1 (all) after the ISR has it, which on one node is the same
-moment, gated by min.insync.replicas. Versions 0-2 carry message format
-v0/v1, which kcore does not store: they get UNSUPPORTED_VERSION.
+moment, gated by min.insync.replicas. With flush.messages=1 both wait, in
+addition, for the group-commit fsync covering the batch (all partitions of
+the request at once); a failed fsync answers KAFKA_STORAGE_ERROR. Versions
+0-2 carry message format v0/v1, which kcore does not store: they get
+UNSUPPORTED_VERSION.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from kcore.handlers.base import CloseConnection
@@ -23,6 +27,7 @@ async def handle(broker, context, request):
     acks = body.acks
     responses = []
     failed = False
+    durable: list[tuple[dict, asyncio.Future]] = []
     for topic in body.topic_data:
         results = []
         for data in topic.partition_data:
@@ -37,12 +42,40 @@ async def handle(broker, context, request):
                 "record_errors": [],
                 "error_message": message,
             })
+            if result is not None and result.durable is not None:
+                durable.append((results[-1], result.durable))
         responses.append({"name": topic.name, "partition_responses": results})
     if acks == 0:
+        for _, future in durable:
+            future.add_done_callback(_observe)
         if failed:
             raise CloseConnection("produce with acks=0 failed")
         return None
+    if durable:
+        await _wait_durable(durable)
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
+    """Wait for every partition's group-commit fsync; a partition whose
+    fsync failed answers KAFKA_STORAGE_ERROR. ``asyncio.wait`` leaves the
+    futures alone if this request is cancelled (its connection closed)."""
+    await asyncio.wait([future for _, future in durable])
+    for entry, future in durable:
+        if future.cancelled() or future.exception() is not None:
+            exc = None if future.cancelled() else future.exception()
+            entry["error_code"] = getattr(exc, "error_code", ErrorCode.KAFKA_STORAGE_ERROR)
+            entry["error_message"] = getattr(exc, "message", None) or "fsync failed"
+            entry["base_offset"] = -1
+            entry["log_append_time_ms"] = -1
+            log.error("produce: %s", entry["error_message"])
+
+
+def _observe(future: asyncio.Future) -> None:
+    """acks=0: nobody waits for the fsync; mark its outcome as seen (the
+    partition has already handled a failure)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _append(broker, version: int, acks: int, topic: str, data):
@@ -56,7 +89,7 @@ def _append(broker, version: int, acks: int, topic: str, data):
     if data.records is None or len(data.records) == 0:
         return ErrorCode.INVALID_RECORD, "no record batch", None
     try:
-        result = partition.append_records_to_leader(data.records, acks)
+        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)

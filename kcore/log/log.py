@@ -143,13 +143,15 @@ class Log:
 
     # -- append -------------------------------------------------------------------------
     def append(self, records, leader_epoch: int, assign_offsets: bool = True,
-               validate: bool = True) -> AppendInfo:
+               validate: bool = True, defer_flush: bool = False) -> AppendInfo:
         """Append whole v2 batches held in ``records`` (a bytearray or a
         writable memoryview; with ``assign_offsets`` their baseOffset and
         partitionLeaderEpoch are rewritten in it). ``validate`` runs the
         native checks; pass False only for bytes validated already.
         ``assign_offsets=False`` keeps the batches' own offsets (a replica
         copying its leader), which must start at or after the log end.
+        ``defer_flush``: the caller makes the batches durable itself (group
+        commit, durability.py), so flush.messages does not fsync here.
         Raises CorruptRecordError or RecordTooLargeError having written
         nothing, KafkaStorageError when the write fails."""
         try:
@@ -175,7 +177,7 @@ class Log:
         segment.append(records, batches)
         self._log_end_offset = next_offset
         self._unflushed_messages += records_count
-        if self._unflushed_messages >= self.config.flush_messages:
+        if not defer_flush and self._unflushed_messages >= self.config.flush_messages:
             self.flush()
         log_append_time = max_timestamp if infos[0][4] & 0x08 else -1
         return AppendInfo(first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp,

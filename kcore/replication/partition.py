@@ -6,22 +6,31 @@ producer-state check (a retry of one of the last 5 batches gets its original
 offset back) -> optional conversion to the topic's compression.type or
 LogAppendTime -> Log.append (offsets patched in place) -> producer state ->
 high watermark. On one node the ISR is this broker alone and the high
-watermark follows the log end offset.
+watermark follows the log end offset, or, with flush.messages=1, the
+offset below which the log is on disk (group commit, log/durability.py):
+an append then returns a future the produce handler awaits before it
+acknowledges, and consumers see nothing that is not synced yet. A failed
+fsync truncates the log back to the high watermark (nothing past it was
+acknowledged) and reloads the producer state, so retries append afresh.
 
 Not safe across await: every method runs to completion on the event loop.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from kcore._native import records as native_records
+from kcore.log.durability import SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.protocol import records as record_codec
+
+logger = logging.getLogger(__name__)
 
 # Kafka error codes raised from here.
 CORRUPT_MESSAGE = 2
@@ -58,6 +67,9 @@ class ProduceResult:
     log_append_time: int
     log_start_offset: int
     duplicate: bool = False
+    # flush.messages=1: resolves once the batch is on disk (group commit);
+    # fails with PartitionError(KAFKA_STORAGE_ERROR) if the fsync fails.
+    durable: asyncio.Future | None = None
 
 
 class Partition:
@@ -76,10 +88,23 @@ class Partition:
         self.producers = ProducerStateManager(log.dir, producer_expiration_ms)
         self._waiters: list[asyncio.Future] = []
         self._load_producer_state()
+        if self.durable:
+            # Whatever a crash left in the page cache becomes durable before
+            # the high watermark covers it.
+            log.flush()
         self.high_watermark = log.log_end_offset
 
+    @property
+    def durable(self) -> bool:
+        """flush.messages=1: acknowledge and expose only synced data."""
+        return self.configs.get("flush.messages") == 1
+
     # -- produce ---------------------------------------------------------------
-    def append_records_to_leader(self, records: memoryview, required_acks: int) -> ProduceResult:
+    def append_records_to_leader(self, records: memoryview, required_acks: int,
+                                 syncer: Any = None) -> ProduceResult:
+        """Append one produced batch. With flush.messages=1 and a group
+        commit ``syncer`` the result's ``durable`` future says when it is
+        on disk; without a syncer the log is fsynced here, before return."""
         batches = self._validate(records)
         if required_acks == -1 and len(self.isr) < self.configs["min.insync.replicas"]:
             raise PartitionError(NOT_ENOUGH_REPLICAS,
@@ -94,10 +119,13 @@ class Partition:
             except ProducerStateError as exc:
                 raise PartitionError(exc.error_code, str(exc)) from None
             if original is not None:
-                return ProduceResult(original.first_offset, -1, self.log.log_start_offset, True)
+                # The original may still wait for its fsync.
+                return ProduceResult(original.first_offset, -1, self.log.log_start_offset, True,
+                                     self._make_durable(syncer))
         buffer, log_append_time = self._convert(records, attributes)
+        durable = self.durable
         try:
-            info = self.log.append(buffer, self.leader_epoch, validate=False)
+            info = self.log.append(buffer, self.leader_epoch, validate=False, defer_flush=durable)
         except LogError as exc:
             raise PartitionError(exc.error_code, str(exc)) from exc
         except OSError as exc:
@@ -106,8 +134,11 @@ class Partition:
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
                                   info.first_offset, max_timestamp,
                                   bool(attributes & TRANSACTIONAL_BIT))
-        self.maybe_advance_high_watermark()
-        return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset)
+        if not durable:
+            self.maybe_advance_high_watermark()
+            return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset)
+        return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
+                             durable=self._make_durable(syncer))
 
     def _validate(self, records: memoryview) -> list[tuple]:
         try:
@@ -149,12 +180,63 @@ class Partition:
         buffer[CRC_AT:CRC_AT + 4] = crc.to_bytes(4, "big")
         return buffer, now
 
+    # -- durability -------------------------------------------------------------------
+    def _make_durable(self, syncer: Any) -> asyncio.Future | None:
+        """Ask for the log to be synced up to its end; the future (None when
+        nothing waits) resolves when it is, and the high watermark follows."""
+        target = self.log.log_end_offset
+        if not self.durable or target <= self.high_watermark:
+            return None
+        if syncer is None:
+            try:
+                self.log.flush()
+            except LogError as exc:
+                self._truncate_unsynced(exc)
+                raise PartitionError(KAFKA_STORAGE_ERROR, str(exc)) from exc
+            self._advance_high_watermark_to(target)
+            return None
+        synced = syncer.sync(self.log, target)
+        synced.add_done_callback(self._on_synced)
+        result = asyncio.get_running_loop().create_future()
+        synced.add_done_callback(lambda done: _relay(done, result))
+        return result
+
+    def _on_synced(self, future: asyncio.Future) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is None:
+            self._advance_high_watermark_to(future.result())
+        elif isinstance(exc, SyncFailedError):
+            self._truncate_unsynced(exc)
+
+    def _truncate_unsynced(self, cause: Exception) -> None:
+        """After a failed fsync nothing past the high watermark is trusted
+        (and none of it was acknowledged): cut it off and forget the
+        producer state it carried, so retried batches are appended again."""
+        if self.log.log_end_offset <= self.high_watermark:
+            return
+        logger.error("%s-%d: truncating unsynced offsets [%d, %d) after %s", self.topic, self.index,
+                  self.high_watermark, self.log.log_end_offset, cause)
+        try:
+            self.log.truncate_to(self.high_watermark)
+            self._load_producer_state()
+        except (LogError, OSError) as exc:
+            logger.error("%s-%d: truncation after a failed fsync failed: %s", self.topic, self.index, exc)
+
     # -- high watermark and waiters ------------------------------------------------
     def maybe_advance_high_watermark(self) -> None:
-        # One replica: everything appended is replicated. (Durable mode moves
-        # this behind the last fsync; a cluster behind the ISR's minimum LEO.)
-        new_hw = self.log.log_end_offset
-        if new_hw != self.high_watermark:
+        # One replica: everything appended is replicated. With flush.messages=1
+        # the high watermark moves only when a sync completes
+        # (_advance_high_watermark_to); a cluster would stop at the ISR's
+        # minimum LEO.
+        if not self.durable and self.log.log_end_offset != self.high_watermark:
+            self.high_watermark = self.log.log_end_offset
+            self.wake_waiters()
+
+    def _advance_high_watermark_to(self, offset: int) -> None:
+        new_hw = min(offset, self.log.log_end_offset)
+        if new_hw > self.high_watermark:
             self.high_watermark = new_hw
             self.wake_waiters()
 
@@ -253,6 +335,20 @@ class Partition:
                 continue
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
                                   base_offset, max_timestamp, bool(attributes & TRANSACTIONAL_BIT))
+
+
+def _relay(source: asyncio.Future, target: asyncio.Future) -> None:
+    """Copy a sync outcome to the produce handler's future, as a
+    PartitionError it can answer with."""
+    if target.done():
+        return
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        exc = source.exception()
+        target.set_exception(PartitionError(getattr(exc, "error_code", KAFKA_STORAGE_ERROR), str(exc)))
+    else:
+        target.set_result(source.result())
 
 
 def iter_batch_headers(log: Any, start_offset: int):

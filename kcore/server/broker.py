@@ -21,6 +21,7 @@ from kcore.controller.producer_ids import ProducerIdManager
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
+from kcore.log.durability import open_syncer
 from kcore.log.manager import LogManager
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.server.config import BrokerConfig, ConfigError, parse_topic_configs
@@ -63,12 +64,18 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._connection_ids = itertools.count()
         self._stopped = asyncio.Event()
+        self.log_syncer = None  # group commit for flush.messages=1, made in start()
 
     # -- start / stop -------------------------------------------------------
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            self.log_syncer, durability = open_syncer(loop)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        log.info("%s", durability)
         self._open_partitions()
         self.group_coordinator.start()
-        loop = asyncio.get_running_loop()
         for name, host, port in self.config.listener_addresses():
             server = await loop.create_server(
                 lambda name=name: self._new_connection(name), host or None, port,
@@ -106,6 +113,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.log_syncer is not None:
+            await self.log_syncer.close()
         self.group_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
