@@ -25,9 +25,8 @@ from kcore.client import (
     ACKS_ALL,
     Admin,
     AlterConfigOp,
-    BrokerConnectionError,
+    ClientError,
     ConfigResourceType,
-    ConfigSource,
     EARLIEST_TIMESTAMP,
     Consumer,
     KafkaClient,
@@ -180,10 +179,7 @@ def _run(coroutine) -> int:
         runner = asyncio.run
     try:
         return runner(coroutine)
-    except KafkaError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except BrokerConnectionError as exc:
+    except ClientError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -244,8 +240,7 @@ async def _topics_describe(args) -> int:
 def describe_topic_text(topic, configs) -> str:
     """kafka-topics --describe style: one topic line, then one line per partition."""
     overrides = ",".join(f"{c.name}={'<sensitive>' if c.is_sensitive else c.value}"
-                         for c in configs if c.source not in (ConfigSource.DEFAULT_CONFIG,
-                                                               ConfigSource.UNKNOWN))
+                         for c in configs if not c.is_default)
     replication = max((len(p.replicas) for p in topic.partitions.values()), default=0)
     lines = [f"Topic: {topic.name}\tPartitionCount: {topic.num_partitions}\t"
              f"ReplicationFactor: {replication}\tConfigs: {overrides}"]

@@ -64,13 +64,10 @@ class NewTopic:
 class ConfigEntry:
     name: str
     value: str | None
-    source: ConfigSource
+    source: ConfigSource      # UNKNOWN from DescribeConfigs v0
+    is_default: bool
     read_only: bool = False
     is_sensitive: bool = False
-
-    @property
-    def is_default(self) -> bool:
-        return self.source is ConfigSource.DEFAULT_CONFIG
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +171,15 @@ class Admin:
 
 def _config_entry(config, version: int) -> ConfigEntry:
     if version == 0:
-        source = ConfigSource.DEFAULT_CONFIG if config.is_default else ConfigSource.UNKNOWN
+        source, is_default = ConfigSource.UNKNOWN, config.is_default
     else:
         try:
             source = ConfigSource(config.config_source)
         except ValueError:
             source = ConfigSource.UNKNOWN
-    return ConfigEntry(config.name, config.value, source, config.read_only, config.is_sensitive)
+        is_default = source is ConfigSource.DEFAULT_CONFIG
+    return ConfigEntry(config.name, config.value, source, is_default, config.read_only,
+                       config.is_sensitive)
 
 
 def _raise_first(results: Iterable[tuple[int, str | None, str]]) -> None:
