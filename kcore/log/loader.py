@@ -1,14 +1,20 @@
 """Opening a partition directory: cleanup, segment loading and recovery.
 
-Kafka ``LogLoader``, reduced to what a log without compaction needs:
+Kafka ``LogLoader``:
 
-1. Leftovers of interrupted file operations go: ``*.deleted`` (removal was
-   pending), ``*.cleaned`` / ``*.swap`` (compaction output), ``*.tmp``, and
-   index files whose ``.log`` is gone.
-2. Every ``<base>.log`` is opened. After a clean shutdown its state comes
+1. An interrupted compaction swap (``Log.replace_segments``) is finished:
+   a ``<base>.log.swap`` exists only once the cleaned segment was complete
+   and fsynced and the swap decided, so every segment whose base offset
+   lies in [base, the swap's next offset) goes and the ``.swap`` files take
+   their final names (an index without its ``.swap`` is rebuilt).
+2. Leftovers of interrupted file operations go: ``*.deleted`` (removal was
+   pending), ``*.cleaned`` (compaction output not yet swapped), ``*.swap``
+   without a ``.log.swap``, ``*.tmp``, and index files whose ``.log`` is
+   gone.
+3. Every ``<base>.log`` is opened. After a clean shutdown its state comes
    from the indexes plus a header walk of the tail; an index that is
    missing or fails its sanity check is rebuilt from the data.
-3. After an unclean stop, every segment from the one holding the recovery
+4. After an unclean stop, every segment from the one holding the recovery
    point onwards is recovered: batches are checked (size, CRC-32C, offsets)
    and the indexes rebuilt. The first torn or corrupt batch ends the log:
    its segment is truncated there and every later segment deleted.
@@ -18,9 +24,12 @@ Runs once per partition at startup, before the Log serves anything.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 
+from kcore._native import segment as native_segment
+from kcore.log.checkpoints import fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
                                LogSegment)
@@ -29,6 +38,43 @@ log = logging.getLogger(__name__)
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+_SWAP_FILE = re.compile(r"^(\d{20})\.log\.swap$")
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex")
+
+
+def complete_swaps(directory: Path) -> int:
+    """Finish every compaction swap a crash interrupted (step 1 of the
+    module docstring); returns how many there were."""
+    swaps = sorted(int(m.group(1)) for m in map(_SWAP_FILE.match, os.listdir(directory)) if m)
+    for base in swaps:
+        stem = directory / f"{base:020d}"
+        swap = Path(f"{stem}{LOG_SUFFIX}.swap")
+        next_offset = _next_offset(swap, base)
+        replaced = [b for b in _segment_bases(directory) if base <= b < max(next_offset, base + 1)]
+        log.warning("%s: finishing an interrupted compaction swap over segments %s", swap, replaced)
+        _delete_later(directory, replaced)
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            index_swap = Path(f"{stem}{suffix}.swap")
+            if index_swap.exists():
+                os.replace(index_swap, f"{stem}{suffix}")
+        os.replace(swap, f"{stem}{LOG_SUFFIX}")
+    if swaps:
+        fsync_dir(directory)
+    return len(swaps)
+
+
+def _next_offset(path: Path, base: int) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _, batches, next_offset, _, _ = native_segment.walk_headers(fd, 0, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return next_offset if batches else base
+
+
+def _segment_bases(directory: Path) -> list[int]:
+    return sorted(int(name[:20]) for name in os.listdir(directory)
+                  if (match := _SEGMENT_FILE.match(name)) and match.group(2) == LOG_SUFFIX)
 
 
 def remove_leftovers(directory: Path) -> list[int]:
@@ -53,6 +99,7 @@ def remove_leftovers(directory: Path) -> list[int]:
 def load_segments(directory: Path, config: LogConfig, recovery_point: int,
                   clean_shutdown: bool) -> list[LogSegment]:
     """Open (and where needed recover) every segment, oldest first."""
+    complete_swaps(directory)
     bases = remove_leftovers(directory)
     segments: list[LogSegment] = []
     try:
@@ -80,5 +127,5 @@ def load_segments(directory: Path, config: LogConfig, recovery_point: int,
 
 def _delete_later(directory: Path, bases: list[int]) -> None:
     for base in bases:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex"):
+        for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES):
             (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)

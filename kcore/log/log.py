@@ -18,6 +18,7 @@ partition; no method awaits, so each call is atomic on that loop.
 from __future__ import annotations
 
 import bisect
+import os
 import shutil
 import struct
 import time
@@ -31,9 +32,15 @@ from kcore.log.errors import (CorruptRecordError, KafkaStorageError, OffsetOutOf
                               RecordTooLargeError)
 from kcore.log.file_slice import FileSlice
 from kcore.log.loader import load_segments
-from kcore.log.segment import LOG_SUFFIX, LogSegment, segment_name
+from kcore.log.segment import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
+                               segment_name)
 
 _BASE_OFFSET = struct.Struct(">q")
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+# The .log goes last in each rename round: loader.py reads a ``.log.swap``
+# as "this swap was decided", anything else as leftovers.
+_SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
 _INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
 
 
@@ -422,6 +429,50 @@ class Log:
             return False
         self._log_start_offset = offset
         return True
+
+    # -- compaction ---------------------------------------------------------------------------
+    def replace_segments(self, base_offset: int, old_segments: list[LogSegment]) -> LogSegment:
+        """Swap the compacted segment written as
+        ``<base_offset>.{log,index,timeindex}.cleaned`` in for
+        ``old_segments``, a run of inactive segments of this log starting at
+        ``base_offset`` (Kafka ``LocalLog.replaceSegments``). Order, each
+        step crash-safe (loader.py finishes or drops what a crash leaves):
+        ``.cleaned`` -> ``.swap``; old segments -> ``.deleted`` (their fds
+        stay open file.delete.delay.ms for in-flight fetches); ``.swap`` ->
+        final names. Raises ValueError, touching nothing, when the run is
+        no longer a run of this log's inactive segments."""
+        start = self._run_of(old_segments)
+        if old_segments[0].base_offset != base_offset:
+            raise ValueError(f"cleaned segment {base_offset} does not start at "
+                             f"{old_segments[0].base_offset}")
+        stem = self.dir / segment_name(base_offset)
+        names = [stem.with_name(stem.name + suffix) for suffix in _SWAP_ORDER]
+        try:
+            for name in names:
+                os.replace(f"{name}{CLEANED_SUFFIX}", f"{name}{SWAP_SUFFIX}")
+            fsync_dir(self.dir)
+            for segment in old_segments:
+                self._schedule_delete(segment)
+            for name in names:
+                os.replace(f"{name}{SWAP_SUFFIX}", name)
+            fsync_dir(self.dir)
+            segment = LogSegment.open(self.dir, base_offset, self.config)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot swap cleaned segment {stem}: {exc}") from exc
+        self._segments[start:start + len(old_segments)] = [segment]
+        self._bases[start:start + len(old_segments)] = [base_offset]
+        return segment
+
+    def _run_of(self, segments: list[LogSegment]) -> int:
+        for i, candidate in enumerate(self._segments[:-1]):
+            if segments and candidate is segments[0]:
+                run = self._segments[i:i + len(segments)]
+                if i + len(segments) < len(self._segments) and all(
+                        a is b for a, b in zip(run, segments)):
+                    return i
+                break
+        raise ValueError(f"{segments} are no longer inactive segments of "
+                         f"{self.topic}-{self.partition}")
 
     # -- durability and lifecycle --------------------------------------------------------
     def flush(self, up_to_offset: int | None = None) -> None:
