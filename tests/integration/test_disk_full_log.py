@@ -1,0 +1,92 @@
+"""The partition log on a really full file system (a small tmpfs): a write
+that fails with ENOSPC is cut back to the last whole batch and reported as
+KAFKA_STORAGE_ERROR; nothing half-written stays for later appends to build
+on, and appends resume once space returns. ``mounted_tmpfs`` and ``fill``
+serve the other disk-full tests too."""
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from kcore.log.config import LogConfig
+from kcore.log.errors import KafkaStorageError
+from kcore.log.log import Log
+from tests.faults.test_log_faults import assert_prefix_of_written_batches, batch_for
+
+
+@contextmanager
+def mounted_tmpfs(path: Path, size: str, read_only: bool = False):
+    """Mount a tmpfs of ``size`` (e.g. "8m") at ``path``; skip the test if
+    this user may not mount."""
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if read_only else "")
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                              capture_output=True, text=True)
+    except OSError as exc:
+        pytest.skip(f"cannot run mount here: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(directory: Path, leave_bytes: int) -> Path:
+    """Write a filler file until at most ``leave_bytes`` remain free."""
+    filler = directory / "filler"
+    stat = os.statvfs(directory)
+    free = stat.f_bavail * stat.f_frsize
+    with open(filler, "wb") as f:
+        chunk = bytes(1 << 16)
+        remaining = max(0, free - leave_bytes)
+        try:
+            while remaining > 0:
+                remaining -= f.write(chunk[:min(len(chunk), remaining)])
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+    return filler
+
+
+VALUE_BYTES = 20_000  # ~5 pages per batch: the failing write is a partial one
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    with mounted_tmpfs(tmp_path / "fs", "2m") as path:
+        yield path
+
+
+def test_enospc_mid_batch_leaves_only_whole_batches_and_appends_resume(small_fs):
+    log = Log.open(small_fs / "t-0", LogConfig(segment_bytes=64 << 20))
+    filler = fill(small_fs, leave_bytes=200_000)
+    appended = 0
+    with pytest.raises(KafkaStorageError, match="No space left") as failure:
+        for offset in range(100):
+            log.append(batch_for(offset, VALUE_BYTES), 0)
+            appended += 1
+    assert failure.value.error_code == 56
+    assert 0 < appended < 100
+    segment = log.active_segment
+    assert os.fstat(segment.fd).st_size == segment.size  # nothing past the last whole batch
+    assert log.log_end_offset == appended
+    assert_prefix_of_written_batches(log)
+    with pytest.raises(KafkaStorageError):
+        log.append(batch_for(appended, VALUE_BYTES), 0)  # still full: the same answer
+    assert log.log_end_offset == appended
+    filler.unlink()
+    for offset in range(appended, appended + 3):
+        assert log.append(batch_for(offset, VALUE_BYTES), 0).first_offset == offset
+    assert_prefix_of_written_batches(log)
+    log.close()
+    reopened = Log.open(small_fs / "t-0", LogConfig(segment_bytes=64 << 20), recovery_point=0)
+    assert reopened.log_end_offset == appended + 3
+    assert_prefix_of_written_batches(reopened)
+    reopened.close()
