@@ -1,5 +1,8 @@
 """IncrementalAlterConfigs (key 44): SET, DELETE, APPEND or SUBTRACT single
-keys of a topic's overrides; the rest stay as they are."""
+keys of a topic's overrides; the rest stay as they are.
+
+APPEND and SUBTRACT apply only to list configs (cleanup.policy here) and
+start from the topic's effective value, override or default, as Kafka does."""
 from __future__ import annotations
 
 from kcore.controller.local import TopicError
@@ -13,15 +16,19 @@ async def handle(broker, context, request):
     body = request.body
     responses = []
     for resource in body.resources:
+        defaults = broker.config.topic_defaults()
         code, message = alter(broker, resource, body.validate_only,
-                              lambda current, r=resource: _apply(current, r.configs))
+                              lambda current, r=resource: _apply(current, r.configs, defaults))
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def _apply(current: dict[str, str], changes) -> dict[str, str]:
+LIST_CONFIGS = frozenset({"cleanup.policy"})
+
+
+def _apply(current: dict[str, str], changes, defaults: dict) -> dict[str, str]:
     for change in changes:
         op = change.config_operation
         if op == SET:
@@ -29,7 +36,12 @@ def _apply(current: dict[str, str], changes) -> dict[str, str]:
         elif op == DELETE:
             current.pop(change.name, None)
         elif op in (APPEND, SUBTRACT):
-            items = [v for v in (current.get(change.name) or "").split(",") if v]
+            if change.name not in LIST_CONFIGS:
+                raise TopicError(ErrorCode.INVALID_CONFIG,
+                                 f"config value append/subtract is not allowed for config key: "
+                                 f"{change.name}")
+            effective = current.get(change.name, defaults.get(change.name))
+            items = [v for v in str(effective or "").split(",") if v]
             values = [v for v in (change.value or "").split(",") if v]
             if op == APPEND:
                 items += [v for v in values if v not in items]

@@ -181,3 +181,22 @@ def test_unclean_restart_keeps_topics_and_data(broker):
     metadata = client.request(ApiKey.METADATA, 8, {"topics": [{"name": "r"}], "allow_auto_topic_creation": False})
     assert len(metadata.topics[0].partitions) == 3
     assert [r.value for r in record_codec.iter_records(bytes(fetch(client, "r", 0).records))] == [b"p0"]
+
+
+def test_incremental_append_starts_from_default_and_only_for_lists(broker):
+    client = WireClient(broker.port)
+    create_topic(client, "q")
+
+    def change(name, value, op):
+        response = client.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {
+            "resources": [{"resource_type": 2, "resource_name": "q",
+                           "configs": [{"name": name, "config_operation": op, "value": value}]}],
+            "validate_only": False})
+        return response.responses[0].error_code
+
+    assert change("cleanup.policy", "compact", 2) == ErrorCode.NONE
+    assert change("retention.ms", "1", 2) == ErrorCode.INVALID_CONFIG
+    response = client.request(ApiKey.DESCRIBE_CONFIGS, 2, {
+        "resources": [{"resource_type": 2, "resource_name": "q", "configuration_keys": ["cleanup.policy"]}],
+        "include_synonyms": False})
+    assert set(response.results[0].configs[0].value.split(",")) == {"compact", "delete"}
