@@ -280,6 +280,10 @@ class BrokerConfig:
             result[name] = self._values[synonym] if synonym else literal
         result["retention.ms"] = self.retention_ms()
         result["segment.ms"] = self.roll_ms()
+        # Kafka: log.flush.interval.ms, or log.flush.scheduler.interval.ms when unset.
+        flush_ms = self._values["log.flush.interval.ms"]
+        result["flush.ms"] = (flush_ms if flush_ms is not None
+                              else self._values["log.flush.scheduler.interval.ms"])
         return result
 
     def _validate_listeners(self) -> None:

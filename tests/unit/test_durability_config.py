@@ -1,0 +1,52 @@
+"""The durability policy from Kafka's settings: broker log.flush.interval.*
+reach every topic as flush.*, a topic may override them, page-cache mode
+flushes on flush.messages / flush.ms only, and flush.messages=1 is the
+fsync-before-ack mode."""
+from __future__ import annotations
+
+from kcore.log.log import Log
+from kcore.log.manager import LogManager
+from kcore.replication.partition import Partition
+from kcore.server.config import LONG_MAX, BrokerConfig, parse_topic_configs
+from tests.unit.conftest import make_batch
+
+
+def test_broker_flush_settings_become_topic_defaults():
+    defaults = BrokerConfig({}).topic_defaults()
+    assert (defaults["flush.messages"], defaults["flush.ms"]) == (LONG_MAX, LONG_MAX)
+    configured = BrokerConfig({"log.flush.interval.messages": "1",
+                               "log.flush.interval.ms": "250"}).topic_defaults()
+    assert (configured["flush.messages"], configured["flush.ms"]) == (1, 250)
+    scheduler = BrokerConfig({"log.flush.scheduler.interval.ms": "3000"}).topic_defaults()
+    assert scheduler["flush.ms"] == 3000
+
+
+def test_topic_flush_messages_one_makes_one_partition_durable(tmp_path):
+    defaults = BrokerConfig({}).topic_defaults()
+    synced = Partition("a", 0, Log.open(tmp_path / "a-0"),
+                       {**defaults, **parse_topic_configs({"flush.messages": "1"})}, broker_id=0)
+    cached = Partition("b", 0, Log.open(tmp_path / "b-0"), defaults, broker_id=0)
+    assert synced.durable and not cached.durable
+    synced.close()
+    cached.close()
+
+
+def test_page_cache_mode_flushes_every_flush_messages_messages(tmp_path):
+    manager = LogManager([tmp_path], {"flush.messages": 3})
+    log = manager.get_or_create_log("t", 0)
+    log.append(make_batch(2), 0)
+    assert log.recovery_point == 0
+    log.append(make_batch(1), 0)
+    assert log.recovery_point == 3
+    manager.shutdown()
+
+
+def test_page_cache_mode_flushes_on_flush_ms_from_the_background_task(tmp_path):
+    manager = LogManager([tmp_path], BrokerConfig({"log.flush.interval.ms": "0"}).topic_defaults())
+    eager = manager.get_or_create_log("eager", 0)
+    lazy = manager.get_or_create_log("lazy", 0, {"flush.ms": LONG_MAX})
+    for item in (eager, lazy):
+        item.append(make_batch(4), 0)
+    manager.flush_dirty_logs()
+    assert (eager.recovery_point, lazy.recovery_point) == (4, 0)
+    manager.shutdown()
