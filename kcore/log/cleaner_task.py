@@ -142,6 +142,7 @@ class CleaningTask:
         self._producer_last_offsets: dict[int, int] = {}
         self._txn_has_data: dict[int, bool] = {}
         self._next_horizon: int | None = None
+        self._count = 0  # segments this pass covers, from the first
         self._fds: list[int] = []
         try:
             for segment in self.segments:
@@ -153,21 +154,21 @@ class CleaningTask:
     # -- the pass ------------------------------------------------------------------------
     def steps(self) -> Generator[Offload | None, Any, CleanResult]:
         started = time.monotonic()
+        end_offset, completed = self.first_dirty_offset, True
         try:
             yield from self._scan_producers()
-            count = yield from self._build_offset_map()
-            end_offset = self.ends[count - 1] if count else self.first_dirty_offset
-            completed = True
-            try:
-                for group in self._group_segments(count):
-                    yield from self._clean_group(group)
-            except CleaningAbortedError:
-                completed = False
-            self.stats.elapsed_s = time.monotonic() - started
-            return CleanResult(self.first_dirty_offset, end_offset, completed,
-                               self._next_horizon, self.stats)
+            self._count = yield from self._build_offset_map()
+            if self._count:
+                end_offset = self.ends[self._count - 1]
+            for group in self._group_segments(self._count):
+                yield from self._clean_group(group)
+        except CleaningAbortedError:
+            completed = False
         finally:
             self._close()
+        self.stats.elapsed_s = time.monotonic() - started
+        return CleanResult(self.first_dirty_offset, end_offset, completed, self._next_horizon,
+                           self.stats)
 
     def _close(self) -> None:
         for fd in self._fds:
@@ -197,7 +198,9 @@ class CleaningTask:
             yield batch, header
             position += batch_size
 
-    def _corrupt(self, index: int, position: int, what: str) -> KafkaStorageError:
+    def _corrupt(self, index: int, position: int, what: str) -> Exception:
+        if self._changed(index):
+            return CleaningAbortedError(f"{self.segments[index].log_path} changed during cleaning")
         return KafkaStorageError(f"{self.segments[index].log_path}: bad {what} at position "
                                  f"{position}; not cleaning this log")
 
@@ -317,13 +320,19 @@ class CleaningTask:
             written += _write_all(fd, out, written)
         return written
 
+    def _changed(self, index: int) -> bool:
+        segment = self.segments[index]
+        return segment.deleted or segment.fd < 0 or segment.size != self.sizes[index]
+
     def _swap(self, group: list[int], base: int) -> None:
-        old = [self.segments[i] for i in group]
-        for segment, i in zip(old, group):
-            if segment.deleted or segment.fd < 0 or segment.size != self.sizes[i]:
-                raise CleaningAbortedError(f"{segment.log_path} changed during cleaning")
+        # The offset map came from every segment of the pass: if any not yet
+        # swapped changed (truncated, deleted), the map may be stale.
+        for index in range(group[0], self._count):
+            if self._changed(index):
+                raise CleaningAbortedError(
+                    f"{self.segments[index].log_path} changed during cleaning")
         try:
-            self.log.replace_segments(base, old)
+            self.log.replace_segments(base, [self.segments[i] for i in group])
         except ValueError as exc:
             raise CleaningAbortedError(str(exc)) from exc
 
