@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcore._native import records as native_records
+from kcore.log.cleaner_records import has_null_key
 from kcore.log.durability import SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
@@ -158,6 +159,8 @@ class Partition:
                                  f"unknown compression codec {attributes & 0x07}")
         if attributes & CONTROL_BIT:
             raise PartitionError(INVALID_RECORD, "clients may not write control batches")
+        if self.log.config.compact and has_null_key(records):
+            raise PartitionError(INVALID_RECORD, "a compacted topic takes only records with a key")
         return batches
 
     def _convert(self, records: memoryview, attributes: int) -> tuple[Any, int]:

@@ -21,6 +21,7 @@ from kcore.controller.producer_ids import ProducerIdManager
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
+from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import open_syncer
 from kcore.log.manager import LogManager
 from kcore.replication.replica_manager import ReplicaManager
@@ -47,6 +48,8 @@ class Broker:
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
                                       high_watermark_of=self._high_watermark_of)
+        self.log_cleaner = LogCleaner(self.log_manager, config["log.cleaner.backoff.ms"],
+                                      enabled=config["log.cleaner.enable"])
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
                                               config.topic_defaults(),
                                               config["producer.id.expiration.ms"])
@@ -88,6 +91,7 @@ class Broker:
             PRODUCER_SNAPSHOT_INTERVAL_S, self.replica_manager.snapshot_producer_states)))
         self._tasks.append(loop.create_task(self._every(
             FLUSH_CHECK_INTERVAL_S, self.log_manager.flush_dirty_logs)))
+        self._tasks.append(loop.create_task(self.log_cleaner.run()))
         log.info("broker %d started (cluster id %s, %d partitions)", self.config.broker_id,
                  self.controller.cluster_id, len(self.replica_manager.partitions))
 

@@ -110,6 +110,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
     _key("log.cleanup.policy", _cleanup_policy, "delete", "delete, compact or both."),
     _key("log.cleaner.enable", _bool, True, "Run the log cleaner for compacted topics."),
+    _key("log.cleaner.backoff.ms", _at_least(1), 15000, "Pause of the log cleaner when no log needs cleaning."),
     _key("log.cleaner.delete.retention.ms", int, _DAY_MS, "How long tombstones stay after compaction."),
     _key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "Dirty ratio above which a log is compacted."),
     _key("log.cleaner.min.compaction.lag.ms", int, 0, "Minimum age of a record before it may be compacted."),
