@@ -277,7 +277,8 @@ def test_describe_list_delete_groups_and_offset_delete(client):
         live, dead = described.groups
         assert (live.group_state, live.protocol_type, live.protocol_data) == ("Stable", "consumer", "range")
         member = live.members[0]
-        assert (member.member_id, member.member_metadata, member.member_assignment) == (member_id, SUB, b"mine")
+        assert (member.member_id, member.member_metadata, member.member_assignment) == (
+            member_id, SUB, b"mine")
         assert member.client_id == "kcore-tests" and member.client_host == "/127.0.0.1"
         assert member.group_instance_id == ("inst" if version >= 4 else None)
         assert (dead.error_code, dead.group_state, dead.members) == (E.NONE, "Dead", [])
@@ -348,7 +349,8 @@ def test_committed_offsets_and_groups_survive_broker_restart(broker_factory, cle
     client = WireClient(process.port)
     try:
         fetched = fetch_offsets(client, group, [("t", 0), ("t", 1)])
-        assert [(p.committed_offset, p.metadata) for p in fetched.topics[0].partitions] == [(123, "m"), (45, "")]
+        assert [(p.committed_offset, p.metadata) for p in fetched.topics[0].partitions] == [
+            (123, "m"), (45, "")]
         assert heartbeat(client, group, generation, member_id) == E.NONE
         assert sync(client, group, generation, member_id).assignment == b"mine"
     finally:
