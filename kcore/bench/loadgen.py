@@ -35,6 +35,8 @@ PROGRESS_INTERVAL_S = 0.25
 DRAIN_IDLE_S = 1.0
 DRAIN_DEADLINE_S = 15.0
 CATCH_UP_TIMEOUT_S = 300.0
+# Catch-up: give up when no message arrived for this long (a stuck client).
+CATCH_UP_STALL_S = 30.0
 # Tail mode: poll this long before saying ready, so every partition's
 # "latest" offset is resolved and the first fetches are parked at the end.
 TAIL_WARMUP_S = 1.0
@@ -162,7 +164,10 @@ def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
     errors = []
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     next_progress = time.monotonic() + PROGRESS_INTERVAL_S
-    while seen < expected and time.monotonic() < deadline:
+    last_message = time.monotonic()
+    while seen < expected and time.monotonic() < deadline \
+            and time.monotonic() - last_message < CATCH_UP_STALL_S:
+        before = seen
         # A batch call waits for all n messages or its timeout: never ask
         # for more than are left.
         for message in consumer.consume(min(10_000, expected - seen), 0.5):
@@ -171,6 +176,8 @@ def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
                 seen_bytes += len(message.value())
             elif len(errors) < 5 and not message.error().code() == -191:  # -191: partition EOF
                 errors.append(str(message.error()))
+        if seen > before:
+            last_message = time.monotonic()
         if time.monotonic() >= next_progress:
             emit(f"progress {seen}")
             next_progress = time.monotonic() + PROGRESS_INTERVAL_S

@@ -31,7 +31,11 @@ def run_workload(target, running, setup, workload, workdir: Path, progress: bool
     """Run ``workload`` on ``running`` (already started with ``setup``) and
     return its metrics (flat dict of numbers)."""
     topic = f"bench-{workload.name}-{uuid.uuid4().hex[:8]}"
-    target.create_topic(running, topic, workload.partitions)
+    if running.client_netns:
+        from kcore.bench.network import in_netns
+        in_netns(running.client_netns, target.create_topic, running, topic, workload.partitions)
+    else:
+        target.create_topic(running, topic, workload.partitions)
     context = _Context(target, running, workload, topic, workdir, progress)
     sampler = measure.BrokerSampler(running.pid)
     try:
@@ -65,9 +69,12 @@ class _Context:
                 **self.target.client_config}
 
     def consumer_config(self, tail: bool) -> dict:
+        # max.partition.fetch.bytes at Kafka's and librdkafka's default (1 MiB):
+        # Kafka 0.9's Fetch has no total limit, and 16 partitions x 10 MiB
+        # overflows librdkafka's 100 MB receive.message.max.bytes.
         config = {"bootstrap.servers": self.running.bootstrap, "group.id": f"bench-{self.topic}",
                   "enable.auto.commit": False, "enable.auto.offset.store": False,
-                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 1_048_576,
                   "auto.offset.reset": "latest" if tail else "earliest",
                   **self.target.client_config}
         if tail:

@@ -133,7 +133,7 @@ class Sweep:
             running = environment.start(target, workloads[0])
             for workload in workloads:
                 records.append(self._one(config, target, running, workload, round_index, workdir))
-        except (Unsupported, OSError, RuntimeError, subprocess.SubprocessError) as error:
+        except Exception as error:  # noqa: BLE001 - recorded, and the sweep goes on
             status = "skipped" if isinstance(error, Unsupported) else "failed"
             done = {r["workload"]["name"] for r in records}
             records += [self._record(config, target, w, round_index, status, str(error)[-1500:])
@@ -148,8 +148,9 @@ class Sweep:
     def _one(self, config, target, running, workload, round_index: int, workdir: Path) -> dict:
         try:
             metrics = run_workload(target, running, config.setup, workload, workdir, self.progress)
-        except (RuntimeError, OSError) as error:
-            return self._record(config, target, workload, round_index, "failed", str(error)[-1500:])
+        except Exception as error:  # noqa: BLE001 - any failure is this run's result, not the sweep's end
+            return self._record(config, target, workload, round_index, "failed",
+                                f"{type(error).__name__}: {str(error)[-1500:]}")
         record = self._record(config, target, workload, round_index, "ok", None)
         record["metrics"] = metrics
         return record
