@@ -189,6 +189,10 @@ def broker_behind_proxy(data_dir: Path, cut_every_bytes: int, max_cuts: int) -> 
                               port=broker_port)
         try:
             yield broker, proxy
+        except BaseException:
+            print(f"proxy: {proxy.connections} connections, {proxy.torn_requests} torn requests, "
+                  f"{proxy.lost_responses} lost responses\nbroker log:\n{broker.log()}")
+            raise
         finally:
             broker.kill()
 

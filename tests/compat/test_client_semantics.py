@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import (TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, Producer,
                              TopicPartition)
-from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
+from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import MessageSizeTooLargeError, NotEnoughReplicasError
@@ -398,4 +398,89 @@ def test_kafka_python_consumer_kept_open_across_a_sigkill_restart_reads_on_witho
         assert_same_partitions(first + second, consumed)
     finally:
         consumer.close()
+        broker.kill()
+
+
+@pytest.mark.timeout(150)
+def test_idempotent_producer_writing_through_a_sigkill_restart_leaves_no_duplicates_or_gaps(tmp_path):
+    broker, topic = start_broker(tmp_path / "data"), unique_topic("sem-idempotent-kill")
+    messages = idempotence_messages(30_000, "kill")
+    errors, failed, pending_at_kill = [], [], 0
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 2,
+                         "batch.size": 64 * 1024, "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200,
+                         "error_cb": errors.append})
+    try:
+        for index, m in enumerate(messages):
+            if index == len(messages) // 2:
+                pending_at_kill = len(producer)
+                broker.restart(clean=False)
+            while True:
+                try:
+                    producer.produce(topic, m.value, m.key, partition=m.partition, timestamp=m.timestamp,
+                                     on_delivery=lambda error, _msg: error and failed.append(error))
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+        assert producer.flush(90) == 0
+        assert pending_at_kill > 0, "every message was acknowledged before the kill"
+        assert not failed, failed[:3]
+        assert not [e for e in errors if e.fatal()], errors
+        assert_exactly_once(messages, confluent.consume(broker.bootstrap, topic))
+    finally:
+        broker.kill()
+
+
+@pytest.mark.timeout(120)
+def test_topic_with_tiny_segments_reads_back_across_segment_boundaries_and_after_sigkill(tmp_path):
+    broker, topic = start_broker(tmp_path / "data"), unique_topic("sem-tiny-segments")
+    try:
+        create_topic(broker.bootstrap, topic, 2, **{"segment.bytes": "65536"})
+        messages = make_messages(20_000, "segments", partitions=2)
+        confluent.produce(broker.bootstrap, topic, messages, **{"batch.size": 16_384})
+        segments = list((broker.data_dir).glob(f"{topic}-0/*.log"))
+        assert len(segments) > 5, f"only {len(segments)} segments"
+        assert_same_partitions(messages, confluent.consume(broker.bootstrap, topic, partitions=range(2)))
+
+        broker.restart(clean=False)
+        assert_same_partitions(messages, confluent.consume(broker.bootstrap, topic, partitions=range(2)))
+        consumer = confluent.new_consumer(broker.bootstrap)
+        try:
+            for index in (1, 4_321, 9_998):
+                probe = messages[2 * index].timestamp
+                [found] = consumer.offsets_for_times([TopicPartition(topic, 0, probe)], timeout=10)
+                assert found.offset == index, f"timestamp of offset {index} found offset {found.offset}"
+        finally:
+            consumer.close()
+    finally:
+        broker.kill()
+
+
+@pytest.mark.timeout(120)
+def test_size_retention_moves_the_log_start_and_readers_below_it_restart_there(tmp_path):
+    broker = start_broker(tmp_path / "data", {"log.retention.check.interval.ms": "300"})
+    topic = unique_topic("sem-retention")
+    try:
+        create_topic(broker.bootstrap, topic, 1, **{"segment.bytes": "16384", "retention.bytes": "32768"})
+        messages = [Message(0, None, f"retained-{i}".encode(), (), now_ms()) for i in range(10_000)]
+        confluent.produce(broker.bootstrap, topic, messages, **{"batch.size": 4096})
+        admin = confluent.admin_client(broker.bootstrap)
+        wait_until(lambda: confluent.list_offsets(admin, topic, OffsetSpec.earliest()).offset > 0, 20,
+                   "retention to delete the oldest segments")
+        log_start = confluent.list_offsets(admin, topic, OffsetSpec.earliest()).offset
+        assert confluent.list_offsets(admin, topic, OffsetSpec.latest()).offset == len(messages)
+        assert log_start < len(messages) - 100, "retention.bytes keeps the newest segments"
+
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kcore-compat-assign-only",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        try:
+            consumer.assign([TopicPartition(topic, 0, 0)])  # below the log start: OFFSET_OUT_OF_RANGE, reset
+            records, deadline = [], time.monotonic() + READ_TIMEOUT_S
+            while len(records) < len(messages) - log_start and time.monotonic() < deadline:
+                records += [r for r in consumer.consume(1000, 0.5) if r.error() is None]
+        finally:
+            consumer.close()
+        assert [r.offset() for r in records] == list(range(log_start, len(messages)))
+        assert [r.value() for r in records] == [m.value for m in messages[log_start:]]
+    finally:
         broker.kill()

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException,
                              Producer, TopicPartition)
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                   ConfigSource, NewPartitions, NewTopic)
+                                   ConfigSource, NewPartitions, NewTopic, OffsetSpec)
 from confluent_kafka.error import KafkaError
 
 from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_RETENTION_MS,
@@ -38,7 +38,9 @@ def produce(bootstrap: str, topic: str, messages: list[Message], **config) -> No
         else:
             delivered += 1
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
+    client_errors: list[KafkaError] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "error_cb": client_errors.append,
+                         **config})
     deadline = time.monotonic() + PRODUCE_TIMEOUT_S
     for message in messages:
         while True:
@@ -51,7 +53,8 @@ def produce(bootstrap: str, topic: str, messages: list[Message], **config) -> No
                 assert time.monotonic() < deadline, "local produce queue stayed full"
                 producer.poll(0.05)
         producer.poll(0)
-    assert producer.flush(max(1.0, deadline - time.monotonic())) == 0, "messages left undelivered"
+    left = producer.flush(max(1.0, deadline - time.monotonic()))
+    assert left == 0, f"{left} messages left undelivered; client errors: {client_errors[-5:]}"
     assert not errors, f"{len(errors)} delivery errors, first: {errors[:3]}"
     assert delivered == len(messages)
 
@@ -141,6 +144,37 @@ def test_admin_create_topic_with_invalid_config_fails_with_invalid_config(shared
         admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "shred"})])[topic].result(ADMIN_TIMEOUT_S)
     assert error.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert topic not in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics
+
+
+def admin_error_code(future) -> int:
+    with pytest.raises(KafkaException) as error:
+        future.result(ADMIN_TIMEOUT_S)
+    return error.value.args[0].code()
+
+
+def test_admin_requests_that_break_kafka_rules_get_kafka_error_codes(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-rules")
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    missing = unique_topic("cf-admin-missing")
+
+    assert admin_error_code(admin.create_topics([NewTopic(missing, 1, 2)])[missing]) == \
+        KafkaError.INVALID_REPLICATION_FACTOR
+    assert admin_error_code(admin.create_topics([NewTopic("bad name!", 1, 1)])["bad name!"]) == \
+        KafkaError.TOPIC_EXCEPTION
+    assert admin_error_code(admin.create_partitions([NewPartitions(topic, 2)])[topic]) == \
+        KafkaError.INVALID_PARTITIONS
+    assert admin_error_code(admin.delete_topics([missing])[missing]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    unknown_key = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET)])
+    assert admin_error_code(admin.incremental_alter_configs([unknown_key])[unknown_key]) == KafkaError.INVALID_CONFIG
+    bad_value = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])
+    assert admin_error_code(admin.incremental_alter_configs([bad_value])[bad_value]) == KafkaError.INVALID_CONFIG
+    unknown_topic = ConfigResource("topic", missing)
+    assert admin_error_code(admin.describe_configs([unknown_topic])[unknown_topic]) == \
+        KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert partition_count(admin, topic) == 3
+    assert missing not in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics
 
 
 def test_admin_describe_configs_lists_set_values_and_defaults_with_their_sources(shared_broker):
@@ -247,6 +281,34 @@ def test_offsets_for_times_returns_first_offset_at_or_after_timestamp(shared_bro
                     f"partition {result.partition} timestamp {timestamp}")
     finally:
         consumer.close()
+
+
+def list_offsets(admin: AdminClient, topic: str, spec: OffsetSpec, partition: int = 0):
+    request = {TopicPartition(topic, partition): spec}
+    [(_tp, future)] = admin.list_offsets(request, request_timeout=ADMIN_TIMEOUT_S).items()
+    return future.result(ADMIN_TIMEOUT_S)
+
+
+def test_admin_list_offsets_answers_earliest_latest_and_by_timestamp(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-list-offsets")
+    messages = offsets_for_times_messages("cf-list", partitions=1)
+    produce(shared_broker.bootstrap, topic, messages)
+    assert list_offsets(admin, topic, OffsetSpec.earliest()).offset == 0
+    assert list_offsets(admin, topic, OffsetSpec.latest()).offset == len(messages)
+    probe = messages[51].timestamp
+    found = list_offsets(admin, topic, OffsetSpec.for_timestamp(probe))
+    assert (found.offset, found.timestamp) == (50, probe)
+
+
+@pytest.mark.xfail(strict=True, reason="broker defect: ListOffsets timestamp -3 (MAX_TIMESTAMP, KIP-734) is "
+                                        "looked up as a plain timestamp and answers offset 0")
+def test_admin_list_offsets_max_timestamp_finds_the_record_with_the_largest_timestamp(shared_broker):
+    admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-max-timestamp")
+    base = now_ms() - 60_000
+    messages = [Message(0, None, f"m{i}".encode(), (), base + (100_000 if i == 20 else i)) for i in range(50)]
+    produce(shared_broker.bootstrap, topic, messages)
+    found = list_offsets(admin, topic, OffsetSpec.max_timestamp())
+    assert (found.offset, found.timestamp) == (20, base + 100_000)
 
 
 @pytest.mark.timeout(150)
