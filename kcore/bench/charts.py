@@ -47,11 +47,19 @@ def _whiskers(items: list[dict], name: str) -> tuple[list, list]:
 
 
 def _plain_ticks(axis) -> None:
-    """Log-scale ticks as 5, 10, 20 instead of 5x10^0, 10^1, 2x10^1."""
+    """Log-scale ticks as 2, 5, 10, 20, 50 instead of 2x10^0, 10^1, ...;
+    minor ticks other than 2x and 5x stay unlabelled so labels never collide."""
+    import math
     from matplotlib.ticker import FuncFormatter
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
-    axis.set_major_formatter(plain)
-    axis.set_minor_formatter(plain)
+
+    def minor(value: float, _) -> str:
+        if value <= 0:
+            return ""
+        mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
+        return f"{value:g}" if mantissa in (2.0, 5.0) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def throughput(items: list[dict], title: str, path: Path) -> Path:
@@ -120,7 +128,9 @@ def codecs(items: list[dict], path: Path) -> list[Path]:
         left.scatter(ratio, item["produce_mb_s"][0], **style)
         if "producer_cpu_s_per_gb" in item:
             right.scatter(ratio, item["producer_cpu_s_per_gb"][0], **style)
-    for axes, label in ((left, "produce MB/s (uncompressed bytes)"), (right, "producer CPU-s per GB")):
+    right.set_yscale("log")
+    _plain_ticks(right.yaxis)
+    for axes, label in ((left, "produce MB/s (uncompressed bytes)"), (right, "producer CPU-s per GB (log)")):
         axes.set_xscale("log")
         _plain_ticks(axes.xaxis)
         axes.set_xlabel("compression ratio (message bytes / bytes stored)")
@@ -131,9 +141,9 @@ def codecs(items: list[dict], path: Path) -> list[Path]:
     handles += [plt.Line2D([], [], color="black", marker=marker, linestyle="", label=corpus)
                 for corpus, marker in CORPUS_MARKERS.items()
                 if any(item["config"].startswith(corpus + " ") for item in items)]
-    right.legend(handles=handles, fontsize=8, loc="upper left", ncol=2)
-    figure.suptitle("Codecs: ratio vs speed (medians)", fontsize=11)
-    figure.tight_layout()
+    figure.legend(handles=handles, fontsize=9, loc="lower center", ncol=len(handles), frameon=False)
+    figure.suptitle("Codecs: compression ratio vs produce speed and producer CPU (medians)", fontsize=11)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return [path]

@@ -42,7 +42,7 @@ def fmt(value) -> str:
         return f"{value:.1f}"
     if magnitude >= 1:
         return f"{value:.2f}"
-    return f"{value:.3g}"
+    return f"{value:#.3g}"
 
 
 def spark_session():
@@ -168,7 +168,7 @@ def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts
                   "| metric | " + " | ".join(o["config"] for o in others) + " |",
                   "|---" * (len(others) + 1) + "|"]
         for name in names:
-            if not name.startswith("load_avg"):
+            if not name.startswith("load_avg") and any(_ratio(base, o, name, reading) != "-" for o in others):
                 lines.append(f"| {name} | " + " | ".join(_ratio(base, other, name, reading)
                                                        for other in others) + " |")
         lines.append("")
@@ -199,7 +199,7 @@ def _goals(sections: dict) -> list[str]:
         base, others, reading = reference(items)
         if reading != "kcore / peer":
             continue
-        for other in others:
+        for other in others if not items[0]["rate"] else ():
             goal = THROUGHPUT_GOALS.get(other["target"])
             for name in ("produce_mb_s", "consume_mb_s"):
                 value = ratio(base, other, name, reading)
