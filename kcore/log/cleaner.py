@@ -214,9 +214,14 @@ class LogCleaner:
             self._finish(measured, result, write_checkpoint=False)
             if result.completed:
                 await drive_steps(self._write_checkpoint_steps(measured.log.dir.parent), executor)
-        except (KafkaStorageError, OSError, ValueError) as exc:
+        except (KafkaStorageError, OSError) as exc:
             log.error("cleaning %s-%d failed, retrying in %d s: %s", key[0], key[1],
                       FAILED_LOG_RETRY_MS // 1000, exc)
+            self._failed_until[key] = self.clock() + FAILED_LOG_RETRY_MS
+        except Exception:
+            # A bug must not stop compaction of every other log.
+            log.exception("cleaning %s-%d failed, retrying in %d s", key[0], key[1],
+                          FAILED_LOG_RETRY_MS // 1000)
             self._failed_until[key] = self.clock() + FAILED_LOG_RETRY_MS
 
     def _finish(self, measured: LogToClean, result: CleanResult, write_checkpoint: bool) -> None:

@@ -19,7 +19,7 @@ TOPIC = "compacted"
 KEYS = 50
 UPDATES = 3000
 TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "4096",
-                 "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0"}
+                 "min.cleanable.dirty.ratio": "0.01"}
 WAIT_S = 30.0
 
 

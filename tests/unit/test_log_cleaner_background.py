@@ -4,6 +4,7 @@ cleaner-offset-checkpoint, and the background task sharing the event loop."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from kcore.log.checkpoints import OffsetCheckpointFile
 from kcore.log.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
 from kcore.log.manager import LogManager
-from tests.unit.test_log_cleaner_helpers import fill, keyed_batch, latest_of
+from tests.unit.test_log_cleaner_helpers import fill, keyed_batch, latest_of, read_batches
 
 TOPIC = {"cleanup.policy": "compact", "segment.bytes": 4096, "file.delete.delay.ms": 0}
 
@@ -139,3 +140,30 @@ def test_background_cleaning_leaves_the_event_loop_responsive(manager, tmp_path)
     # The loop kept turning through the pass: no wait came near its length
     # (one blocking pass would make a single gap of all of it).
     assert len(gaps) >= 20 and max(gaps) < sum(gaps) / 5, (len(gaps), sum(gaps), max(gaps))
+
+
+def test_a_corrupt_segment_stops_the_cleaning_of_its_log_only(manager, tmp_path):
+    broken = manager.get_or_create_log("broken", 0, TOPIC)
+    healthy = manager.get_or_create_log("healthy", 0, TOPIC)
+    for item in (broken, healthy):
+        fill(item, batches=50, per_batch=10, keys=20)
+        item.roll()
+    first = broken.segments[0]
+    os.pwrite(first.fd, b"\xff", first.size - 1)  # in the last record: a CRC mismatch
+    broken_files = {name: (broken.dir / name).read_bytes() for name in os.listdir(broken.dir)}
+    cleaner = LogCleaner(manager, backoff_ms=20)
+
+    async def main() -> None:
+        task = asyncio.create_task(cleaner.run())
+        deadline = time.monotonic() + 20
+        while cleaner.last_result is None or cleaner.cleanable_logs():
+            assert time.monotonic() < deadline, "the healthy log was not cleaned"
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+    assert len(latest_of(healthy)) == 20 and len(read_batches(healthy)) < 10
+    assert {name: (broken.dir / name).read_bytes() for name in os.listdir(broken.dir)} == broken_files
+    checkpoint = OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_CHECKPOINT).read()
+    assert ("healthy", 0) in checkpoint and ("broken", 0) not in checkpoint
