@@ -156,7 +156,8 @@ def test_a_corrupt_segment_stops_the_cleaning_of_its_log_only(manager, tmp_path)
     async def main() -> None:
         task = asyncio.create_task(cleaner.run())
         deadline = time.monotonic() + 20
-        while cleaner.last_result is None or cleaner.cleanable_logs():
+        checkpoint = OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_CHECKPOINT)
+        while not checkpoint.path.exists() or cleaner.cleanable_logs():
             assert time.monotonic() < deadline, "the healthy log was not cleaned"
             await asyncio.sleep(0.01)
         task.cancel()
