@@ -484,3 +484,28 @@ def test_size_retention_moves_the_log_start_and_readers_below_it_restart_there(t
         assert [r.value() for r in records] == [m.value for m in messages[log_start:]]
     finally:
         broker.kill()
+
+
+def test_keyless_record_on_a_compacted_topic_is_refused_with_invalid_record(shared_broker):
+    topic = unique_topic("sem-compacted")
+    create_topic(shared_broker.bootstrap, topic, **{"cleanup.policy": "compact"})
+    with pytest.raises(AssertionError, match="INVALID_RECORD"):
+        confluent.produce(shared_broker.bootstrap, topic, [Message(0, None, b"no key", (), now_ms())])
+    keyed = [Message(0, b"k", b"keyed", (), now_ms())]
+    confluent.produce(shared_broker.bootstrap, topic, keyed)
+    assert_same_partitions(keyed, confluent.consume(shared_broker.bootstrap, topic, partitions=[0]))
+
+
+def test_reader_past_the_log_end_is_reset_by_its_offset_reset_policy(shared_broker):
+    topic, messages = unique_topic("sem-past-end"), make_messages(100, "past-end", partitions=1)
+    confluent.produce(shared_broker.bootstrap, topic, messages)
+    consumer = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": "kcore-compat-assign-only",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 5000)])  # OFFSET_OUT_OF_RANGE, then earliest
+        records, deadline = [], time.monotonic() + READ_TIMEOUT_S
+        while len(records) < len(messages) and time.monotonic() < deadline:
+            records += [r for r in consumer.consume(100, 0.5) if r.error() is None]
+    finally:
+        consumer.close()
+    assert [r.offset() for r in records] == list(range(len(messages)))

@@ -188,3 +188,14 @@ def test_data_readable_after_clean_stop_and_after_sigkill_restart(tmp_path):
         assert_lines_once_in_order(lines, kcat_consume(broker.bootstrap, topic), (started, now_ms()))
     finally:
         broker.kill()
+
+
+def test_relative_and_timestamp_start_offsets_read_the_right_tail(shared_broker):
+    topic, messages = unique_topic("kcat-tail"), make_messages(400, "tail", partitions=2)
+    confluent.produce(shared_broker.bootstrap, topic, messages)
+    last_ten = kcat("-C", "-b", shared_broker.bootstrap, "-t", topic, "-p", "1", "-o", "-10", "-e", "-q", "-J")
+    assert [json.loads(line)["offset"] for line in last_ten.splitlines()] == list(range(190, 200))
+
+    since = messages[2 * 150 + 1].timestamp  # partition 1, offset 150
+    tail = kcat("-C", "-b", shared_broker.bootstrap, "-t", topic, "-p", "1", "-o", f"s@{since}", "-e", "-q", "-J")
+    assert [json.loads(line)["offset"] for line in tail.splitlines()] == list(range(150, 200))
