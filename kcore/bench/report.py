@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 
 MAX_RATE_METRICS = ("produce_mb_s", "consume_mb_s", "produce_msg_s", "broker_cpu_s_per_gb_produce",
-                    "broker_cpu_s_per_gb_fetch", "producer_cpu_s_per_gb", "compression_ratio",
+                    "broker_cpu_s_per_gb_fetch", "producer_cpu_s_per_gb", "consumer_cpu_s_per_gb",
+                    "compression_ratio",
                     "cached_fraction_before_read", "broker_peak_rss_mb", "load_avg_start")
 RATE_METRICS = ("produce_msg_s", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms",
                 "latency_max_ms", "broker_cpu_s_per_gb_e2e", "messages_lost", "broker_peak_rss_mb",

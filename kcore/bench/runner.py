@@ -192,7 +192,8 @@ def _max_rate(context: _Context, sampler, setup) -> dict:
         raise RuntimeError(f"consumed {got} of {messages} messages: {errors[:3]}")
     metrics.update({"messages_consumed": got, "consume_mb_s": got_size / elapsed / 1e6,
                     "consume_msg_s": got / elapsed,
-                    "broker_cpu_s_per_gb_fetch": (cpu3 - cpu2) / (got_size / 1e9)})
+                    "broker_cpu_s_per_gb_fetch": (cpu3 - cpu2) / (got_size / 1e9),
+                    "consumer_cpu_s_per_gb": sum(r["cpu_s"] for r in consumed) / (got_size / 1e9)})
     return metrics
 
 
