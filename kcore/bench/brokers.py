@@ -41,8 +41,9 @@ class Setup:
 
     storage: "disk" (a directory under the run's work dir) or "tmpfs" (a
     tmpfs mounted for the run). network: "loopback", "veth" (broker and
-    clients in two namespaces joined by a veth pair) or "proxy" (clients go
-    through kcore.bench.proxy with delay_ms / rate_mbit)."""
+    clients in two namespaces joined by a veth pair; delay_ms through tc
+    netem) or "proxy" (clients go through kcore.bench.proxy with delay_ms /
+    rate_mbit)."""
     name: str = "default"
     overrides: tuple = ()
     storage: str = "disk"

@@ -11,8 +11,9 @@ so no packet can leave them):
 Creating namespaces needs root (CAP_SYS_ADMIN); ``create_pair`` raises
 ``NetnsUnavailable`` with the command's message where that is refused,
 and the sweep records the veth configs as skipped with that reason.
-``tc netem`` is not used: this machine's kernel has no sch_netem, so added
-delay and rate come from ``kcore.bench.proxy`` instead.
+``tc netem`` adds delay on the veth pair where the kernel has sch_netem;
+where it has not (this machine), that config is skipped with tc's message
+and added delay and rate come from ``kcore.bench.proxy`` instead.
 """
 from __future__ import annotations
 
@@ -63,6 +64,14 @@ class NetnsPair:
     def close(self) -> None:
         while self._created:
             subprocess.run(["ip", "netns", "del", self._created.pop()], capture_output=True)
+
+    def add_netem_delay(self, delay_ms: float) -> None:
+        """``tc netem`` delay on both veth ends (each direction gains it)."""
+        for veth, ns in zip(self._veth, (self.server_ns, self.client_ns)):
+            done = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", veth, "root",
+                                   "netem", "delay", f"{delay_ms}ms"], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise NetnsUnavailable(f"tc netem: {done.stderr.strip() or done.returncode}")
 
     def exec_prefix(self, ns: str) -> list[str]:
         return ["ip", "netns", "exec", ns]

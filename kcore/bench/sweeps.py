@@ -60,6 +60,7 @@ def disk_sweep() -> list[Config]:
 
 def network_sweep() -> list[Config]:
     return [_kcore("loopback"), _kcore("veth", network="veth"),
+            _kcore("veth netem +1ms", network="veth", delay_ms=1.0),
             _kcore("proxy", network="proxy"),
             _kcore("proxy +1ms", network="proxy", delay_ms=1.0),
             _kcore("proxy +5ms", network="proxy", delay_ms=5.0),
@@ -211,6 +212,12 @@ class _Environment:
                 self.netns = NetnsPair(self.tag).create()
             except NetnsUnavailable as error:
                 raise Unsupported(f"network namespaces not permitted here: {error}") from error
+            if self.setup.delay_ms:
+                try:
+                    self.netns.add_netem_delay(self.setup.delay_ms)
+                except NetnsUnavailable as error:
+                    raise Unsupported(f"no tc netem in this kernel ({error}); "
+                                      "the proxy configs add delay instead") from error
 
     def _mount_tmpfs(self) -> None:
         mount_point = self.workdir / "tmpfs"
