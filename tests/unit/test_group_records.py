@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcore.coordinator.group import consumer_protocol
+from kcore.protocol import encode_struct
 from kcore.coordinator.group import records as r
 
 
@@ -27,6 +28,21 @@ def test_offset_commit_key_is_version_1_group_topic_partition():
 
 def test_group_metadata_key_is_version_2_group():
     assert r.encode_group_key("grp") == bytes.fromhex("0002" "0003677270")
+
+
+@given(st.text(max_size=30), st.text(max_size=30), st.integers(0, 2**31 - 1),
+       st.integers(-1, 2**62), st.integers(-1, 2**31 - 1), st.text(max_size=50),
+       st.integers(0, 2**62), st.sampled_from([-1, 5_000]))
+def test_hand_packed_offset_records_match_the_schema_encoding(group, topic, partition, offset_value,
+                                                              epoch, metadata, timestamp, expire):
+    assert r.encode_offset_key(group, topic, partition) == b"\x00\x01" + encode_struct(
+        r.OFFSET_COMMIT_KEY, 0, {"group": group, "topic": topic, "partition": partition})
+    value = r.OffsetValue(offset_value, epoch, metadata, timestamp, expire)
+    version = 1 if expire >= 0 else 3
+    assert r.encode_offset_value(value) == struct.pack(">h", version) + encode_struct(
+        r.OFFSET_COMMIT_VALUE, version, value)
+    assert r.decode_offset_value(r.encode_offset_value(value)) == (
+        value if expire < 0 else r.OffsetValue(offset_value, -1, metadata, timestamp, expire))
 
 
 def test_keys_decode_to_their_kind():

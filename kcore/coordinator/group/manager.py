@@ -41,6 +41,8 @@ OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact",
                          "compression.type": "producer"}
 # Replay reads this much log per read; Kafka's offsets.load.buffer.size is 5 MiB.
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+# Distinct group ids remembered by partition_for before the cache restarts.
+PARTITION_CACHE_SIZE = 100_000
 ACKS_ALL = -1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NONE = 0
@@ -70,6 +72,9 @@ class GroupMetadataManager:
         self.replica_manager = replica_manager
         self.configured_partitions = num_partitions
         self.replication_factor = replication_factor
+        # group id -> partition; the hash runs per character and commits are
+        # the hot path. Cleared when it grows past PARTITION_CACHE_SIZE.
+        self._partitions: dict[str, int] = {}
 
     # -- topic ---------------------------------------------------------------------------
     @property
@@ -80,7 +85,13 @@ class GroupMetadataManager:
         return info.num_partitions if info is not None else self.configured_partitions
 
     def partition_for(self, group_id: str) -> int:
-        return offsets_records.partition_for(group_id, self.num_partitions)
+        partition = self._partitions.get(group_id)
+        if partition is None:
+            if len(self._partitions) >= PARTITION_CACHE_SIZE:
+                self._partitions.clear()
+            partition = offsets_records.partition_for(group_id, self.num_partitions)
+            self._partitions[group_id] = partition
+        return partition
 
     def ensure_topic(self) -> None:
         if self.controller.topic(OFFSETS_TOPIC) is None:
@@ -90,6 +101,7 @@ class GroupMetadataManager:
         self.replica_manager.ensure_topic(OFFSETS_TOPIC, self.num_partitions, {
             "cleanup.policy": "compact", "segment.bytes": OFFSETS_TOPIC_SEGMENT_BYTES,
             "compression.type": "producer"})
+        self._partitions.clear()
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
@@ -97,11 +109,14 @@ class GroupMetadataManager:
         StoreError with the partition's error code."""
         if not entries:
             return
-        try:
-            self.ensure_topic()
-        except Exception as exc:  # TopicError from the controller, OSError from the log
-            raise StoreError(getattr(exc, "error_code", UNKNOWN_TOPIC_OR_PARTITION), str(exc)) from exc
         partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
+        if partition is None:
+            try:
+                self.ensure_topic()
+            except Exception as exc:  # TopicError from the controller, OSError from the log
+                raise StoreError(getattr(exc, "error_code", UNKNOWN_TOPIC_OR_PARTITION),
+                                 str(exc)) from exc
+            partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
         if partition is None:
             raise StoreError(UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC} is not open")
         timestamp = int(time.time() * 1000)

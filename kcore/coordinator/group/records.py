@@ -52,6 +52,12 @@ OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
 
 _VERSION = struct.Struct(">h")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_VERSION_OFFSET = struct.Struct(">hq")
+_VERSION_OFFSET_EPOCH = struct.Struct(">hqi")
+_TIMESTAMPS = struct.Struct(">qq")
 
 OFFSET_COMMIT_KEY = Struct("OffsetCommitKey", [
     Field("group", "string", "0+"),
@@ -142,8 +148,11 @@ class GroupValue:
 # -- keys ---------------------------------------------------------------------------
 
 def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
-    return _VERSION.pack(OFFSET_COMMIT_KEY_VERSION) + encode_struct(
-        OFFSET_COMMIT_KEY, 0, {"group": group, "topic": topic, "partition": partition})
+    # Packed by hand: the layout is fixed (no flexible version) and commits
+    # are the hot path; tests check it against the schema encoding.
+    group_bytes, topic_bytes = group.encode(), topic.encode()
+    return b"".join((_VERSION.pack(OFFSET_COMMIT_KEY_VERSION), _I16.pack(len(group_bytes)),
+                     group_bytes, _I16.pack(len(topic_bytes)), topic_bytes, _I32.pack(partition)))
 
 
 def encode_group_key(group: str) -> bytes:
@@ -167,8 +176,13 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
 # -- values -------------------------------------------------------------------------
 
 def encode_offset_value(value: OffsetValue) -> bytes:
-    version = OFFSET_VALUE_VERSION_WITH_EXPIRY if value.expire_timestamp >= 0 else OFFSET_VALUE_VERSION
-    return _VERSION.pack(version) + encode_struct(OFFSET_COMMIT_VALUE, version, value)
+    metadata = value.metadata.encode()
+    if value.expire_timestamp >= 0:
+        return b"".join((_VERSION_OFFSET.pack(OFFSET_VALUE_VERSION_WITH_EXPIRY, value.offset),
+                         _I16.pack(len(metadata)), metadata,
+                         _TIMESTAMPS.pack(value.commit_timestamp, value.expire_timestamp)))
+    return b"".join((_VERSION_OFFSET_EPOCH.pack(OFFSET_VALUE_VERSION, value.offset, value.leader_epoch),
+                     _I16.pack(len(metadata)), metadata, _I64.pack(value.commit_timestamp)))
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
