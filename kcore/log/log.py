@@ -316,6 +316,15 @@ class Log:
                 return found
         return None
 
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the log's largest
+        timestamp (ListOffsets MAX_TIMESTAMP, KIP-734), or None when empty."""
+        live = [s for s in self._segments
+                if s.size > 0 and s.next_offset > self._log_start_offset]
+        if not live:
+            return None
+        return self.offset_for_timestamp(max(s.largest_timestamp for s in live))
+
     # -- truncation ------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> bool:
         """Remove every batch from the one containing ``offset`` on (for a

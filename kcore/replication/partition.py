@@ -42,6 +42,7 @@ UNSUPPORTED_COMPRESSION_TYPE = 76
 INVALID_RECORD = 87
 KAFKA_STORAGE_ERROR = 56
 FENCED_LEADER_EPOCH = 74
+MAX_TIMESTAMP = -3  # ListOffsets special timestamp (KIP-734)
 UNKNOWN_LEADER_EPOCH = 75
 
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -286,13 +287,17 @@ class Partition:
         return self.log.log_start_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
-        """ListOffsets: -1 latest (HW), -2 earliest; else the first offset
+        """ListOffsets: -1 latest (HW), -2 earliest, -3 the record with the
+        largest timestamp (KIP-734); else the first offset
         whose timestamp is >= timestamp, or (-1, -1) when none is."""
         if timestamp == -1:
             return -1, self.high_watermark
         if timestamp == -2:
             return -1, self.log.log_start_offset
-        found = self.log.offset_for_timestamp(timestamp)
+        if timestamp == MAX_TIMESTAMP:
+            found = self.log.offset_of_max_timestamp()
+        else:
+            found = self.log.offset_for_timestamp(timestamp)
         if found is None or found[0] >= self.high_watermark:
             return -1, -1
         offset, found_timestamp = found

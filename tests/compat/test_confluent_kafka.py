@@ -300,8 +300,6 @@ def test_admin_list_offsets_answers_earliest_latest_and_by_timestamp(shared_brok
     assert (found.offset, found.timestamp) == (50, probe)
 
 
-@pytest.mark.xfail(strict=True, reason="broker defect: ListOffsets timestamp -3 (MAX_TIMESTAMP, KIP-734) is "
-                                        "looked up as a plain timestamp and answers offset 0")
 def test_admin_list_offsets_max_timestamp_finds_the_record_with_the_largest_timestamp(shared_broker):
     admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-max-timestamp")
     base = now_ms() - 60_000
