@@ -17,14 +17,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-MAX_RATE_METRICS = ("produce_mb_s", "consume_mb_s", "produce_msg_s", "broker_cpu_s_per_gb_produce",
-                    "broker_cpu_s_per_gb_fetch", "producer_cpu_s_per_gb", "consumer_cpu_s_per_gb",
-                    "compression_ratio",
-                    "cached_fraction_before_read", "broker_peak_rss_mb", "load_avg_start")
-RATE_METRICS = ("produce_msg_s", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms",
-                "latency_max_ms", "broker_cpu_s_per_gb_e2e", "messages_lost", "broker_peak_rss_mb",
-                "load_avg_start")
-LOWER_IS_BETTER = ("latency", "cpu", "rss")
+# Each section prints one table per group (a single table would be too wide).
+MAX_RATE_METRICS = (
+    ("produce_mb_s", "consume_mb_s", "produce_msg_s", "consume_msg_s", "compression_ratio",
+     "cached_fraction_before_read", "broker_peak_rss_mb", "load_avg_start"),
+    ("broker_cpu_s_per_gb_produce", "broker_cpu_s_per_gb_fetch", "producer_cpu_s_per_gb",
+     "consumer_cpu_s_per_gb", "broker_cores_produce", "producer_cores", "broker_cores_fetch",
+     "consumer_cores"))
+RATE_METRICS = (
+    ("produce_msg_s", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms",
+     "latency_max_ms", "messages_lost", "load_avg_start"),
+    ("broker_cpu_s_per_gb_e2e", "producer_cpu_s_per_gb", "broker_peak_rss_mb"))
 # Goals of issue 6 / PERF.md on the 16-partition workload.
 THROUGHPUT_GOALS = {"tansu": 1.0, "noida": 1.0, "kafka09": 2.0}
 LATENCY_GOAL_MS = 10.0
@@ -131,9 +134,10 @@ def _sections(aggregates: list[dict]) -> dict:
     return sections
 
 
-def metrics_of(items: list[dict]) -> list[str]:
-    names = RATE_METRICS if items[0]["rate"] else MAX_RATE_METRICS
-    return [name for name in names if any(name in item for item in items)]
+def metric_groups(items: list[dict]) -> list[list[str]]:
+    groups = RATE_METRICS if items[0]["rate"] else MAX_RATE_METRICS
+    present = [[name for name in group if any(name in item for item in items)] for group in groups]
+    return [group for group in present if group]
 
 
 def cell(stat) -> str:
@@ -153,22 +157,23 @@ def reference(items: list[dict]) -> tuple[dict, list[dict], str]:
 
 
 def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts: list) -> list[str]:
-    names = metrics_of(items)
+    groups = metric_groups(items)
     lines = [f"## {sweep}: {workload}", "",
-             f"Sweep `{sweep_id}`; median (min-max) over n runs per config.", "",
-             "| config | n | " + " | ".join(names) + " |",
-             "|---" * (len(names) + 2) + "|"]
-    for item in items:
-        lines.append(f"| {item['config']} | {item['runs']} | "
-                     + " | ".join(cell(item.get(name)) for name in names) + " |")
+             f"Sweep `{sweep_id}`; median (min-max) over n runs per config.", ""]
+    for names in groups:
+        lines += ["| config | n | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+        for item in items:
+            lines.append(f"| {item['config']} | {item['runs']} | "
+                         + " | ".join(cell(item.get(name)) for name in names) + " |")
+        lines.append("")
     versions = sorted({f"{item['target']} {item['target_version']}" for item in items})
-    lines += ["", "Versions: " + "; ".join(versions) + ".", ""]
+    lines += ["Versions: " + "; ".join(versions) + ".", ""]
     base, others, reading = reference(items)
     if others:
         lines += [f"Ratios of medians ({reading}; above 1 means more of the metric):", "",
                   "| metric | " + " | ".join(o["config"] for o in others) + " |",
                   "|---" * (len(others) + 1) + "|"]
-        for name in names:
+        for name in (name for group in groups for name in group):
             if not name.startswith("load_avg") and any(_ratio(base, o, name, reading) != "-" for o in others):
                 lines.append(f"| {name} | " + " | ".join(_ratio(base, other, name, reading)
                                                        for other in others) + " |")

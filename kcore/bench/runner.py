@@ -40,10 +40,12 @@ def run_workload(target, running, setup, workload, workdir: Path, progress: bool
     sampler = measure.BrokerSampler(running.pid)
     try:
         metrics = {"load_avg_start": measure.load_average()}
+        cpu_start = sampler.cpu_seconds()
         if workload.max_rate:
             metrics.update(_max_rate(context, sampler, setup))
         else:
             metrics.update(_rate_limited(context, sampler))
+        metrics["broker_cpu_s"] = sampler.cpu_seconds() - cpu_start
         metrics["broker_peak_rss_mb"] = sampler.peak_rss / 1e6
         metrics["broker_rss_hwm_mb"] = sampler.rss_hwm_bytes() / 1e6
         metrics["load_avg_end"] = measure.load_average()
@@ -170,7 +172,11 @@ def _max_rate(context: _Context, sampler, setup) -> dict:
     metrics = {"messages_produced": messages, "bytes_produced": size,
                "produce_mb_s": size / elapsed / 1e6, "produce_msg_s": messages / elapsed,
                "broker_cpu_s_per_gb_produce": (cpu1 - cpu0) / (size / 1e9),
-               "producer_cpu_s_per_gb": sum(r["cpu_s"] for r in produced) / (size / 1e9)}
+               "producer_cpu_s_per_gb": sum(r["cpu_s"] for r in produced) / (size / 1e9),
+               # Cores busy during the phase: near 1 per client process means
+               # that client, not the broker, set the pace.
+               "broker_cores_produce": (cpu1 - cpu0) / elapsed,
+               "producer_cores": sum(r["cpu_s"] for r in produced) / elapsed}
     stored = measure.log_bytes(context.running.data_dir, context.topic)
     if stored:
         metrics["log_bytes"] = stored
@@ -193,7 +199,9 @@ def _max_rate(context: _Context, sampler, setup) -> dict:
     metrics.update({"messages_consumed": got, "consume_mb_s": got_size / elapsed / 1e6,
                     "consume_msg_s": got / elapsed,
                     "broker_cpu_s_per_gb_fetch": (cpu3 - cpu2) / (got_size / 1e9),
-                    "consumer_cpu_s_per_gb": sum(r["cpu_s"] for r in consumed) / (got_size / 1e9)})
+                    "consumer_cpu_s_per_gb": sum(r["cpu_s"] for r in consumed) / (got_size / 1e9),
+                    "broker_cores_fetch": (cpu3 - cpu2) / elapsed,
+                    "consumer_cores": sum(r["cpu_s"] for r in consumed) / elapsed})
     return metrics
 
 

@@ -6,6 +6,7 @@ and build the performance reports from their JSON lines.
     kcore bench sweep peers --workload 1-topic-16-partitions-1kb-max \
         --workload 1-topic-16-partitions-1kb-20k --rounds 5 --out runs.jsonl
     kcore bench report runs.jsonl --out perf_reports
+    kcore bench profile 1-topic-16-partitions-1kb-20k --out perf_reports/profiles
 """
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def add_parser(commands) -> None:
     sweep.add_argument("--only", help="comma-separated config labels to keep")
     _common(sweep)
     sweep.set_defaults(run=_sweep)
+
+    profile = verbs.add_parser("profile", help="run workloads against a cProfiled kcore; Markdown summaries")
+    profile.add_argument("workloads", nargs="+", help="workload names or TOML paths")
+    profile.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    profile.add_argument("--out", default="perf_reports/profiles", help="directory for profile-<workload>.md")
+    profile.add_argument("--no-progress", action="store_true")
+    profile.set_defaults(run=_profile)
 
     report = verbs.add_parser("report", help="aggregate JSON lines into Markdown tables and PNG charts (Spark)")
     report.add_argument("runs", nargs="*", default=[DEFAULT_RUNS], help=f"JSON lines files (default {DEFAULT_RUNS})")
@@ -122,6 +130,14 @@ def _execute(sweep) -> int:
         failed += record["status"] == "failed"
     print(f"{len(records)} runs appended to {sweep.out}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _profile(args) -> int:
+    from kcore.bench.profile import profile_workloads
+    for path in profile_workloads(_load_workloads(args.workloads, args.set), Path(args.out),
+                                  not args.no_progress):
+        print(path)
+    return 0
 
 
 def _report(args) -> int:

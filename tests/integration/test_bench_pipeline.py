@@ -78,16 +78,24 @@ def test_report_writes_markdown_tables_and_png_charts(built):
 
 
 def _table_row(text: str, section: str, config: str) -> dict:
-    lines = text.split(f"## {section}\n", 1)[1].splitlines()
-    header = next(line for line in lines if line.startswith("| config |"))
-    row = next(line for line in lines if line.startswith(f"| {config} |"))
-    names = [c.strip() for c in header.strip("|").split("|")]
-    return dict(zip(names, (c.strip() for c in row.strip("|").split("|"))))
+    """The config's cells in every table of the section, by column name."""
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    cells: dict = {}
+    for table in body.split("\n\n"):
+        lines = table.strip().splitlines()
+        if not lines or not lines[0].startswith("| config |"):
+            continue
+        row = next(line for line in lines if line.startswith(f"| {config} |"))
+        names = [c.strip() for c in lines[0].strip("|").split("|")]
+        cells.update(zip(names, (c.strip() for c in row.strip("|").split("|"))))
+    return cells
 
 
 @pytest.mark.parametrize("workload,metrics", [
-    ("tiny-max", ["produce_mb_s", "consume_mb_s", "broker_cpu_s_per_gb_produce", "broker_peak_rss_mb"]),
-    ("tiny-rate", ["latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "produce_msg_s"]),
+    ("tiny-max", ["produce_mb_s", "consume_mb_s", "broker_cpu_s_per_gb_produce", "consumer_cores",
+                  "broker_peak_rss_mb"]),
+    ("tiny-rate", ["latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "produce_msg_s",
+                   "broker_cpu_s_per_gb_e2e"]),
 ])
 def test_report_cells_are_median_min_max_of_the_json_lines(built, runs, workload, metrics):
     row = _table_row((built / "REPORT.md").read_text(), f"run: {workload}", "kcore")
