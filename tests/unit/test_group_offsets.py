@@ -210,3 +210,27 @@ def test_commit_too_large_for_the_log_is_invalid_commit_offset_size(tmp_path):
         assert set(errors.values()) == {E.INVALID_COMMIT_OFFSET_SIZE}
         assert coordinator.fetch_offsets("g", [("t", 0)])[1] == [("t", 0, None)]
     run(tmp_path, scenario, **{"message.max.bytes": 10_000})
+
+
+def test_offsets_of_deleted_topics_are_dropped_and_tombstoned(tmp_path):
+    async def scenario(node, coordinator):
+        (member,) = await form_group(coordinator, 1)
+        coordinator.commit_offsets("g", member.member_id, None, 1,
+                                   {("t", 0): offset(1), ("gone", 0): offset(2)})
+        coordinator.commit_offsets("only-gone", "", None, -1, {("gone", 1): offset(3)})
+        assert coordinator.on_topics_deleted({"gone"}) == 2
+        assert set(coordinator.groups["g"].offsets) == {("t", 0)}
+        assert "only-gone" not in coordinator.groups
+        coordinator = node.restart()
+        assert set(coordinator.groups["g"].offsets) == {("t", 0)}
+        assert "only-gone" not in coordinator.groups
+    run(tmp_path, scenario)
+
+
+def test_refused_first_join_leaves_no_group(tmp_path):
+    async def scenario(node, coordinator):
+        refused = await join(coordinator, group="nothing", protocols=[])
+        assert refused.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "nothing" not in coordinator.groups
+        assert coordinator.list_groups() == (E.NONE, [])
+    run(tmp_path, scenario)

@@ -43,6 +43,24 @@ def test_hand_packed_offset_records_match_the_schema_encoding(group, topic, part
         r.OFFSET_COMMIT_VALUE, version, value)
     assert r.decode_offset_value(r.encode_offset_value(value)) == (
         value if expire < 0 else r.OffsetValue(offset_value, -1, metadata, timestamp, expire))
+    assert r.decode_key(r.encode_offset_key(group, topic, partition)) == r.OffsetKey(group, topic, partition)
+
+
+@given(st.binary(max_size=40))
+def test_garbage_keys_and_values_are_format_errors_never_crashes(data):
+    for decode in (r.decode_key, r.decode_offset_value, r.decode_group_value):
+        try:
+            decode(b"\x00\x01" + data)
+            decode(b"\x00\x03" + data)
+        except r.RecordFormatError:
+            pass
+
+
+def test_offset_records_with_trailing_bytes_are_format_errors():
+    with pytest.raises(r.RecordFormatError):
+        r.decode_key(r.encode_offset_key("g", "t", 1) + b"x")
+    with pytest.raises(r.RecordFormatError):
+        r.decode_offset_value(r.encode_offset_value(r.OffsetValue(1, 0, "", 2)) + b"x")
 
 
 def test_keys_decode_to_their_kind():

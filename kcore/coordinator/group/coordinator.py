@@ -178,6 +178,15 @@ class GroupCoordinator(OffsetOperations):
             if not is_unknown:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
             group = self.groups[request.group_id] = GroupMetadata(request.group_id)
+            outcome = self._join_group(group, request, is_unknown)
+            if (group.is_state(EMPTY) and not group.members and not group.pending_members
+                    and not group.offsets):
+                del self.groups[request.group_id]  # a refused first join leaves no group
+            return outcome
+        return self._join_group(group, request, is_unknown)
+
+    def _join_group(self, group: GroupMetadata, request: JoinRequest,
+                    is_unknown: bool) -> JoinResult | asyncio.Future:
         if not self._accept_joining_member(group, request.member_id):
             member = group.members.get(request.member_id)
             if member is not None:

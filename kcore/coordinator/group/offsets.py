@@ -210,6 +210,17 @@ class OffsetOperations:
         return results
 
     # -- expiry and removal ----------------------------------------------------------
+    def on_topics_deleted(self, topics: set[str]) -> int:
+        """Drop every group's offsets of deleted topics (Kafka's
+        handleDeletedPartitions); returns how many were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            gone = [key for key in group.offsets if key[0] in topics]
+            removed += len(gone)
+            if gone:
+                self._cleanup_group_metadata(group, gone)
+        return removed
+
     def cleanup_expired_offsets(self, now: int | None = None) -> int:
         """Drop offsets past retention and the Empty groups left without any;
         returns how many offsets were removed."""
