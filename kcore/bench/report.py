@@ -32,6 +32,7 @@ RATE_METRICS = (
 THROUGHPUT_GOALS = {"tansu": 1.0, "noida": 1.0, "kafka09": 2.0}
 LATENCY_GOAL_MS = 10.0
 LATENCY_GOAL_RATE = 20_000
+GOAL_PARTITIONS = 16
 
 
 def fmt(value) -> str:
@@ -62,12 +63,12 @@ def aggregate(spark, run_files: list[Path]) -> tuple[list[dict], list[dict]]:
     from pyspark.sql import functions as F
     runs = spark.read.json([str(path) for path in run_files])
     keys = [F.col("sweep"), F.col("sweep_id"), F.col("workload.name").alias("workload"),
-            F.col("workload.rate").alias("rate"), F.col("config"), F.col("target"), F.col("target_version")]
+            F.col("workload.rate").alias("rate"), F.col("workload.partitions").alias("partitions"), F.col("config"), F.col("target"), F.col("target_version")]
     metric_names = [field.name for field in runs.schema["metrics"].dataType.fields] \
         if "metrics" in runs.columns and hasattr(runs.schema["metrics"].dataType, "fields") else []
     ok = runs.where(F.col("status") == "ok").select(
         *keys, F.col("time"), *[F.col(f"metrics.{name}").cast("double").alias(name) for name in metric_names])
-    group = ["sweep", "sweep_id", "workload", "rate", "config", "target", "target_version"]
+    group = ["sweep", "sweep_id", "workload", "rate", "partitions", "config", "target", "target_version"]
     aggregations = [F.count(F.lit(1)).alias("runs"), F.min("time").alias("first_time")]
     for name in metric_names:
         aggregations += [F.median(name).alias(f"{name}__median"), F.min(name).alias(f"{name}__min"),
@@ -147,13 +148,27 @@ def cell(stat) -> str:
     return fmt(median) if n == 1 else f"{fmt(median)} ({fmt(low)}-{fmt(high)})"
 
 
-def reference(items: list[dict]) -> tuple[dict, list[dict], str]:
-    """(reference config, others, how ratios read) for a section."""
+def reference(items: list[dict]) -> tuple[list[tuple[dict, dict]], str]:
+    """(pairs of (reference, compared) configs, how the ratios read).
+
+    With peers: each peer config against the kcore config of the same
+    label once the target's name is swapped ("kcore fsync" for "kafka09
+    fsync"), else the first kcore config. Without: each config against the
+    section's first config."""
     kcore = [item for item in items if item["target"] == "kcore"]
     peers = [item for item in items if item["target"] != "kcore"]
     if kcore and peers:
-        return kcore[0], peers, "kcore / peer"
-    return items[0], items[1:], f"config / {items[0]['config']}"
+        by_label = {item["config"]: item for item in kcore}
+        pairs = [(by_label.get(peer["config"].replace(peer["target"], "kcore", 1), kcore[0]), peer)
+                 for peer in peers]
+        return pairs, "kcore / peer"
+    return [(items[0], item) for item in items[1:]], f"config / {items[0]['config']}"
+
+
+def _pair_label(base: dict, other: dict, reading: str) -> str:
+    if reading == "kcore / peer" and base["config"] != "kcore":
+        return f"{base['config']} / {other['config']}"
+    return other["config"]
 
 
 def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts: list) -> list[str]:
@@ -168,15 +183,15 @@ def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts
         lines.append("")
     versions = sorted({f"{item['target']} {item['target_version']}" for item in items})
     lines += ["Versions: " + "; ".join(versions) + ".", ""]
-    base, others, reading = reference(items)
-    if others:
+    pairs, reading = reference(items)
+    if pairs and sweep != "codecs":  # the codec table below compares codecs
         lines += [f"Ratios of medians ({reading}; above 1 means more of the metric):", "",
-                  "| metric | " + " | ".join(o["config"] for o in others) + " |",
-                  "|---" * (len(others) + 1) + "|"]
+                  "| metric | " + " | ".join(_pair_label(b, o, reading) for b, o in pairs) + " |",
+                  "|---" * (len(pairs) + 1) + "|"]
         for name in (name for group in groups for name in group):
-            if not name.startswith("load_avg") and any(_ratio(base, o, name, reading) != "-" for o in others):
-                lines.append(f"| {name} | " + " | ".join(_ratio(base, other, name, reading)
-                                                       for other in others) + " |")
+            cells = [_ratio(b, o, name, reading) for b, o in pairs]
+            if not name.startswith("load_avg") and any(c != "-" for c in cells):
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += [f"![{path.stem}]({path})" for path in charts] + [""]
     return lines
@@ -197,36 +212,53 @@ def _ratio(base: dict, other: dict, name: str, reading: str) -> str:
 
 
 def _goals(sections: dict) -> list[str]:
-    """Issue 6's goals checked against the latest peers sweep."""
-    rows = []
+    """Issue 6's goals, checked on the latest peers sweep of each
+    16-partition workload."""
+    latest = {}
     for (sweep, _, workload), items in sections.items():
-        if sweep != "peers":
-            continue
-        base, others, reading = reference(items)
+        if sweep == "peers" and items[0]["partitions"] == GOAL_PARTITIONS:
+            latest[workload] = items
+    rows = []
+    for workload, items in latest.items():
+        pairs, reading = reference(items)
         if reading != "kcore / peer":
             continue
-        for other in others if not items[0]["rate"] else ():
-            goal = THROUGHPUT_GOALS.get(other["target"])
-            for name in ("produce_mb_s", "consume_mb_s"):
-                value = ratio(base, other, name, reading)
-                if goal is not None and value is not None:
-                    rows.append((workload, f"{name} >= {goal:g}x {other['config']}", f"{fmt(value)}x",
-                                 value >= goal, f"{(1 - value / goal) * 100:.0f}% short" if value < goal else ""))
-        if items[0]["rate"] == LATENCY_GOAL_RATE and "latency_p99_ms" in base:
-            p99 = base["latency_p99_ms"][0]
-            rows.append((workload, f"p99 <= {LATENCY_GOAL_MS:g} ms", f"{fmt(p99)} ms", p99 <= LATENCY_GOAL_MS,
-                         f"{p99 - LATENCY_GOAL_MS:.1f} ms over" if p99 > LATENCY_GOAL_MS else ""))
-            for other in others:
-                if "latency_p99_ms" in other:
-                    theirs = other["latency_p99_ms"][0]
-                    rows.append((workload, f"p99 below {other['config']}'s", f"{fmt(p99)} vs {fmt(theirs)} ms",
-                                 p99 < theirs, "" if p99 < theirs else f"{p99 - theirs:.1f} ms over"))
+        rows += _throughput_goals(workload, pairs) if not items[0]["rate"] else []
+        if items[0]["rate"] == LATENCY_GOAL_RATE:
+            rows += _latency_goals(workload, pairs)
     if not rows:
         return []
     lines = ["## Goals (latest peers sweep, medians)", "", "| workload | goal | measured | met | short by |",
              "|---|---|---|---|---|"]
     lines += [f"| {w} | {g} | {m} | {'yes' if ok else 'NO'} | {s} |" for w, g, m, ok, s in rows]
     return lines + [""]
+
+
+def _throughput_goals(workload: str, pairs: list) -> list[tuple]:
+    rows = []
+    for base, other in pairs:
+        goal = THROUGHPUT_GOALS.get(other["target"])
+        for name in ("produce_mb_s", "consume_mb_s"):
+            value = ratio(base, other, name, "kcore / peer")
+            if goal is not None and value is not None:
+                rows.append((workload, f"{name} >= {goal:g}x {other['config']}", f"{fmt(value)}x",
+                             value >= goal, f"{(1 - value / goal) * 100:.0f}% short" if value < goal else ""))
+    return rows
+
+
+def _latency_goals(workload: str, pairs: list) -> list[tuple]:
+    base = pairs[0][0]
+    if "latency_p99_ms" not in base:
+        return []
+    p99 = base["latency_p99_ms"][0]
+    rows = [(workload, f"p99 <= {LATENCY_GOAL_MS:g} ms", f"{fmt(p99)} ms", p99 <= LATENCY_GOAL_MS,
+             f"{p99 - LATENCY_GOAL_MS:.1f} ms over" if p99 > LATENCY_GOAL_MS else "")]
+    for _, other in pairs:
+        if "latency_p99_ms" in other:
+            theirs = other["latency_p99_ms"][0]
+            rows.append((workload, f"p99 below {other['config']}'s", f"{fmt(p99)} vs {fmt(theirs)} ms",
+                         p99 < theirs, "" if p99 < theirs else f"{p99 - theirs:.1f} ms over"))
+    return rows
 
 
 def _codec_table(items: list[dict]) -> list[str]:
