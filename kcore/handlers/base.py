@@ -20,3 +20,4 @@ class BrokerFacade(Protocol):
     controller: Any          # kcore.controller.local.LocalController
     replica_manager: Any     # kcore.replication.replica_manager.ReplicaManager
     producer_ids: Any        # kcore.controller.producer_ids.ProducerIdManager
+    group_coordinator: Any   # kcore.coordinator.group.coordinator.GroupCoordinator

@@ -43,6 +43,9 @@ def add_partitions(broker: Any, name: str, total: int, validate_only: bool) -> N
 def delete_topic(broker: Any, name: str) -> None:
     broker.controller.delete_topic(name)
     broker.replica_manager.delete_topic(name)
+    # Committed offsets of a deleted topic go with it (Kafka's
+    # handleDeletedPartitions), so a re-created topic starts uncommitted.
+    broker.group_coordinator.on_topics_deleted({name})
 
 
 def set_topic_configs(broker: Any, name: str, configs: dict[str, str],

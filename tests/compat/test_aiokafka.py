@@ -1,7 +1,8 @@
 """aiokafka 0.14 against a real broker process.
 
-Consumers are AIOKafkaConsumer(group_id=None) with assign() and seek: the
-broker has no group coordinator yet. Each test runs its own event loop.
+Consumers are AIOKafkaConsumer(group_id=None) with assign() and seek, so
+each check reads exact offsets (consumer groups have their own suite in
+tests/integration/test_groups_*.py). Each test runs its own event loop.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """confluent-kafka (librdkafka 2.x) against a real broker process.
 
-Consumers use assign() with explicit offsets and never commit: the broker
-has no group coordinator yet, and librdkafka needs a group.id only to build
-the consumer object.
+Consumers use assign() with explicit offsets and never commit, so each check
+reads exact offsets (consumer groups have their own suite in
+tests/integration/test_groups_*.py); librdkafka needs a group.id only to
+build the consumer object.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """kafka-python 3.x against a real broker process.
 
-Consumers are KafkaConsumer(group_id=None) with assign() and seek: the
-broker has no group coordinator yet.
+Consumers are KafkaConsumer(group_id=None) with assign() and seek, so each
+check reads exact offsets (consumer groups have their own suite in
+tests/integration/test_groups_*.py).
 """
 from __future__ import annotations
 

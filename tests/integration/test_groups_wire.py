@@ -355,3 +355,32 @@ def test_committed_offsets_and_groups_survive_broker_restart(broker_factory, cle
         assert sync(client, group, generation, member_id).assignment == b"mine"
     finally:
         client.close()
+
+
+def test_deleting_a_topic_drops_its_committed_offsets(broker):
+    from kcore.protocol.api_keys import ApiKey
+    from tests.wire import WireClient
+    client = WireClient(broker.port)
+    created = client.request(ApiKey.CREATE_TOPICS, 4, {
+        "topics": [{"name": "gone", "num_partitions": 1, "replication_factor": 1,
+                    "assignments": [], "configs": []}], "timeout_ms": 5000, "validate_only": False})
+    assert created.topics[0].error_code == 0
+
+    def commit_and_fetch(commit: bool):
+        if commit:
+            response = client.request(ApiKey.OFFSET_COMMIT, 2, {
+                "group_id": "g-gone", "generation_id_or_member_epoch": -1, "member_id": "",
+                "retention_time_ms": -1,
+                "topics": [{"name": "gone", "partitions": [{"partition_index": 0,
+                                                            "committed_offset": 5,
+                                                            "committed_metadata": ""}]}]})
+            assert response.topics[0].partitions[0].error_code == 0
+        fetched = client.request(ApiKey.OFFSET_FETCH, 3, {
+            "group_id": "g-gone", "topics": [{"name": "gone", "partition_indexes": [0]}]})
+        return fetched.topics[0].partitions[0].committed_offset
+
+    assert commit_and_fetch(True) == 5
+    deleted = client.request(ApiKey.DELETE_TOPICS, 3, {"topic_names": ["gone"], "timeout_ms": 5000})
+    assert deleted.responses[0].error_code == 0
+    assert commit_and_fetch(False) == -1
+    client.close()
