@@ -1,16 +1,29 @@
 #!/bin/bash
-# The committed perf_reports/: every sweep on this machine, then the Spark
-# report. Appends to perf_reports/runs.jsonl (delete it for a fresh report).
-#   bash bench/perf_report.sh            # ~40 min on 2 cores
-#   ROUNDS=1 CODEC_ROUNDS=1 bash bench/perf_report.sh   # a quick look
+# The committed perf_reports/: every sweep on this machine, a profile of the
+# broker under the 16-partition workloads, then the Spark report. Appends to
+# $OUT (delete it for a fresh report). The broker runs from a snapshot of
+# HEAD (git archive + native build), so working-tree edits made during the
+# ~45 minutes do not change what is measured.
+#   bash bench/perf_report.sh
+#   ROUNDS=1 SWEEP_ROUNDS=1 CODEC_ROUNDS=1 REPORT_DIR=/tmp/r bash bench/perf_report.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PY=$(realpath "${PY:-.venv/bin/python}")
 KCORE=${KCORE:-.venv/bin/kcore}
-OUT=${OUT:-perf_reports/runs.jsonl}
+REPORT_DIR=${REPORT_DIR:-perf_reports}
+OUT=${OUT:-$REPORT_DIR/runs.jsonl}
 ROUNDS=${ROUNDS:-5}
 CODEC_ROUNDS=${CODEC_ROUNDS:-3}
 SWEEP_ROUNDS=${SWEEP_ROUNDS:-3}
 W16="--workload 1-topic-16-partitions-1kb-max --workload 1-topic-16-partitions-1kb-20k"
+mkdir -p "$REPORT_DIR"
+
+SNAP=$(mktemp -d /tmp/kcore-bench-src-XXXXXX)
+trap 'rm -rf "$SNAP"' EXIT
+git archive HEAD | tar -x -C "$SNAP"
+git rev-parse --short HEAD > "$SNAP/.revision"
+(cd "$SNAP" && "$PY" setup.py -q build_ext --inplace > build.log 2>&1)
+export KCORE_BENCH_SOURCE=$SNAP
 
 $KCORE bench sweep peers $W16 --rounds "$ROUNDS" --out "$OUT"
 $KCORE bench sweep codecs --workload codec-1kb-max --rounds "$CODEC_ROUNDS" --out "$OUT"
@@ -18,5 +31,6 @@ $KCORE bench sweep durability $W16 --rounds "$SWEEP_ROUNDS" --out "$OUT"
 $KCORE bench sweep disk $W16 --rounds "$SWEEP_ROUNDS" --out "$OUT"
 $KCORE bench sweep network $W16 --rounds "$SWEEP_ROUNDS" --out "$OUT"
 $KCORE bench sweep peers --workload 1-topic-100-partitions-1kb-4p-4c-max --rounds "$SWEEP_ROUNDS" --out "$OUT"
-NOTES=(); [ -f perf_reports/notes.md ] && NOTES=(--notes perf_reports/notes.md)
-$KCORE bench report "$OUT" --out perf_reports "${NOTES[@]}"
+$KCORE bench profile 1-topic-16-partitions-1kb-max 1-topic-16-partitions-1kb-20k --out "$REPORT_DIR/profiles"
+NOTES=(); [ -f "$REPORT_DIR/notes.md" ] && NOTES=(--notes "$REPORT_DIR/notes.md")
+$KCORE bench report "$OUT" --out "$REPORT_DIR" "${NOTES[@]}"

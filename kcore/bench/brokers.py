@@ -81,16 +81,35 @@ class Unsupported(Exception):
 
 
 class Kcore:
+    """The broker under test. By default the kcore this harness imports;
+    with ``KCORE_BENCH_SOURCE=DIR`` (a source tree with its native modules
+    built in place, e.g. a ``git archive`` of one commit) the broker runs
+    from DIR, so edits landing in the working tree during a long sweep do
+    not change what is measured. DIR/.revision names the commit."""
     name = "kcore"
     client_config: dict = {}
 
     def __init__(self, profile_dir: Path | None = None):
         self.profile_dir = profile_dir
         self.profile_path: Path | None = None
+        source = os.environ.get("KCORE_BENCH_SOURCE")
+        self.source_dir = Path(source).resolve() if source else None
 
     def version(self) -> str:
         import kcore
+        if self.source_dir is not None:
+            revision_file = self.source_dir / ".revision"
+            revision = revision_file.read_text().strip() if revision_file.exists() else "snapshot"
+            return f"{kcore.__version__}+{revision}"
         return f"{kcore.__version__}+{_git_revision()}"
+
+    def _environment(self) -> tuple[dict, Path | None]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if self.source_dir is None:
+            return env, None
+        # -m puts the working directory first on sys.path: run from DIR.
+        env["PYTHONPATH"] = str(self.source_dir)
+        return env, self.source_dir
 
     def install(self) -> None:
         pass
@@ -122,8 +141,8 @@ class Kcore:
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]
         log_path = workdir / "kcore.log"
-        process = procs.spawn((prefix or []) + command, log_path,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        env, cwd = self._environment()
+        process = procs.spawn((prefix or []) + command, log_path, cwd=cwd, env=env)
         netns = prefix[-1] if prefix else None
         procs.wait_for_port(host, port, process, START_TIMEOUT_S, netns, log_path)
         return Running(self.name, self.version(), advertised or f"{host}:{port}", process.pid,
