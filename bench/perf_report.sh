@@ -8,7 +8,7 @@
 #   ROUNDS=1 SWEEP_ROUNDS=1 CODEC_ROUNDS=1 REPORT_DIR=/tmp/r bash bench/perf_report.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=$(realpath "${PY:-.venv/bin/python}")
+PY=${PY:-$PWD/.venv/bin/python}
 KCORE=${KCORE:-.venv/bin/kcore}
 REPORT_DIR=${REPORT_DIR:-perf_reports}
 OUT=${OUT:-$REPORT_DIR/runs.jsonl}
