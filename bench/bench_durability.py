@@ -1,0 +1,239 @@
+"""Durability modes side by side: acks=all produce throughput and ack latency.
+
+Workload: one topic of 16 partitions, 1 KiB half-random messages, acks=all,
+confluent-kafka producers in their own processes sending as fast as they
+can (messages spread round-robin over the partitions). Modes, each a fresh
+broker and data dir on the same disk, run interleaved (A B C D A B C D ...):
+
+  page-cache     default: writes reach the page cache, no fsync before acks
+  naive-fsync    flush.messages=1 with KCORE_SYNCER=inline: each append
+                 fsyncs on the event loop before its ack (Kafka's behaviour)
+  group-io_uring flush.messages=1, group commit over io_uring
+  group-thread   flush.messages=1, group commit over the thread pool
+
+Per run: msg/s and MB/s (10^6 bytes of values) over the wall time from the
+first send to the last ack, ack latency p50/p99 (send to delivery report,
+in the producer process), broker CPU seconds. The summary gives medians
+over rounds and the ratios the issue sets targets for (group commit >= 5x
+naive and >= 50% of page-cache). One JSON line per run with --json.
+
+    .venv/bin/python -m bench.bench_durability --rounds 5 --messages 200000
+    .venv/bin/python -m bench.bench_durability --batch-bytes 16384 --linger-ms 0 --producers 2
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TOPIC = "durability"
+PARTITIONS = 16
+MODES = {
+    "page-cache": ({}, "auto"),
+    "naive-fsync": ({"log.flush.interval.messages": "1"}, "inline"),
+    "group-io_uring": ({"log.flush.interval.messages": "1"}, "io_uring"),
+    "group-thread": ({"log.flush.interval.messages": "1"}, "thread"),
+}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Broker:
+    """A kcore broker subprocess in ``mode`` with its own data dir."""
+
+    def __init__(self, root: Path, mode: str):
+        overrides, syncer = MODES[mode]
+        self.port = free_port()
+        self.data_dir = Path(tempfile.mkdtemp(prefix=f"{mode}-", dir=root))
+        command = [sys.executable, "-m", "kcore.cli.main", "broker", "--log-level", "INFO",
+                   "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                   "--override", f"log.dirs={self.data_dir / 'data'}",
+                   "--override", f"num.partitions={PARTITIONS}"]
+        for key, value in overrides.items():
+            command += ["--override", f"{key}={value}"]
+        self.log_path = self.data_dir / "broker.log"
+        with open(self.log_path, "wb") as log_file:
+            self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
+                                            env={**os.environ, "KCORE_SYNCER": syncer})
+        deadline = time.monotonic() + 30
+        while True:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"broker did not start:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def durability_line(self) -> str:
+        for line in self.log_path.read_text().splitlines():
+            if "durability:" in line:
+                return line.split("durability:", 1)[1].strip()
+        return "?"
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def create_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+
+
+def producer_main(bootstrap: str, count: int, first_partition: int, settings: dict, start, results) -> None:
+    """One load generator: ``count`` messages, acks=all; reports
+    (first send, last ack, ack latencies in seconds, failures)."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "queue.buffering.max.messages": 1_000_000,
+                         "queue.buffering.max.kbytes": 1_048_576, **settings})
+    payloads = [os.urandom(512) + bytes((i + j) % 251 for j in range(512)) for i in range(64)]
+    latencies: list[float] = []
+    failures = [0]
+    clock = time.perf_counter
+
+    def delivered(error, _message, sent=None):
+        if error is None:
+            latencies.append(clock() - sent)
+        else:
+            failures[0] += 1
+
+    producer.list_topics(TOPIC, timeout=30)
+    start.wait()
+    began = clock()
+    for i in range(count):
+        sent = clock()
+        while True:
+            try:
+                producer.produce(TOPIC, payloads[i % 64], partition=(first_partition + i) % PARTITIONS,
+                                 on_delivery=lambda e, m, sent=sent: delivered(e, m, sent))
+                break
+            except BufferError:
+                producer.poll(0.001)
+        if i % 64 == 0:
+            producer.poll(0)
+    producer.flush(300)
+    results.put((began, clock(), latencies, failures[0]))
+
+
+def run_once(root: Path, mode: str, args) -> dict:
+    broker = Broker(root, mode)
+    try:
+        create_topic(broker.bootstrap)
+        settings = {"linger.ms": args.linger_ms, "batch.size": args.batch_bytes,
+                    "enable.idempotence": True}
+        context = mp.get_context("spawn")
+        start, results = context.Event(), context.Queue()
+        per_producer = args.messages // args.producers
+        producers = [context.Process(target=producer_main, args=(
+            broker.bootstrap, per_producer, i * PARTITIONS // args.producers, settings, start, results))
+            for i in range(args.producers)]
+        for process in producers:
+            process.start()
+        time.sleep(1.0)  # producers connected and have the topic's metadata
+        cpu_before = cpu_seconds(broker.process.pid)
+        start.set()
+        outcomes = [results.get(timeout=600) for _ in producers]
+        cpu = cpu_seconds(broker.process.pid) - cpu_before
+        for process in producers:
+            process.join(30)
+        began = min(o[0] for o in outcomes)
+        ended = max(o[1] for o in outcomes)
+        latencies = sorted(x for o in outcomes for x in o[2])
+        seconds = ended - began
+        delivered = len(latencies)
+        return {"mode": mode, "via": broker.durability_line(), "messages": delivered,
+                "failures": sum(o[3] for o in outcomes), "seconds": round(seconds, 3),
+                "msg_per_s": round(delivered / seconds), "mb_per_s": round(delivered * 1024 / seconds / 1e6, 1),
+                "ack_p50_ms": round(latencies[len(latencies) // 2] * 1e3, 2),
+                "ack_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1e3, 2),
+                "broker_cpu_s": round(cpu, 2)}
+    finally:
+        broker.stop()
+
+
+def summarize(runs: list[dict], modes: list[str]) -> list[str]:
+    lines = [f"{'mode':16} {'msg/s':>9} {'MB/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'cpu s':>6}  (medians of {len(runs) // len(modes)})"]
+    medians = {}
+    for mode in modes:
+        mine = [r for r in runs if r["mode"] == mode]
+        m = {key: statistics.median(r[key] for r in mine)
+             for key in ("msg_per_s", "mb_per_s", "ack_p50_ms", "ack_p99_ms", "broker_cpu_s")}
+        medians[mode] = m
+        lines.append(f"{mode:16} {m['msg_per_s']:9.0f} {m['mb_per_s']:7.1f} {m['ack_p50_ms']:8.2f} "
+                     f"{m['ack_p99_ms']:8.2f} {m['broker_cpu_s']:6.2f}")
+    for mode in ("group-io_uring", "group-thread"):
+        if mode in medians and "naive-fsync" in medians and "page-cache" in medians:
+            rate = medians[mode]["msg_per_s"]
+            lines.append(f"{mode}: {rate / medians['naive-fsync']['msg_per_s']:.2f}x naive-fsync "
+                         f"(target >= 5), {rate / medians['page-cache']['msg_per_s']:.0%} of page-cache "
+                         f"(target >= 50%)")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--messages", type=int, default=200_000, help="per run, over all producers")
+    parser.add_argument("--producers", type=int, default=1)
+    parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument("--batch-bytes", type=int, default=1_000_000)
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
+    parser.add_argument("--data-root", default=None, help="where data dirs go (default: a temp dir on /tmp's disk)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per run")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    root = Path(tempfile.mkdtemp(prefix="kcore-durability-", dir=args.data_root))
+    runs = []
+    try:
+        for round_index in range(args.rounds):
+            for mode in modes:
+                run = run_once(root, mode, args)
+                run["round"] = round_index
+                runs.append(run)
+                print(json.dumps(run) if args.json else
+                      f"round {round_index} {mode:16} {run['msg_per_s']:8d} msg/s "
+                      f"p99 {run['ack_p99_ms']:7.2f} ms  [{run['via']}]", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"workload: {PARTITIONS} partitions, 1 KiB messages, acks=all, idempotent, "
+          f"{args.producers} producer(s), linger.ms={args.linger_ms}, batch.size={args.batch_bytes}, "
+          f"{args.messages} messages per run")
+    for line in summarize(runs, modes):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
