@@ -399,11 +399,16 @@ class GroupCommitSyncer:
             return
         state.synced_offset = max(state.synced_offset, round_.target)
         state.newest_synced_base = round_.newest_base
+        log_end_offset = state.log.log_end_offset
         waiting = []
         for offset, future in state.waiters:
+            if future.done():
+                continue
             if offset <= state.synced_offset:
-                if not future.done():
-                    future.set_result(state.synced_offset)
+                future.set_result(state.synced_offset)
+            elif offset > log_end_offset:  # truncated away before it was synced
+                future.set_exception(KafkaStorageError(
+                    f"{state.log.dir}: offsets below {offset} were truncated before they were synced"))
             else:
                 waiting.append((offset, future))
         state.waiters = waiting

@@ -220,8 +220,8 @@ class Partition:
         producer state it carried, so retried batches are appended again."""
         if self.log.log_end_offset <= self.high_watermark:
             return
-        logger.error("%s-%d: truncating unsynced offsets [%d, %d) after %s", self.topic, self.index,
-                  self.high_watermark, self.log.log_end_offset, cause)
+        logger.error("%s-%d: truncating unsynced offsets [%d, %d) after %s", self.topic,
+                     self.index, self.high_watermark, self.log.log_end_offset, cause)
         try:
             self.log.truncate_to(self.high_watermark)
             self._load_producer_state()

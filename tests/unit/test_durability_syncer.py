@@ -178,3 +178,18 @@ def test_small_ring_queues_excess_fsyncs_and_survives_many_wraparounds(tmp_path)
             log.close()
         await syncer.close()
     run(main())
+
+
+def test_a_waiter_for_offsets_truncated_away_fails_instead_of_waiting_forever(tmp_path):
+    async def main():
+        syncer = make_syncer("io_uring")
+        log = Log.open(tmp_path / "t-0")
+        assert await syncer.sync(log, append(log, 3)) == 3
+        stale = syncer.sync(log, append(log, 2))  # waits for offset 5
+        log.truncate_to(3)
+        with pytest.raises(KafkaStorageError, match="truncated"):
+            await stale
+        assert await syncer.sync(log, append(log)) == 4
+        log.close()
+        await syncer.close()
+    run(main())
