@@ -147,10 +147,11 @@ def producer_main(bootstrap: str, count: int, first_partition: int, settings: di
                 producer.poll(0.001)
         if i % 64 == 0:
             producer.poll(0)
-            if rate:
+            while rate:  # poll returns at the first delivery report: loop to the send time
                 ahead = began + i / rate - clock()
-                if ahead > 0:
-                    producer.poll(ahead)
+                if ahead <= 0:
+                    break
+                producer.poll(ahead)
     producer.flush(300)
     results.put((began, clock(), latencies, failures[0]))
 
