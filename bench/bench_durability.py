@@ -91,20 +91,30 @@ class Broker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def group_commit_line(self) -> str | None:
+        """The syncer's counters, logged when the broker stops."""
+        for line in self.log_path.read_text().splitlines():
+            if "group commit (" in line and "rounds" in line:
+                return line.split(": ", 1)[1].strip()
+        return None
+
     def durability_line(self) -> str:
         for line in self.log_path.read_text().splitlines():
             if "durability:" in line:
                 return line.split("durability:", 1)[1].strip()
         return "?"
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
+        """Stop cleanly; returns the group-commit counters line, if any."""
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(30)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        counters = self.group_commit_line()
         shutil.rmtree(self.data_dir, ignore_errors=True)
+        return counters
 
 
 def create_topic(bootstrap: str) -> None:
@@ -158,6 +168,7 @@ def producer_main(bootstrap: str, count: int, first_partition: int, settings: di
 
 def run_once(root: Path, mode: str, args) -> dict:
     broker = Broker(root, mode)
+    run: dict = {}
     try:
         create_topic(broker.bootstrap)
         settings = {"linger.ms": args.linger_ms, "batch.size": args.batch_bytes,
@@ -183,14 +194,15 @@ def run_once(root: Path, mode: str, args) -> dict:
         latencies = sorted(x for o in outcomes for x in o[2])
         seconds = ended - began
         delivered = len(latencies)
-        return {"mode": mode, "via": broker.durability_line(), "messages": delivered,
+        run = {"mode": mode, "via": broker.durability_line(), "messages": delivered,
                 "failures": sum(o[3] for o in outcomes), "seconds": round(seconds, 3),
                 "msg_per_s": round(delivered / seconds), "mb_per_s": round(delivered * 1024 / seconds / 1e6, 1),
                 "ack_p50_ms": round(latencies[len(latencies) // 2] * 1e3, 2),
                 "ack_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1e3, 2),
                 "broker_cpu_s": round(cpu, 2)}
+        return run
     finally:
-        broker.stop()
+        run["group_commit"] = broker.stop()
 
 
 def summarize(runs: list[dict], modes: list[str]) -> list[str]:
@@ -236,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
                 print(json.dumps(run) if args.json else
                       f"round {round_index} {mode:16} {run['msg_per_s']:8d} msg/s "
-                      f"p99 {run['ack_p99_ms']:7.2f} ms  [{run['via']}]", flush=True)
+                      f"p99 {run['ack_p99_ms']:7.2f} ms  [{run['via']}]"
+                      + (f" [{run['group_commit']}]" if run.get("group_commit") else ""), flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"workload: {PARTITIONS} partitions, 1 KiB messages, acks=all, idempotent, "

@@ -431,6 +431,9 @@ class GroupCommitSyncer:
             await self._idle.wait()
             await asyncio.sleep(0)
         self.backend.close()
+        if self.requests:
+            log.info("group commit (%s): %d waiting sync requests served by %d rounds, %d fsyncs",
+                     self.name, self.requests, self.rounds, self.fsyncs)
 
 
 def open_syncer(loop: asyncio.AbstractEventLoop,
