@@ -108,6 +108,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.flush.interval.messages", _at_least(1), LONG_MAX, "Messages between forced flushes (1 = sync every message before ack)."),
     _key("log.flush.interval.ms", int, None, "Maximum time data waits in the page cache before a flush."),
     _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
+    _key("log.flush.offset.checkpoint.interval.ms", _at_least(1), 60000,
+         "How often rolled segments are fsynced and the recovery point is checkpointed."),
     _key("log.cleanup.policy", _cleanup_policy, "delete", "delete, compact or both."),
     _key("log.cleaner.enable", _bool, True, "Run the log cleaner for compacted topics."),
     _key("log.cleaner.backoff.ms", _at_least(1), 15000, "Pause of the log cleaner when no log needs cleaning."),
