@@ -1,4 +1,4 @@
-"""`kcore` command line: broker, topics, produce, consume, dump-log."""
+"""`kcore` command line: broker, topics, produce, consume, groups, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +6,7 @@ import sys
 
 from kcore.cli import bench
 from kcore.cli import broker as broker_cmd
-from kcore.cli import dump_log
+from kcore.cli import client_commands, dump_log, groups
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    modules = [broker_cmd, dump_log, bench]
-    try:
-        from kcore.cli import client_commands
-        modules.append(client_commands)
-    except ImportError:
-        pass
-    return modules
+    return [broker_cmd, client_commands, groups, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:
