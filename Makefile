@@ -2,36 +2,48 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+SOURCES := pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*.h)
+BASE_STAMP := $(VENV)/.installed-base
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install broker test test-fast bench native clean
+.PHONY: install install-test broker test test-fast bench native system-deps clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*.h)
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+
+# The broker alone: the package and its runtime dependencies.
+$(BASE_STAMP): $(SOURCES) | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Tests add the real clients, Hypothesis, PySpark and friends.
+$(TEST_STAMP): $(SOURCES) | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
-	touch $(STAMP)
+	touch $@ $(BASE_STAMP)
 
-install: $(STAMP)
+install: $(BASE_STAMP)
+install-test: $(TEST_STAMP)
 
-native: $(STAMP)
+native: $(BASE_STAMP)
 	$(BIN)/python setup.py -q build_ext --inplace
 
 # Single node, no ZooKeeper, data under ./data, listening on 127.0.0.1:9092.
 broker: install
 	$(BIN)/kcore broker --override log.dirs=./data
 
-# kcat comes from Debian; the compat suite runs it as a real client.
+# kcat (a real client) and a JRE (PySpark in the report test) come from Debian.
 system-deps:
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
+	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 
-test: install system-deps
+test: install-test system-deps
 	$(BIN)/python -m pytest -q tests
 
-test-fast: install
+test-fast: install-test
 	$(BIN)/python -m pytest -q tests/unit
 
-bench: install
+bench: install-test
 	$(BIN)/python -m pytest -q bench --benchmark-enable --benchmark-only
 
 clean:
