@@ -93,8 +93,10 @@ def latency(items: list[dict], title: str, path: Path) -> Path:
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(8.5, 4.8))
     xs = list(range(len(PERCENTILES)))
-    for item in items:
-        points = [(x, item[name]) for x, (_, name) in zip(xs, PERCENTILES) if name in item]
+    for index, item in enumerate(items):
+        # Configs side by side around each percentile so whiskers do not overlap.
+        dodge = (index - (len(items) - 1) / 2) * min(0.08, 0.5 / len(items))
+        points = [(x + dodge, item[name]) for x, (_, name) in zip(xs, PERCENTILES) if name in item]
         if not points:
             continue
         medians = [stat[0] for _, stat in points]
