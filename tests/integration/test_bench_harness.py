@@ -104,8 +104,6 @@ def test_veth_pair_connects_the_two_namespaces_it_creates():
             with socket.create_connection((pair.server_ip, port), timeout=5) as sock:
                 return sock.recv(2)
         assert network.in_netns(pair.client_ns, connect) == b"hi"
-        with pytest.raises(OSError):
-            socket.create_connection((pair.server_ip, port), timeout=0.5)  # not reachable from here
         server.close()
     finally:
         pair.close()
