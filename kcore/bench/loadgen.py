@@ -37,8 +37,8 @@ DRAIN_DEADLINE_S = 15.0
 CATCH_UP_TIMEOUT_S = 300.0
 # Catch-up: give up when no message arrived for this long (a stuck client).
 CATCH_UP_STALL_S = 30.0
-# Tail mode: poll this long before saying ready, so every partition's
-# "latest" offset is resolved and the first fetches are parked at the end.
+# Tail mode: poll this long before saying ready, so the first fetches are
+# parked at the log end when the producers start.
 TAIL_WARMUP_S = 1.0
 # Latency histogram range: 1 us .. 10 min at 3 significant digits.
 HISTOGRAM_RANGE_US = (1, 600_000_000, 3)
@@ -133,17 +133,13 @@ def _produce_loop(producer, spec: dict, values: list[bytes], stamp) -> tuple[int
 
 
 def run_consumer(spec: dict, control: Control) -> dict:
-    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     consumer = Consumer(spec["config"])
     tail = spec["mode"] == "tail"
-    assignment = [TopicPartition(spec["topic"], p, OFFSET_END if tail else OFFSET_BEGINNING)
-                  for p in spec["partitions"]]
+    assignment = [TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in spec["partitions"]]
     consumer.list_topics(spec["topic"], timeout=30)  # connected before "ready"
     if tail:
-        consumer.assign(assignment)
-        warmup_end = time.monotonic() + TAIL_WARMUP_S
-        while time.monotonic() < warmup_end:
-            consumer.poll(0.1)
+        _assign_at_log_end(consumer, spec["topic"], spec["partitions"])
     emit("ready")
     control.go.wait()
     try:
@@ -156,6 +152,19 @@ def run_consumer(spec: dict, control: Control) -> dict:
         return _consume_catch_up(consumer, spec, cpu0, start)
     finally:
         consumer.close()
+
+
+def _assign_at_log_end(consumer, topic: str, partitions: list) -> None:
+    """Assign at each partition's high watermark, asked for explicitly:
+    with OFFSET_END, librdkafka resolves "latest" on its first fetch, and a
+    message produced before that would be skipped."""
+    from confluent_kafka import TopicPartition
+    ends = [TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1])
+            for p in partitions]
+    consumer.assign(ends)
+    warmup_end = time.monotonic() + TAIL_WARMUP_S
+    while time.monotonic() < warmup_end:
+        consumer.poll(0.1)
 
 
 def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
