@@ -95,6 +95,10 @@ class ProducerStateManager:
         self.directory = Path(directory)
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> first offset of its open transaction: the last
+        # stable offset is read on every fetch, so it must not scan every
+        # producer this partition has seen (thousands over a day).
+        self._open_transactions: dict[int, int] = {}
         self.snapshot_offset = 0
 
     # -- the produce path ----------------------------------------------------
@@ -140,6 +144,7 @@ class ProducerStateManager:
         if entry is None or epoch > entry.epoch:
             entry = ProducerEntry(producer_id, epoch)
             self.producers[producer_id] = entry
+            self._open_transactions.pop(producer_id, None)
         if first_seq >= 0:
             entry.batches.append(BatchMetadata(
                 first_seq, last_sequence(first_seq, last_offset_delta),
@@ -147,11 +152,17 @@ class ProducerStateManager:
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         if is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
+            self._open_transactions[producer_id] = first_offset
 
     def end_transaction(self, producer_id: int) -> None:
         entry = self.producers.get(producer_id)
         if entry is not None:
             entry.current_txn_first_offset = -1
+        self._open_transactions.pop(producer_id, None)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction, None when none is."""
+        return min(self._open_transactions.values()) if self._open_transactions else None
 
     def remove_expired(self, now_ms: int | None = None) -> int:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -165,6 +176,7 @@ class ProducerStateManager:
     def truncate(self) -> None:
         """Forget everything (log truncated below what the state covers)."""
         self.producers.clear()
+        self._open_transactions.clear()
         self.snapshot_offset = 0
 
     # -- snapshots ------------------------------------------------------------
@@ -193,6 +205,7 @@ class ProducerStateManager:
         """Load the newest valid snapshot at or below log_end_offset and
         return its offset (0 when none): the caller replays from there."""
         self.producers.clear()
+        self._open_transactions.clear()
         for path in sorted(self._snapshot_files(), reverse=True):
             offset = int(path.name[:20])
             if offset > log_end_offset:
@@ -222,6 +235,8 @@ class ProducerStateManager:
                 entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset,
                                                    last_offset, timestamp))
             self.producers[pid] = entry
+            if txn_first >= 0:
+                self._open_transactions[pid] = txn_first
         return True
 
     def _snapshot_files(self) -> list[Path]:

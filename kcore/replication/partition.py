@@ -278,9 +278,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        open_txn = [e.current_txn_first_offset for e in self.producers.producers.values()
-                    if e.current_txn_first_offset >= 0]
-        return min([self.high_watermark, *open_txn])
+        unstable = self.producers.first_unstable_offset()
+        return self.high_watermark if unstable is None else min(self.high_watermark, unstable)
 
     @property
     def log_start_offset(self) -> int:

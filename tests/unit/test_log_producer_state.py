@@ -74,3 +74,21 @@ def test_snapshot_beyond_log_end_is_discarded(tmp_path):
     state.write_snapshot(10)
     assert ProducerStateManager(tmp_path).load_snapshot(5) == 0
     assert not list(tmp_path.glob("*.snapshot"))
+
+
+def test_first_unstable_offset_tracks_open_transactions(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    assert state.first_unstable_offset() is None
+    state.update(1, 0, 0, 0, 10, 0, is_transactional=True)
+    state.update(2, 0, 0, 0, 12, 0, is_transactional=True)
+    state.update(1, 0, 1, 0, 14, 0, is_transactional=True)  # same transaction: still from 10
+    state.update(3, 0, 0, 0, 15, 0)  # idempotent only: never unstable
+    assert state.first_unstable_offset() == 10
+    state.end_transaction(1)
+    assert state.first_unstable_offset() == 12
+    state.write_snapshot(20)
+    reloaded = ProducerStateManager(tmp_path)
+    reloaded.load_snapshot(20)
+    assert reloaded.first_unstable_offset() == 12
+    reloaded.update(2, 1, 0, 0, 21, 0)  # a new epoch ends the old transaction
+    assert reloaded.first_unstable_offset() is None
