@@ -130,9 +130,9 @@ def _add_produce_parser(commands, common) -> None:
 def _add_consume_parser(commands, common) -> None:
     consume = commands.add_parser(
         "consume", parents=[common], help="print records of a topic",
-        description="Prints records with a kcat-style template: %%t topic, %%p partition, "
-                    "%%o offset, %%T timestamp, %%k key, %%K key length, %%s value, "
-                    "%%S value length, %%h headers (k=v,...), %%%% a percent sign; escapes "
+        description="Prints records with a kcat-style template: %t topic, %p partition, "
+                    "%o offset, %T timestamp, %k key, %K key length, %s value, "
+                    "%S value length, %h headers (k=v,...), %% a percent sign; escapes "
                     "\\n \\t \\r \\\\ \\xHH. Nothing is added after a record: end the "
                     "template with \\n. Starts at the end unless told otherwise.")
     consume.add_argument("topic")
