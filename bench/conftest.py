@@ -57,16 +57,18 @@ def measure():
     return helpers
 
 
-def interleaved(first, second, rounds: int = 9) -> tuple[float, float]:
+def interleaved(first, second, rounds: int = 9, self_timed: bool = False) -> tuple[float, float]:
     """Median wall times of two callables run A B, B A, A B ... so drift
-    and page-cache state hit both alike."""
+    and page-cache state hit both alike. ``self_timed``: each callable
+    returns the seconds of the part being compared (set-up and clean-up
+    left out) instead of being timed whole."""
     times_a, times_b = [], []
     for i in range(rounds):
         pair = ((first, times_a), (second, times_b))
         for action, sink in (pair if i % 2 == 0 else pair[::-1]):
             start = time.perf_counter()
-            action()
-            sink.append(time.perf_counter() - start)
+            result = action()
+            sink.append(result if self_timed else time.perf_counter() - start)
     return statistics.median(times_a), statistics.median(times_b)
 
 

@@ -66,12 +66,24 @@ static inline int kc_batch_check_size(const unsigned char *p, size_t avail,
     return KC_BATCH_OK;
 }
 
-/* Full check of one batch: size, magic, CRC-32C and record count.
- * check_count: Kafka's produce rule (recordsCount >= 1 and
- * lastOffsetDelta == recordsCount - 1); otherwise only recordsCount >= 0 and
- * lastOffsetDelta >= 0 (compaction may leave fewer records than offsets). */
-static inline int kc_batch_check(const unsigned char *p, size_t avail,
-                                 int check_count, int64_t *size_out)
+/* Record-count rule. check_count: Kafka's produce rule (recordsCount >= 1
+ * and lastOffsetDelta == recordsCount - 1); otherwise only recordsCount >= 0
+ * and lastOffsetDelta >= 0 (compaction may leave fewer records than offsets). */
+static inline int kc_batch_count_ok(const unsigned char *p, int check_count)
+{
+    int32_t count = (int32_t)kc_load_be32(p + KC_OFF_RECORDS_COUNT);
+    int32_t last_offset_delta = (int32_t)kc_load_be32(p + KC_OFF_LAST_OFFSET_DELTA);
+    if (check_count)
+        return count >= 1 && last_offset_delta == count - 1;
+    return count >= 0 && last_offset_delta >= 0;
+}
+
+/* Full check of one batch: size, magic, CRC-32C and record count, in that
+ * order. check_crc = 0 skips the CRC (it is checked elsewhere, e.g. by
+ * native/verifier.h while the batch is written). */
+static inline int kc_batch_validate(const unsigned char *p, size_t avail,
+                                         int check_count, int check_crc,
+                                         int64_t *size_out)
 {
     int64_t size;
     int status = kc_batch_check_size(p, avail, &size);
@@ -79,19 +91,21 @@ static inline int kc_batch_check(const unsigned char *p, size_t avail,
         return status;
     if (p[KC_OFF_MAGIC] != 2)
         return KC_BATCH_MAGIC;
-    uint32_t stored = kc_load_be32(p + KC_OFF_CRC);
-    if (kc_crc32c(0, p + KC_OFF_ATTRIBUTES, (size_t)size - KC_OFF_ATTRIBUTES) != stored)
-        return KC_BATCH_CRC;
-    int32_t count = (int32_t)kc_load_be32(p + KC_OFF_RECORDS_COUNT);
-    int32_t last_offset_delta = (int32_t)kc_load_be32(p + KC_OFF_LAST_OFFSET_DELTA);
-    if (check_count) {
-        if (count < 1 || last_offset_delta != count - 1)
-            return KC_BATCH_COUNT;
-    } else if (count < 0 || last_offset_delta < 0) {
-        return KC_BATCH_COUNT;
+    if (check_crc) {
+        uint32_t stored = kc_load_be32(p + KC_OFF_CRC);
+        if (kc_crc32c(0, p + KC_OFF_ATTRIBUTES, (size_t)size - KC_OFF_ATTRIBUTES) != stored)
+            return KC_BATCH_CRC;
     }
+    if (!kc_batch_count_ok(p, check_count))
+        return KC_BATCH_COUNT;
     *size_out = size;
     return KC_BATCH_OK;
+}
+
+static inline int kc_batch_check(const unsigned char *p, size_t avail,
+                                 int check_count, int64_t *size_out)
+{
+    return kc_batch_validate(p, avail, check_count, 1, size_out);
 }
 
 #endif /* KCORE_BATCH_H */

@@ -38,8 +38,8 @@ cdef extern from "kbytes.h" nogil:
 
 cdef extern from "batch.h" nogil:
     int KC_BATCH_OK, KC_BATCH_SIZE, KC_BATCH_MAGIC, KC_BATCH_CRC, KC_BATCH_COUNT
-    int kc_batch_check(const unsigned char *p, size_t avail, int check_count,
-                       int64_t *size_out)
+    int kc_batch_validate(const unsigned char *p, size_t avail, int check_count,
+                          int check_crc, int64_t *size_out)
     int kc_batch_check_size(const unsigned char *p, size_t avail, int64_t *size_out)
 
 
@@ -227,20 +227,22 @@ def parse_batch_header(buf, Py_ssize_t pos=0):
 
 
 cdef int _check_one(const unsigned char *p, size_t avail, int check_count,
-                    int64_t *size) noexcept:
+                    int check_crc, int64_t *size) noexcept:
     cdef int status
     cdef int64_t declared
-    if avail >= GIL_RELEASE_BYTES and kc_batch_check_size(p, avail, &declared) == KC_BATCH_OK \
+    if check_crc and avail >= GIL_RELEASE_BYTES \
+            and kc_batch_check_size(p, avail, &declared) == KC_BATCH_OK \
             and declared >= GIL_RELEASE_BYTES:
         with nogil:
-            status = kc_batch_check(p, avail, check_count, size)
+            status = kc_batch_validate(p, avail, check_count, 1, size)
         return status
-    return kc_batch_check(p, avail, check_count, size)
+    return kc_batch_validate(p, avail, check_count, check_crc, size)
 
 
-def validate_batches(buf, bint check_count=True):
+def validate_batches(buf, bint check_count=True, bint check_crc=True):
     """Check every consecutive batch in ``buf`` (size >= 61 and inside the
-    buffer, magic 2, CRC-32C, record count) and return one tuple per batch:
+    buffer, magic 2, CRC-32C unless ``check_crc`` is false, record count)
+    and return one tuple per batch:
     (position, size, last_offset_delta, records_count, attributes,
     base_timestamp, max_timestamp, producer_id, producer_epoch,
     base_sequence). Raises CorruptBatchError at the first failure; the
@@ -258,7 +260,7 @@ def validate_batches(buf, bint check_count=True):
         base = <const unsigned char *>view.buf
         while position < view.len:
             p = base + position
-            status = _check_one(p, view.len - position, check_count, &size)
+            status = _check_one(p, view.len - position, check_count, check_crc, &size)
             if status != KC_BATCH_OK:
                 raise_corrupt(status, position)
             out.append((

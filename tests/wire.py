@@ -62,10 +62,11 @@ def produce_body(topic: str, partition: int, records: bytes, acks: int = 1) -> d
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
 
 
-def fetch_body(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> dict:
-    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20,
+def fetch_body(topic: str, partition: int, offset: int, max_wait_ms: int = 0,
+               max_bytes: int = 1 << 20) -> dict:
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
                                                          "log_start_offset": -1,
-                                                         "partition_max_bytes": 1 << 20}]}],
+                                                         "partition_max_bytes": max_bytes}]}],
             "forgotten_topics_data": [], "rack_id": ""}

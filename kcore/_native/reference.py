@@ -147,7 +147,8 @@ def _batch_size(data: memoryview, position: int) -> int:
     return size
 
 
-def check_batch(data: memoryview, position: int, check_count: bool) -> tuple[str | None, int]:
+def check_batch(data: memoryview, position: int, check_count: bool,
+                check_crc: bool = True) -> tuple[str | None, int]:
     """(None, size) when the batch at position is valid, else (reason, 0)."""
     size = _batch_size(data, position)
     if size < 0:
@@ -155,7 +156,7 @@ def check_batch(data: memoryview, position: int, check_count: bool) -> tuple[str
     header = _HEADER.unpack_from(data, position)
     if header[3] != 2:
         return "magic", 0
-    if crc32c(data[position + 21:position + size]) != header[4]:
+    if check_crc and crc32c(data[position + 21:position + size]) != header[4]:
         return "crc", 0
     last_offset_delta, records_count = header[6], header[12]
     if check_count:
@@ -166,12 +167,12 @@ def check_batch(data: memoryview, position: int, check_count: bool) -> tuple[str
     return None, size
 
 
-def validate_batches(buf, check_count: bool = True) -> list[tuple]:
+def validate_batches(buf, check_count: bool = True, check_crc: bool = True) -> list[tuple]:
     data = memoryview(buf).cast("B")
     out = []
     position = 0
     while position < len(data):
-        reason, size = check_batch(data, position, check_count)
+        reason, size = check_batch(data, position, check_count, check_crc)
         if reason is not None:
             raise CorruptBatchError(reason, position)
         h = _HEADER.unpack_from(data, position)
@@ -469,3 +470,19 @@ def batch_headers(fd: int, start_position: int, end_position: int, max_batches: 
         out.append((position, found[4]))
         position += found[0]
     return out, position
+
+
+def append_batches(fd: int, buf, position: int, check_count: bool = True):
+    """Twin of native append.append_batches: check every batch, then write
+    (never overlapped, so ``written`` is always False on a failure)."""
+    data = memoryview(buf).cast("B")
+    offset = 0
+    while offset < len(data):
+        reason, size = check_batch(data, offset, check_count)
+        if reason is not None:
+            return reason, offset, False
+        offset += size
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, data[done:], position + done)
+    return None

@@ -22,10 +22,11 @@ import os
 import time
 from pathlib import Path
 
+from kcore._native import append as native_append
 from kcore._native import index as native_index
 from kcore._native import segment as native_segment
 from kcore.log.config import LogConfig
-from kcore.log.errors import KafkaStorageError
+from kcore.log.errors import CorruptRecordError, KafkaStorageError
 from kcore.log.file_slice import FileSlice
 from kcore.log.offset_index import OffsetIndex
 from kcore.log.time_index import TimeIndex
@@ -153,11 +154,18 @@ class LogSegment:
         return file_size - end, stop
 
     # -- append ------------------------------------------------------------------------
-    def append(self, records, batches: list[tuple[int, int, int, int]]) -> None:
+    def append(self, records, batches: list[tuple[int, int, int, int]],
+               verify: bool = False) -> None:
         """Write ``records`` (whole batches) at the end and index them.
-        ``batches``: (position in records, size, last_offset, max_timestamp)."""
+        ``batches``: (position in records, size, last_offset, max_timestamp).
+        ``verify``: check each batch's CRC (and header) natively while
+        writing; a bad batch raises CorruptRecordError and leaves the
+        segment as it was."""
         position = self.size
-        self._write_all(records, position)
+        if verify:
+            self._write_verified(records, position)
+        else:
+            self._write_all(records, position)
         interval = self.config.index_interval_bytes
         for batch_position, size, last_offset, max_timestamp in batches:
             if max_timestamp > self.max_timestamp or position + batch_position == 0:
@@ -183,8 +191,32 @@ class LogSegment:
                 written += os.pwrite(self.fd, view[written:], position + written)
         except OSError as exc:
             if written:
-                os.ftruncate(self.fd, position)
+                self._cut_back(position)
             raise KafkaStorageError(f"cannot append to {self.log_path}: {exc}") from exc
+
+    def _write_verified(self, records, position: int) -> None:
+        try:
+            failure = native_append.append_batches(self.fd, records, position)
+        except OSError as exc:
+            self._cut_back(position)
+            raise KafkaStorageError(f"cannot append to {self.log_path}: {exc}") from exc
+        if failure is not None:
+            reason, batch_position, written = failure
+            if written:
+                self._cut_back(position)
+            raise CorruptRecordError(
+                reason, f"corrupt record batch at position {batch_position}: {reason}",
+                batch_position)
+
+    def _cut_back(self, position: int) -> None:
+        """Remove bytes written past ``position`` by a failed append (they
+        were never part of the segment), keeping the preallocated length."""
+        os.ftruncate(self.fd, position)
+        if self.config.preallocate and position < self.config.segment_bytes:
+            try:
+                os.posix_fallocate(self.fd, position, self.config.segment_bytes - position)
+            except OSError:
+                pass  # e.g. the disk is full: appends extend the file instead
 
     # -- reads ---------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, int, int, int] | None:

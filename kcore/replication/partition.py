@@ -119,15 +119,25 @@ class Partition:
                 original = self.producers.check(producer_id, producer_epoch, base_sequence,
                                                 last_offset_delta)
             except ProducerStateError as exc:
+                self._validate(records, check_crc=True)  # corrupt bytes: CORRUPT_MESSAGE first
                 raise PartitionError(exc.error_code, str(exc)) from None
             if original is not None:
+                self._validate(records, check_crc=True)
                 # The original may still wait for its fsync.
                 return ProduceResult(original.first_offset, -1, self.log.log_start_offset, True,
                                      self._make_durable(syncer))
-        buffer, log_append_time = self._convert(records, attributes)
+        converted = self._must_convert(attributes)
+        if converted:
+            # Conversion rewrites the CRC: check the producer's first.
+            self._validate(records, check_crc=True)
+        buffer, log_append_time = self._convert(records, attributes) if converted \
+            else (records, -1)
         durable = self.durable
         try:
-            info = self.log.append(buffer, self.leader_epoch, validate=False, defer_flush=durable)
+            # Unconverted bytes get their CRC checked by the log, on a second
+            # core while they are written when the batch is large.
+            info = self.log.append(buffer, self.leader_epoch, validate=not converted,
+                                   defer_flush=durable)
         except LogError as exc:
             raise PartitionError(exc.error_code, str(exc)) from exc
         except OSError as exc:
@@ -142,9 +152,13 @@ class Partition:
         return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
                              durable=self._make_durable(syncer))
 
-    def _validate(self, records: memoryview) -> list[tuple]:
+    def _validate(self, records: memoryview, check_crc: bool = False) -> list[tuple]:
+        """Header checks, and the CRC when ``check_crc`` or the records are
+        about to be parsed here (compacted topics); otherwise the log checks
+        the CRC as it appends."""
+        check_crc = check_crc or self.log.config.compact
         try:
-            batches = native_records.validate_batches(records)
+            batches = native_records.validate_batches(records, check_crc=check_crc)
         except native_records.CorruptBatchError as exc:
             raise PartitionError(CORRUPT_MESSAGE, f"corrupt record batch ({exc.reason})") from None
         if len(batches) != 1:
@@ -163,6 +177,11 @@ class Partition:
         if self.log.config.compact and has_null_key(records):
             raise PartitionError(INVALID_RECORD, "a compacted topic takes only records with a key")
         return batches
+
+    def _must_convert(self, attributes: int) -> bool:
+        wanted = self.configs["compression.type"]
+        return (wanted != "producer" and CODEC_IDS[wanted] != attributes & 0x07) \
+            or self.configs["message.timestamp.type"] == "LogAppendTime"
 
     def _convert(self, records: memoryview, attributes: int) -> tuple[Any, int]:
         """Recompress for the topic's compression.type and stamp

@@ -103,6 +103,30 @@ def test_corrupt_batch_is_rejected_and_log_unchanged(wire_broker):
     client.close()
 
 
+def test_large_corrupt_batch_is_cut_back_out_of_the_log(broker_factory):
+    """From 256 KiB the CRC is checked while the batch is written: a bad one
+    is answered with CORRUPT_MESSAGE and its bytes leave the segment."""
+    broker = broker_factory({"socket.request.max.bytes": str(8 << 20),
+                             "message.max.bytes": str(4 << 20)})
+    client = WireClient(broker.port)
+    payload = os.urandom(600 * 1024)
+    code, before = produce(client, "big", batch([b"first"]))
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        client.request(ApiKey.METADATA, 8, {"topics": [{"name": "big"}], "allow_auto_topic_creation": True})
+        code, before = produce(client, "big", batch([b"first"]))
+    assert code == ErrorCode.NONE
+    corrupt = batch([payload, payload])
+    corrupt[-1] ^= 0xFF
+    assert produce(client, "big", bytes(corrupt))[0] == ErrorCode.CORRUPT_MESSAGE
+    code, after = produce(client, "big", batch([payload]))
+    assert code == ErrorCode.NONE and after == before + 1
+    response = client.request(ApiKey.FETCH, 11, fetch_body("big", 0, before, max_bytes=8 << 20))
+    records = list(record_codec.iter_records(bytes(response.responses[0].partitions[0].records)))
+    assert [(r.offset, r.value) for r in records] == [(before, b"first"), (after, payload)]
+    client.close()
+    assert broker.process.poll() is None
+
+
 def test_oversized_batch_gets_message_too_large(wire_broker):
     client = WireClient(wire_broker.port)
     assert produce(client, "t", batch([os.urandom(100 * 1024)]))[0] == ErrorCode.MESSAGE_TOO_LARGE

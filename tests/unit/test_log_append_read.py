@@ -1,10 +1,12 @@
 """Log.append and Log.read: offsets, validation, whole-batch slices."""
 from __future__ import annotations
 
+import os
 import struct
 
 import pytest
 
+from kcore._native import append as native_append
 from kcore._native import records as native_records
 from kcore.log.errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
 
@@ -109,16 +111,29 @@ def test_read_spans_segments_until_max_bytes(open_log, batch, read_back):
     (lambda b: b.__setitem__(16, 1), "magic"),
     (lambda b: b.__delitem__(slice(-3, None)), "size"),
 ])
-def test_corrupt_batch_is_rejected_and_nothing_written(open_log, batch, damage, reason):
-    log = open_log()
-    log.append(batch(1), 0)
+# From OVERLAP_BYTES on the CRC is checked while the bytes are written, and a
+# bad batch is cut back out of the file (kcore/_native/append.pyx).
+@pytest.mark.parametrize("value_bytes", [10, native_append.OVERLAP_BYTES], ids=["small", "large"])
+@pytest.mark.parametrize("preallocate", [False, True])
+def test_corrupt_batch_is_rejected_and_nothing_written(open_log, batch, read_back, damage, reason,
+                                                      value_bytes, preallocate):
+    log = open_log(preallocate=preallocate, segment_bytes=8 << 20)
+    first = batch(1)
+    log.append(first, 0)
     size_before = log.size_in_bytes
-    bad = batch(2) + batch(1)
+    file_length = os.fstat(log.active_segment.fd).st_size
+    bad = batch(2, value_bytes=value_bytes) + batch(1, value_bytes=value_bytes)
     damage(bad)
     with pytest.raises(CorruptRecordError) as raised:
         log.append(bad, 0)
     assert raised.value.reason == reason and raised.value.error_code == 2
     assert (log.log_end_offset, log.size_in_bytes) == (1, size_before)
+    assert os.fstat(log.active_segment.fd).st_size == file_length
+    # The next append lands right after the first batch, and the region the
+    # bad bytes passed through reads back as the new data only.
+    good = batch(2, value_bytes=value_bytes)
+    assert log.append(good, 0).first_offset == 1
+    assert read_back(log.read(0, 16 << 20)) == bytes(first) + bytes(good)
 
 
 def test_wrong_record_count_is_invalid_record(open_log, batch):
