@@ -59,9 +59,20 @@ class LogSegment:
             self.fd = os.open(self.log_path, flags, 0o644)
         except OSError as exc:
             raise KafkaStorageError(f"cannot open {self.log_path}: {exc}") from exc
-        self.size = 0 if fresh else os.fstat(self.fd).st_size
-        self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset, config.segment_index_bytes)
-        self.time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+        try:
+            self.size = 0 if fresh else os.fstat(self.fd).st_size
+            self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset,
+                                            config.segment_index_bytes)
+            self.time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset,
+                                        config.segment_index_bytes)
+        except OSError as exc:
+            if hasattr(self, "offset_index"):
+                self.offset_index.close()
+            os.close(self.fd)
+            if fresh:  # O_EXCL: the file is ours; a later roll must be able to create it
+                self.log_path.unlink(missing_ok=True)
+                stem.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
+            raise KafkaStorageError(f"cannot open the indexes of {self.log_path}: {exc}") from exc
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -76,10 +87,15 @@ class LogSegment:
     def create(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
         """A new, empty, active segment (files preallocated)."""
         segment = cls(directory, base_offset, config, fresh=True)
-        segment.offset_index.preallocate()
-        segment.time_index.preallocate()
-        if config.preallocate:
-            os.posix_fallocate(segment.fd, 0, config.segment_bytes)
+        try:
+            segment.offset_index.preallocate()
+            segment.time_index.preallocate()
+            if config.preallocate:
+                os.posix_fallocate(segment.fd, 0, config.segment_bytes)
+        except OSError as exc:
+            # E.g. a full disk: leave nothing behind, so the next roll can retry.
+            segment.delete_files()
+            raise KafkaStorageError(f"cannot create {segment.log_path}: {exc}") from exc
         return segment
 
     @classmethod

@@ -90,3 +90,21 @@ def test_enospc_mid_batch_leaves_only_whole_batches_and_appends_resume(small_fs)
     assert reopened.log_end_offset == appended + 3
     assert_prefix_of_written_batches(reopened)
     reopened.close()
+
+
+def test_a_roll_that_cannot_preallocate_leaves_nothing_behind_and_the_next_roll_works(small_fs):
+    config = LogConfig(segment_bytes=512 << 10, preallocate=True, segment_index_bytes=4096)
+    log = Log.open(small_fs / "t-0", config)
+    log.append(batch_for(0, VALUE_BYTES), 0)
+    # Trimming the old segment frees ~490 KiB: short of a new 512 KiB one.
+    filler = fill(small_fs, leave_bytes=16 << 10)
+    with pytest.raises(KafkaStorageError, match="No space left"):
+        log.roll()
+    # The failed segment's files are gone, so the base offset is free again.
+    assert sorted(p.name for p in (small_fs / "t-0").iterdir() if p.suffix in (".log", ".index")) == \
+        ["00000000000000000000.index", "00000000000000000000.log"]
+    filler.unlink()
+    assert log.roll().base_offset == 1
+    assert log.append(batch_for(1, VALUE_BYTES), 0).first_offset == 1
+    assert_prefix_of_written_batches(log)
+    log.close()
