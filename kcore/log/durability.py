@@ -13,36 +13,42 @@ Durability policy (Kafka's settings keep their meaning, per topic
   that with one fsync per append; here an append only asks this syncer for
   a sync up to the log end offset and awaits it:
 
-  - per log at most one round is in flight: a round fdatasyncs every
+  - with the journal (the default; ``log.flush.journal.bytes`` > 0, see
+    journal.py and journal_rounds.py): each append also adds its batches
+    to a pending buffer; one round at a time writes that buffer to the
+    journal file and fdatasyncs it (a linked io_uring write + fdatasync),
+    so one small sync covers every partition. Appends made while a round
+    runs share the next. Segment files are fsynced at journal checkpoints;
+    after a crash the journal puts back what they lost;
+  - without it (journal off, not created yet, or failed), per-file rounds:
+    per log at most one round is in flight, and it fdatasyncs every
     segment file holding offsets in [synced_offset, log_end_offset as the
-    round starts), plus the directory when a segment file was created since
-    the last round;
-  - every batch appended while a round runs waits for the next round, which
-    starts as soon as the previous one ends and covers all of them;
-  - rounds requested during one event-loop iteration are submitted
-    together (one ``io_uring_enter`` for all partitions of a produce
-    request), and the kernel runs them in parallel.
+    round starts), plus the directory when a segment file was created
+    since the last round; batches appended while a round runs wait for the
+    next. Rounds requested during one event-loop iteration are submitted
+    together (one ``io_uring_enter``), and the kernel runs them in
+    parallel.
 
 Backends:
 
-* ``IoUringBackend`` (PyPI ``liburing``): one ``IORING_OP_FSYNC`` SQE with
-  ``IORING_FSYNC_DATASYNC`` per file; completions signal an eventfd
-  registered with the ring and watched by the event loop
-  (``loop.add_reader``), so no thread of ours waits.
-* ``ThreadBackend``: ``os.fdatasync`` in a thread pool, results posted back
-  with ``call_soon_threadsafe``. Used where io_uring is unavailable (import
-  failure, kernel or seccomp refusal of ``io_uring_setup``, failed self
-  test) or when ``KCORE_SYNCER=thread``.
+* ``IoUringBackend`` (PyPI ``liburing``): an ``IORING_OP_FSYNC`` SQE with
+  ``IORING_FSYNC_DATASYNC`` per file, or for a journal round an
+  ``IORING_OP_WRITE`` linked (``IOSQE_IO_LINK``) to that fsync;
+  completions signal an eventfd registered with the ring and watched by
+  the event loop (``loop.add_reader``), so no thread of ours waits.
+* ``ThreadBackend``: ``os.pwrite`` / ``os.fdatasync`` in a thread pool,
+  results posted back with ``call_soon_threadsafe``. Used where io_uring
+  is unavailable (import failure, kernel or seccomp refusal of
+  ``io_uring_setup``, failed self test) or when ``KCORE_SYNCER=thread``.
 
-The record bytes themselves are written by ``Log.append`` with ``pwrite``
-on the event loop, not as an io_uring write linked to the fdatasync.
-Measured on this machine (1 KiB appends, liburing 2026.3.30, kernel 6.18):
-``os.pwrite`` 1.8 us against 19 us for a buffered write submitted and
-reaped through the Python bindings; linked write+fdatasync pairs ran at
-4.1k/s against 9.3k/s for pwrite then an io_uring fdatasync. A synchronous
-pwrite also keeps the log end offset equal to what the file holds, so a
-failed write is cut off (``LogSegment._write_all``) before anything else
-is appended after it.
+Segment files are written by ``Log.append`` with ``pwrite`` on the event
+loop, not through io_uring: ``os.pwrite`` of 1 KiB costs 1.8 us against
+19 us for a write submitted and reaped through the Python bindings
+(liburing 2026.3.30, kernel 6.18), and a synchronous write keeps the log
+end offset equal to what the file holds, so a failed write is cut off
+(``LogSegment._write_all``) before anything else is appended after it. A
+journal round is one write for many batches, so there the bindings' cost
+is paid once per round.
 
 After a failed fdatasync the kernel may have dropped the dirty pages, so
 nothing past ``synced_offset`` is trusted: every waiter of that log fails
@@ -66,7 +72,9 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from kcore.log.errors import KafkaStorageError
+from kcore.log.errors import KafkaStorageError, SyncFailedError
+from kcore.log.journal import DEFAULT_JOURNAL_BYTES
+from kcore.log.journal_rounds import JournalRounds
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +92,6 @@ RING_ENTRIES = 256
 THREAD_WORKERS = 16
 
 Callback = Callable[[int], None]  # receives 0 or an errno
-
-
-class SyncFailedError(KafkaStorageError):
-    """An fsync failed: data past the log's synced offset is not trusted."""
-
-    def __init__(self, message: str, error_number: int):
-        super().__init__(message)
-        self.errno = error_number
 
 
 class IoUringBackend:
@@ -113,8 +113,9 @@ class IoUringBackend:
             liburing.io_uring_register_eventfd(self._ring, self._eventfd)
             self._cqe = liburing.Cqe()
             self._callbacks: dict[int, Callback] = {}
+            self._expected: dict[int, int] = {}  # write token -> bytes it must write
             self._next_token = 1
-            self._queued: deque[tuple[int, bool, Callback]] = deque()
+            self._queued: deque[tuple[int, bool, bytearray | None, int, Callback]] = deque()
             self._self_test()
             loop.add_reader(self._eventfd, self._reap)
         except BaseException:
@@ -147,24 +148,57 @@ class IoUringBackend:
 
     def submit(self, fd: int, datasync: bool, callback: Callback) -> None:
         """Queue one fsync; ``flush`` hands the queue to the kernel."""
-        self._queued.append((fd, datasync, callback))
+        self._queued.append((fd, datasync, None, 0, callback))
+
+    def submit_write_sync(self, fd: int, buffer: bytearray, position: int,
+                          callback: Callback) -> None:
+        """Queue a write of ``buffer`` at ``position`` linked to an
+        fdatasync of ``fd`` (IOSQE_IO_LINK: the sync starts only after the
+        whole write succeeded, and is cancelled otherwise). ``buffer`` must
+        stay unchanged until ``callback`` runs."""
+        self._queued.append((fd, True, buffer, position, callback))
 
     def flush(self) -> None:
         uring, ring = self._uring, self._ring
         submitted = 0
-        while self._queued and len(self._callbacks) < self._entries:
-            sqe = uring.io_uring_get_sqe(ring)
-            if sqe is None:
+        while self._queued and len(self._callbacks) + 2 <= self._entries:
+            if uring.io_uring_sq_space_left(ring) < 2:
                 break
-            fd, datasync, callback = self._queued.popleft()
+            fd, datasync, buffer, position, callback = self._queued.popleft()
+            if buffer is not None:
+                callback = self._prep_write(fd, buffer, position, callback)
+            sqe = uring.io_uring_get_sqe(ring)
             uring.io_uring_prep_fsync(sqe, fd, uring.IORING_FSYNC_DATASYNC if datasync else 0)
-            token = self._next_token
-            self._next_token += 1
-            sqe.user_data = token
-            self._callbacks[token] = callback
+            sqe.user_data = self._token(callback)
             submitted += 1
         if submitted:
             uring.io_uring_submit(ring)
+
+    def _token(self, callback: Callback) -> int:
+        token = self._next_token
+        self._next_token += 1
+        self._callbacks[token] = callback
+        return token
+
+    def _prep_write(self, fd: int, buffer: bytearray, position: int, callback: Callback) -> Callback:
+        """The write half of a linked pair; returns the callback for the
+        fsync half, which reports the first error of the two."""
+        uring = self._uring
+        outcome = {"pending": 2, "error": 0}
+
+        def half_done(error: int) -> None:
+            outcome["error"] = outcome["error"] or error
+            outcome["pending"] -= 1
+            if outcome["pending"] == 0:
+                callback(outcome["error"])
+
+        sqe = uring.io_uring_get_sqe(self._ring)
+        uring.io_uring_prep_write(sqe, fd, buffer, position)
+        sqe.flags |= uring.IOSQE_IO_LINK
+        token = self._token(half_done)
+        self._expected[token] = len(buffer)
+        sqe.user_data = token
+        return half_done
 
     def _reap(self) -> None:
         try:
@@ -180,9 +214,13 @@ class IoUringBackend:
             entry = cqe[0]
             token = entry.user_data
             try:
-                error = 0 if entry.res >= 0 else errno.EIO
+                result = entry.res
+                error = 0 if result >= 0 else errno.EIO
             except OSError as exc:  # the bindings raise a negative res as OSError
-                error = exc.errno or errno.EIO
+                result, error = -1, exc.errno or errno.EIO
+            expected = self._expected.pop(token, None)
+            if expected is not None and not error and result != expected:
+                error = errno.EIO  # a short write leaves the entry torn
             uring.io_uring_cq_advance(ring, 1)
             callback = self._callbacks.pop(token, None)
             if callback is not None:
@@ -220,6 +258,23 @@ def _fsync(fd: int, datasync: bool) -> int:
     return 0
 
 
+def _write_sync(fd: int, buffer: bytearray, position: int) -> int:
+    view = memoryview(buffer)
+    try:
+        done = 0
+        while done < len(view):
+            written = os.pwrite(fd, view[done:], position + done)
+            if written == 0:
+                return errno.EIO  # no progress: never loop forever
+            done += written
+        os.fdatasync(fd)
+    except OSError as exc:
+        return exc.errno or errno.EIO
+    finally:
+        view.release()
+    return 0
+
+
 class ThreadBackend:
     """fdatasync on a thread pool: the fallback (see the module docstring)."""
 
@@ -237,6 +292,12 @@ class ThreadBackend:
     def submit(self, fd: int, datasync: bool, callback: Callback) -> None:
         self._in_flight += 1
         future = self._pool.submit(_fsync, fd, datasync)
+        future.add_done_callback(lambda done: self._post(callback, done.result()))
+
+    def submit_write_sync(self, fd: int, buffer: bytearray, position: int,
+                          callback: Callback) -> None:
+        self._in_flight += 1
+        future = self._pool.submit(_write_sync, fd, buffer, position)
         future.add_done_callback(lambda done: self._post(callback, done.result()))
 
     def _post(self, callback: Callback, error: int) -> None:
@@ -257,7 +318,8 @@ class ThreadBackend:
 
 
 class _LogState:
-    __slots__ = ("log", "synced_offset", "newest_synced_base", "in_flight", "queued", "waiters")
+    __slots__ = ("log", "synced_offset", "newest_synced_base", "in_flight", "queued", "waiters",
+                 "journaled")
 
     def __init__(self, log: Any):
         self.log = log
@@ -267,6 +329,7 @@ class _LogState:
         self.in_flight = False
         self.queued = False
         self.waiters: list[tuple[int, asyncio.Future]] = []
+        self.journaled = False  # syncs go through the journal (journal_rounds.py)
 
 
 class _Round:
@@ -284,14 +347,17 @@ class _Round:
 class GroupCommitSyncer:
     """Group commit over a backend; see the module docstring."""
 
-    def __init__(self, backend: Any, loop: asyncio.AbstractEventLoop):
+    def __init__(self, backend: Any, loop: asyncio.AbstractEventLoop,
+                 journal_dir: Any = None, journal_bytes: int = DEFAULT_JOURNAL_BYTES):
         self.backend = backend
         self._loop = loop
+        # One journal for all partitions, in the first log dir; None: every
+        # round fdatasyncs the partitions' own files.
+        self.journal = JournalRounds(self, journal_dir, journal_bytes) \
+            if journal_dir is not None and journal_bytes > 0 else None
         self._states: weakref.WeakKeyDictionary[Any, _LogState] = weakref.WeakKeyDictionary()
         self._ready: list[_LogState] = []
         self._tick_scheduled = False
-        self._idle: asyncio.Event = asyncio.Event()
-        self._idle.set()
         self._rounds_in_flight = 0
         self.rounds = 0        # rounds started, one per log per round
         self.fsyncs = 0        # fsync operations submitted (files + directories)
@@ -302,14 +368,25 @@ class GroupCommitSyncer:
     def name(self) -> str:
         return self.backend.name
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def synced_offset(self, log: Any) -> int:
         state = self._states.get(log)
         return state.synced_offset if state is not None else log.recovery_point
 
-    def sync(self, log: Any, offset: int) -> asyncio.Future:
+    def sync(self, log: Any, offset: int, records: Any = None, base_offset: int = -1) -> asyncio.Future:
         """A future resolved with the log's synced offset once everything
         below ``offset`` is on disk; it fails with SyncFailedError if an
-        fsync fails and with KafkaStorageError if the log was closed."""
+        fsync fails and with KafkaStorageError if the log was closed.
+        ``records``: the batches just appended at ``base_offset`` (ending at
+        ``offset``), for the journal; without them the log's files are
+        synced (or, for a journaled log, its pending entries)."""
         state = self._states.get(log)
         if state is None:
             state = self._states[log] = _LogState(log)
@@ -321,18 +398,46 @@ class GroupCommitSyncer:
             future.set_result(state.synced_offset)
             return future
         self.requests += 1
+        journal = self.journal
+        if journal is not None and journal.accepts(state) and (records is not None or state.journaled):
+            if records is not None:
+                journal.add(state, offset, base_offset, records, future)
+            else:
+                journal.add_waiter(state, offset, future)
+            self._schedule_tick()
+            return future
         state.waiters.append((offset, future))
         self._make_ready(state)
         return future
+
+    def requeue(self, state: _LogState, offset: int, future: asyncio.Future) -> None:
+        """A journal waiter sent back to per-file rounds (the journal failed)."""
+        state.waiters.append((offset, future))
+        self._make_ready(state)
+
+    def round_finished(self) -> None:
+        """A journal round ended: start the next if entries wait."""
+        if self.journal is not None and self.journal.busy:
+            self._schedule_tick()
+
+    def forget(self, log: Any) -> None:
+        """Before ``log`` is deleted or truncated: a journal checkpoint if the
+        journal holds entries of it (they must not be replayed later)."""
+        state = self._states.get(log)
+        if state is not None and self.journal is not None:
+            self.journal.forget(state)
+
+    def _schedule_tick(self) -> None:
+        if not self._tick_scheduled:
+            self._tick_scheduled = True
+            self._loop.call_soon(self._tick)
 
     def _make_ready(self, state: _LogState) -> None:
         if state.in_flight or state.queued:
             return
         state.queued = True
         self._ready.append(state)
-        if not self._tick_scheduled:
-            self._tick_scheduled = True
-            self._loop.call_soon(self._tick)
+        self._schedule_tick()
 
     def _tick(self) -> None:
         self._tick_scheduled = False
@@ -341,6 +446,8 @@ class GroupCommitSyncer:
             state.queued = False
             if not state.in_flight and state.waiters:
                 self._start_round(state)
+        if self.journal is not None:
+            self.journal.start_round()
         self.backend.flush()
 
     def _start_round(self, state: _LogState) -> None:
@@ -369,7 +476,6 @@ class GroupCommitSyncer:
         state.in_flight = True
         self.rounds += 1
         self._rounds_in_flight += 1
-        self._idle.clear()
         round_.remaining = len(round_.fds)
         if not round_.fds:
             self._finish(round_)
@@ -390,8 +496,6 @@ class GroupCommitSyncer:
         state = round_.state
         state.in_flight = False
         self._rounds_in_flight -= 1
-        if self._rounds_in_flight == 0:
-            self._idle.set()
         if round_.error:
             message = f"fdatasync in {state.log.dir} failed: {os.strerror(round_.error)}"
             log.error("%s; unsynced data will be truncated", message)
@@ -423,28 +527,40 @@ class GroupCommitSyncer:
                 future.set_exception(exc)
 
     async def close(self) -> None:
-        """Let in-flight rounds finish, then release the backend."""
+        """Let in-flight rounds finish (30 s at most), then release the backend."""
         self._closed = True
-        while self._ready or self._rounds_in_flight:
-            if self._ready and not self._tick_scheduled:
+        deadline = self._loop.time() + 30
+        while self._ready or self._rounds_in_flight or (self.journal is not None and self.journal.busy):
+            if not self._tick_scheduled:
                 self._tick()
-            await self._idle.wait()
-            await asyncio.sleep(0)
+            if self._loop.time() > deadline:
+                log.error("group commit: rounds still in flight at shutdown after 30 s")
+                break
+            await asyncio.sleep(0.001)
+        if self.journal is not None:
+            await self.journal.close()
         self.backend.close()
         if self.requests:
-            log.info("group commit (%s): %d waiting sync requests served by %d rounds, %d fsyncs",
-                     self.name, self.requests, self.rounds, self.fsyncs)
+            journal = self.journal
+            log.info("group commit (%s): %d waiting sync requests served by %d rounds, %d fsyncs"
+                     "%s", self.name, self.requests,
+                     self.rounds + (journal.rounds if journal else 0), self.fsyncs,
+                     f" (journal: {journal.rounds} rounds, {journal.checkpoints} checkpoints)"
+                     if journal else "")
 
 
-def open_syncer(loop: asyncio.AbstractEventLoop,
-                choice: str | None = None) -> tuple[GroupCommitSyncer | None, str]:
+def open_syncer(loop: asyncio.AbstractEventLoop, choice: str | None = None,
+                journal_dir: Any = None,
+                journal_bytes: int = DEFAULT_JOURNAL_BYTES) -> tuple[GroupCommitSyncer | None, str]:
     """The syncer for ``choice`` (default: ``$KCORE_SYNCER`` or ``auto``)
     and a sentence saying which implementation serves flush.messages=1.
 
     ``auto`` tries io_uring and falls back to the thread pool; ``io_uring``
     raises when io_uring is unavailable; ``thread`` forces the fallback;
     ``inline`` gives None: no group commit, each append fsyncs on the event
-    loop before its acknowledgement (Kafka's own flush.messages=1)."""
+    loop before its acknowledgement (Kafka's own flush.messages=1).
+    ``journal_dir``: where the group-commit journal goes (journal.py; None
+    or ``journal_bytes`` 0: partition files are fsynced instead)."""
     choice = (choice or os.environ.get(SYNCER_ENV) or "auto").strip().lower()
     if choice not in SYNCER_CHOICES:
         raise ValueError(f"{SYNCER_ENV}={choice!r}: expected one of {', '.join(SYNCER_CHOICES)}")
@@ -458,9 +574,9 @@ def open_syncer(loop: asyncio.AbstractEventLoop,
                 raise
             reason = f"io_uring unavailable ({type(exc).__name__}: {exc})"
         else:
-            return (GroupCommitSyncer(backend, loop),
+            return (GroupCommitSyncer(backend, loop, journal_dir, journal_bytes),
                     f"durability: group commit over io_uring (liburing {backend.version})")
     else:
         reason = f"{SYNCER_ENV}=thread"
-    return (GroupCommitSyncer(ThreadBackend(loop), loop),
+    return (GroupCommitSyncer(ThreadBackend(loop), loop, journal_dir, journal_bytes),
             f"durability: group commit over a {THREAD_WORKERS}-thread fdatasync pool; {reason}")

@@ -47,3 +47,11 @@ class KafkaStorageError(LogError):
     found where it was trusted). The partition goes offline in Kafka."""
 
     error_code = KAFKA_STORAGE_ERROR
+
+
+class SyncFailedError(KafkaStorageError):
+    """An fsync failed: data past the log's synced offset is not trusted."""
+
+    def __init__(self, message: str, error_number: int):
+        super().__init__(message)
+        self.errno = error_number

@@ -34,6 +34,7 @@ from kcore.log.checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPO
                                    RECOVERY_POINT_CHECKPOINT, OffsetCheckpointFile, fsync_dir)
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
+from kcore.log.journal import replay as replay_journal
 from kcore.log.log import Log, now_ms
 
 log = logging.getLogger(__name__)
@@ -63,11 +64,15 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._locks: list[int] = []
+        # Called with a Log before it is closed and removed (the group-commit
+        # syncer drops its journal entries).
+        self.before_delete: list[Callable[[Log], None]] = []
         try:
             for directory in self.log_dirs:
                 self._lock(directory)
             for directory in self.log_dirs:
                 self._load_dir(directory)
+            self._replay_journals()
         except BaseException:
             self._close_all()
             raise
@@ -118,6 +123,13 @@ class LogManager:
             marker.unlink()
             fsync_dir(directory)
 
+    def _replay_journals(self) -> None:
+        """Batches the group-commit journal made durable that a crash took
+        from the segment files go back into their logs (journal.py)."""
+        by_name = {log_.dir.name: log_ for log_ in self.logs.values()}
+        for directory in self.log_dirs:
+            replay_journal(directory, by_name)
+
     # -- partitions -------------------------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
@@ -152,6 +164,8 @@ class LogManager:
         existing = self.logs.pop(key, None)
         if existing is None:
             return False
+        for hook in self.before_delete:
+            hook(existing)
         directory = self._dir_of.pop(key)
         existing.close()
         doomed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{_DELETED_DIR_SUFFIX}"

@@ -89,6 +89,7 @@ class Partition:
         self.isr = [broker_id]
         self.producers = ProducerStateManager(log.dir, producer_expiration_ms)
         self._waiters: list[asyncio.Future] = []
+        self._syncer: Any = None  # the group-commit syncer, once one was used
         self._load_producer_state()
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
@@ -150,7 +151,7 @@ class Partition:
             self.maybe_advance_high_watermark()
             return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset)
         return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
-                             durable=self._make_durable(syncer))
+                             durable=self._make_durable(syncer, buffer, info.first_offset))
 
     def _validate(self, records: memoryview, check_crc: bool = False) -> list[tuple]:
         """Header checks, and the CRC when ``check_crc`` or the records are
@@ -204,9 +205,12 @@ class Partition:
         return buffer, now
 
     # -- durability -------------------------------------------------------------------
-    def _make_durable(self, syncer: Any) -> asyncio.Future | None:
+    def _make_durable(self, syncer: Any, records: Any = None,
+                      base_offset: int = -1) -> asyncio.Future | None:
         """Ask for the log to be synced up to its end; the future (None when
-        nothing waits) resolves when it is, and the high watermark follows."""
+        nothing waits) resolves when it is, and the high watermark follows.
+        ``records``: the batches just appended at ``base_offset``, which the
+        syncer may journal instead of fsyncing the log's files."""
         target = self.log.log_end_offset
         if not self.durable or target <= self.high_watermark:
             return None
@@ -218,7 +222,8 @@ class Partition:
                 raise PartitionError(KAFKA_STORAGE_ERROR, str(exc)) from exc
             self._advance_high_watermark_to(target)
             return None
-        synced = syncer.sync(self.log, target)
+        self._syncer = syncer
+        synced = syncer.sync(self.log, target, records, base_offset)
         synced.add_done_callback(self._on_synced)
         result = asyncio.get_running_loop().create_future()
         synced.add_done_callback(lambda done: _relay(done, result))
@@ -242,6 +247,8 @@ class Partition:
         logger.error("%s-%d: truncating unsynced offsets [%d, %d) after %s", self.topic,
                      self.index, self.high_watermark, self.log.log_end_offset, cause)
         try:
+            if self._syncer is not None:
+                self._syncer.forget(self.log)  # no journal entry may outlive the cut
             self.log.truncate_to(self.high_watermark)
             self._load_producer_state()
         except (LogError, OSError) as exc:

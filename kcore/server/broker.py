@@ -70,10 +70,14 @@ class Broker:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            self.log_syncer, durability = open_syncer(loop)
+            self.log_syncer, durability = open_syncer(
+                loop, journal_dir=self.config.log_dirs[0],
+                journal_bytes=self.config["log.flush.journal.bytes"])
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         log.info("%s", durability)
+        if self.log_syncer is not None:
+            self.log_manager.before_delete.append(self.log_syncer.forget)
         self._open_partitions()
         self.group_coordinator.start()
         for name, host, port in self.config.listener_addresses():

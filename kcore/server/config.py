@@ -50,6 +50,13 @@ def _cleanup_policy(text: str) -> str:
     return ",".join(parts)
 
 
+def _journal_bytes(value: Any) -> int:
+    size = int(value)
+    if size != 0 and size < (2 << 20):
+        raise ValueError("must be 0 (no journal) or at least 2097152")
+    return size
+
+
 def _at_least(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = int(text.strip())
@@ -110,6 +117,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
     _key("log.flush.offset.checkpoint.interval.ms", _at_least(1), 60000,
          "How often rolled segments are fsynced and the recovery point is checkpointed."),
+    _key("log.flush.journal.bytes", _journal_bytes, 67108864,
+         "Size of the group-commit journal that makes flush.messages=1 appends of all partitions "
+         "durable with one fdatasync per round, written in the first log dir on first use; "
+         "0 fsyncs each partition's files instead."),
     _key("log.cleanup.policy", _cleanup_policy, "delete", "delete, compact or both."),
     _key("log.cleaner.enable", _bool, True, "Run the log cleaner for compacted topics."),
     _key("log.cleaner.backoff.ms", _at_least(1), 15000, "Pause of the log cleaner when no log needs cleaning."),

@@ -4,10 +4,12 @@ flushes on flush.messages / flush.ms only, and flush.messages=1 is the
 fsync-before-ack mode."""
 from __future__ import annotations
 
+import pytest
+
 from kcore.log.log import Log
 from kcore.log.manager import LogManager
 from kcore.replication.partition import Partition
-from kcore.server.config import LONG_MAX, BrokerConfig, parse_topic_configs
+from kcore.server.config import LONG_MAX, BrokerConfig, ConfigError, parse_topic_configs
 from tests.unit.conftest import make_batch
 
 
@@ -50,3 +52,10 @@ def test_page_cache_mode_flushes_on_flush_ms_from_the_background_task(tmp_path):
     manager.flush_dirty_logs()
     assert (eager.recovery_point, lazy.recovery_point) == (4, 0)
     manager.shutdown()
+
+
+def test_journal_size_is_64_mib_by_default_0_turns_it_off_and_tiny_sizes_are_refused():
+    assert BrokerConfig({})["log.flush.journal.bytes"] == 64 << 20
+    assert BrokerConfig({"log.flush.journal.bytes": "0"})["log.flush.journal.bytes"] == 0
+    with pytest.raises(ConfigError, match="log.flush.journal.bytes"):
+        BrokerConfig({"log.flush.journal.bytes": "4096"})
