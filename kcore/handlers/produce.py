@@ -15,6 +15,7 @@ import asyncio
 import logging
 
 from kcore.handlers.base import CloseConnection
+from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import PartitionError
 
@@ -65,9 +66,9 @@ async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
     for entry, future in durable:
         try:
             await future
-        except PartitionError as exc:
+        except LogError as exc:
             entry["error_code"] = exc.error_code
-            entry["error_message"] = exc.message or "fsync failed"
+            entry["error_message"] = str(exc) or "fsync failed"
             entry["base_offset"] = -1
             entry["log_append_time_ms"] = -1
             log.error("produce: %s", entry["error_message"])

@@ -115,7 +115,7 @@ class IoUringBackend:
             self._callbacks: dict[int, Callback] = {}
             self._expected: dict[int, int] = {}  # write token -> bytes it must write
             self._next_token = 1
-            self._queued: deque[tuple[int, bool, bytearray | None, int, Callback]] = deque()
+            self._queued: deque[tuple[int, bool, memoryview | None, int, Callback]] = deque()
             self._self_test()
             loop.add_reader(self._eventfd, self._reap)
         except BaseException:
@@ -150,12 +150,13 @@ class IoUringBackend:
         """Queue one fsync; ``flush`` hands the queue to the kernel."""
         self._queued.append((fd, datasync, None, 0, callback))
 
-    def submit_write_sync(self, fd: int, buffer: bytearray, position: int,
+    def submit_write_sync(self, fd: int, buffer: memoryview, position: int,
                           callback: Callback) -> None:
         """Queue a write of ``buffer`` at ``position`` linked to an
         fdatasync of ``fd`` (IOSQE_IO_LINK: the sync starts only after the
         whole write succeeded, and is cancelled otherwise). ``buffer`` must
-        stay unchanged until ``callback`` runs."""
+        stay unchanged until ``callback`` runs; it may be page-aligned
+        memory for an O_DIRECT ``fd`` (it is written in place, not copied)."""
         self._queued.append((fd, True, buffer, position, callback))
 
     def flush(self) -> None:
@@ -180,11 +181,14 @@ class IoUringBackend:
         self._callbacks[token] = callback
         return token
 
-    def _prep_write(self, fd: int, buffer: bytearray, position: int, callback: Callback) -> Callback:
+    def _prep_write(self, fd: int, buffer: memoryview, position: int, callback: Callback) -> Callback:
         """The write half of a linked pair; returns the callback for the
         fsync half, which reports the first error of the two."""
         uring = self._uring
         outcome = {"pending": 2, "error": 0}
+        # The bindings take memory by reference only through an Iovec, which
+        # must live until the write completes: the closure keeps it.
+        iovec = uring.Iovec([buffer])
 
         def half_done(error: int) -> None:
             outcome["error"] = outcome["error"] or error
@@ -192,11 +196,12 @@ class IoUringBackend:
             if outcome["pending"] == 0:
                 callback(outcome["error"])
 
+        half_done.iovec = iovec  # type: ignore[attr-defined]
         sqe = uring.io_uring_get_sqe(self._ring)
-        uring.io_uring_prep_write(sqe, fd, buffer, position)
+        uring.io_uring_prep_writev(sqe, fd, iovec, position)
         sqe.flags |= uring.IOSQE_IO_LINK
         token = self._token(half_done)
-        self._expected[token] = len(buffer)
+        self._expected[token] = buffer.nbytes
         sqe.user_data = token
         return half_done
 
@@ -258,7 +263,7 @@ def _fsync(fd: int, datasync: bool) -> int:
     return 0
 
 
-def _write_sync(fd: int, buffer: bytearray, position: int) -> int:
+def _write_sync(fd: int, buffer: memoryview, position: int) -> int:
     view = memoryview(buffer)
     try:
         done = 0
@@ -294,7 +299,7 @@ class ThreadBackend:
         future = self._pool.submit(_fsync, fd, datasync)
         future.add_done_callback(lambda done: self._post(callback, done.result()))
 
-    def submit_write_sync(self, fd: int, buffer: bytearray, position: int,
+    def submit_write_sync(self, fd: int, buffer: memoryview, position: int,
                           callback: Callback) -> None:
         self._in_flight += 1
         future = self._pool.submit(_write_sync, fd, buffer, position)
@@ -319,7 +324,7 @@ class ThreadBackend:
 
 class _LogState:
     __slots__ = ("log", "synced_offset", "newest_synced_base", "in_flight", "queued", "waiters",
-                 "journaled")
+                 "journaled", "checkpointed_offset", "listener")
 
     def __init__(self, log: Any):
         self.log = log
@@ -330,6 +335,14 @@ class _LogState:
         self.queued = False
         self.waiters: list[tuple[int, asyncio.Future]] = []
         self.journaled = False  # syncs go through the journal (journal_rounds.py)
+        self.checkpointed_offset = 0  # in the log's own files since the last journal checkpoint
+        # listener(synced_offset, error): told first, before any waiter, of
+        # every sync and failure (the partition moves its high watermark).
+        self.listener: Callable[[int, BaseException | None], None] | None = None
+
+    def notify(self, error: BaseException | None = None) -> None:
+        if self.listener is not None:
+            self.listener(self.synced_offset, error)
 
 
 class _Round:
@@ -375,6 +388,15 @@ class GroupCommitSyncer:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def listen(self, log: Any, listener: Callable[[int, BaseException | None], None]) -> None:
+        """Call ``listener(synced_offset, error)`` synchronously whenever a
+        sync of ``log`` completes (error None) or fails, before its waiters'
+        futures are resolved; one call per round, however many waiters."""
+        state = self._states.get(log)
+        if state is None:
+            state = self._states[log] = _LogState(log)
+        state.listener = listener
 
     def synced_offset(self, log: Any) -> int:
         state = self._states.get(log)
@@ -503,6 +525,7 @@ class GroupCommitSyncer:
             return
         state.synced_offset = max(state.synced_offset, round_.target)
         state.newest_synced_base = round_.newest_base
+        state.notify()
         log_end_offset = state.log.log_end_offset
         waiting = []
         for offset, future in state.waiters:
@@ -522,6 +545,7 @@ class GroupCommitSyncer:
     def _fail(self, state: _LogState, exc: KafkaStorageError) -> None:
         waiters, state.waiters = state.waiters, []
         state.synced_offset = min(state.synced_offset, state.log.log_end_offset)
+        state.notify(exc)
         for _, future in waiters:
             if not future.done():
                 future.set_exception(exc)

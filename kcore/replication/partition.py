@@ -222,21 +222,19 @@ class Partition:
                 raise PartitionError(KAFKA_STORAGE_ERROR, str(exc)) from exc
             self._advance_high_watermark_to(target)
             return None
-        self._syncer = syncer
-        synced = syncer.sync(self.log, target, records, base_offset)
-        synced.add_done_callback(self._on_synced)
-        result = asyncio.get_running_loop().create_future()
-        synced.add_done_callback(lambda done: _relay(done, result))
-        return result
+        if self._syncer is not syncer:
+            syncer.listen(self.log, self._on_sync_outcome)
+            self._syncer = syncer
+        # The waiter's future fails with a LogError (error_code 56) when the
+        # sync does; cancelling it (the connection closed) stops nothing.
+        return syncer.sync(self.log, target, records, base_offset)
 
-    def _on_synced(self, future: asyncio.Future) -> None:
-        if future.cancelled():
-            return
-        exc = future.exception()
-        if exc is None:
-            self._advance_high_watermark_to(future.result())
-        elif isinstance(exc, SyncFailedError):
-            self._truncate_unsynced(exc)
+    def _on_sync_outcome(self, synced_offset: int, error: BaseException | None) -> None:
+        """Called by the syncer, before it answers any waiter."""
+        if error is None:
+            self._advance_high_watermark_to(synced_offset)
+        elif isinstance(error, SyncFailedError):
+            self._truncate_unsynced(error)
 
     def _truncate_unsynced(self, cause: Exception) -> None:
         """After a failed fsync nothing past the high watermark is trusted
@@ -368,20 +366,6 @@ class Partition:
                 continue
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
                                   base_offset, max_timestamp, bool(attributes & TRANSACTIONAL_BIT))
-
-
-def _relay(source: asyncio.Future, target: asyncio.Future) -> None:
-    """Copy a sync outcome to the produce handler's future, as a
-    PartitionError it can answer with."""
-    if target.done():
-        return
-    if source.cancelled():
-        target.cancel()
-    elif source.exception() is not None:
-        exc = source.exception()
-        target.set_exception(PartitionError(getattr(exc, "error_code", KAFKA_STORAGE_ERROR), str(exc)))
-    else:
-        target.set_result(source.result())
 
 
 def iter_batch_headers(log: Any, start_offset: int):

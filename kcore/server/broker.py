@@ -78,6 +78,8 @@ class Broker:
         log.info("%s", durability)
         if self.log_syncer is not None:
             self.log_manager.before_delete.append(self.log_syncer.forget)
+            if self.log_syncer.journal is not None and self.config.topic_defaults()["flush.messages"] == 1:
+                await self.log_syncer.journal.prepare()
         self._open_partitions()
         self.group_coordinator.start()
         for name, host, port in self.config.listener_addresses():

@@ -23,8 +23,9 @@ def run(coroutine):
 
 
 def write_entries(journal: Journal, entries: list[bytearray]) -> None:
+    """Entries one after another, unpadded (the reader needs no padding)."""
     for entry in entries:
-        os.pwrite(journal.fd, entry, journal.position)
+        os.pwrite(journal.header_fd, entry, journal.position)
         journal.position += len(entry)
 
 
@@ -37,7 +38,7 @@ def test_entries_read_back_in_order_until_a_torn_one(tmp_path):
     assert os.path.getsize(path) == SMALL_JOURNAL
     assert list(read_entries(path)) == [("t-0", i * 10, bytes(b)) for i, b in enumerate(batches)]
     torn_at = DATA_START + len(entries[0]) + len(entries[1]) - 1
-    os.pwrite(journal.fd, b"\xff", torn_at)  # last byte of the second entry
+    os.pwrite(journal.header_fd, b"\xff", torn_at)  # last byte of the second entry
     assert [e[1] for e in read_entries(path)] == [0]
     journal.close()
 
@@ -52,7 +53,7 @@ def test_a_new_generation_hides_older_entries_and_a_torn_header_falls_back(tmp_p
     write_entries(journal, [encode_entry(2, "t-0", 1, make_batch())])
     assert [e[1] for e in read_entries(path)] == [1]
     # Generation 2 lives in slot 0: tear it and generation 1 is current again.
-    os.pwrite(journal.fd, b"\x07", 15)  # low byte of its generation: CRC mismatch
+    os.pwrite(journal.header_fd, b"\x07", 15)  # low byte of its generation: CRC mismatch
     fd = os.open(path, os.O_RDONLY)
     assert journal_file._read_generation(fd) == 1
     os.close(fd)
@@ -139,8 +140,11 @@ def test_a_full_journal_checkpoints_the_logs_and_starts_a_new_generation(tmp_pat
             expected = log.log_end_offset + 1
             assert await (await append_and_sync(syncer, log, make_batch(1, value_bytes=64 << 10))) == expected
         assert syncer.journal.checkpoints >= 1 and syncer.journal.journal.generation > 1
-        # A checkpoint flushed both logs: their recovery points moved on.
-        assert all(log.recovery_point > 0 for log in logs)
+        # The checkpoint fdatasynced both logs' files, and the entries it
+        # covered are no longer valid: only the new generation's remain.
+        assert all(syncer._states[log].checkpointed_offset > 2 for log in logs)
+        remaining = list(read_entries(tmp_path / JOURNAL_FILE))
+        assert len(remaining) < 30 and all(base >= 2 for _, base, _ in remaining)
         for log in logs:
             log.close()
         await syncer.close()

@@ -10,7 +10,8 @@ import pytest
 
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend, ThreadBackend
 from kcore.log.log import Log
-from kcore.replication.partition import Partition, PartitionError
+from kcore.log.errors import LogError
+from kcore.replication.partition import Partition
 from kcore.server.config import BrokerConfig
 from tests.unit.conftest import make_batch
 
@@ -100,7 +101,7 @@ def test_failed_fsync_answers_storage_error_and_truncates_so_the_retry_appends_a
             segment.fd = real_fd
             os.close(read_end)
             os.close(write_end)
-        with pytest.raises(PartitionError) as error:
+        with pytest.raises(LogError) as error:
             await failed.durable
         assert error.value.error_code == 56
         assert partition.log.log_end_offset == 2 == partition.high_watermark
