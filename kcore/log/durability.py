@@ -15,11 +15,12 @@ Durability policy (Kafka's settings keep their meaning, per topic
 
   - with the journal (the default; ``log.flush.journal.bytes`` > 0, see
     journal.py and journal_rounds.py): each append also adds its batches
-    to a pending buffer; one round at a time writes that buffer to the
-    journal file and fdatasyncs it (a linked io_uring write + fdatasync),
-    so one small sync covers every partition. Appends made while a round
-    runs share the next. Segment files are fsynced at journal checkpoints;
-    after a crash the journal puts back what they lost;
+    to a pending buffer; a round writes that buffer to the journal file
+    and fdatasyncs it (a linked io_uring write + fdatasync, O_DIRECT where
+    the file system allows), so one small sync covers every partition.
+    Appends made meanwhile share the next round (up to 4 run at once).
+    Segment files are fsynced at journal checkpoints; after a crash the
+    journal puts back what they lost;
   - without it (journal off, not created yet, or failed), per-file rounds:
     per log at most one round is in flight, and it fdatasyncs every
     segment file holding offsets in [synced_offset, log_end_offset as the

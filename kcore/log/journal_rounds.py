@@ -3,14 +3,16 @@
 A log switches to the journal at its first durable append after the
 journal is ready, provided none of its per-file rounds is pending (so no
 earlier append waits on another path). From then on each append adds an
-entry (the batches, copied) to the pending buffer; one round at a time
-writes the whole buffer at the journal's position and fdatasyncs the file
-(backend ``submit_write_sync``: a linked io_uring write + fdatasync, or
-both in a worker thread), and then every waiter it carried is durable.
+entry (the batches, copied) to the pending buffer. A round writes the
+whole buffer at the journal's position and fdatasyncs the file (backend
+``submit_write_sync``: a linked io_uring write + fdatasync, or both in a
+worker thread); up to MAX_ROUNDS_IN_FLIGHT run at once, and they end in
+the order they started, each making its waiters durable.
 
-A journal failure fails that round's waiters (the partitions truncate, as
-after any failed fsync), sends pending waiters back to per-file rounds and
-switches the journal off until the broker restarts.
+A journal failure fails that round's waiters and those of every later
+round (the partitions truncate, as after any failed fsync), sends pending
+waiters back to per-file rounds and switches the journal off until the
+broker restarts.
 
 Not thread-safe: runs on the syncer's event loop.
 """

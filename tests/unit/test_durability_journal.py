@@ -194,3 +194,26 @@ def test_a_failed_journal_round_fails_its_waiters_and_later_syncs_use_the_files(
         log.close()
         await syncer.close()
     run(main())
+
+
+def test_on_tmpfs_the_journal_rounds_and_replay_work(tmp_path):
+    """A second file system (tmpfs takes O_DIRECT since Linux 6.6; older
+    ones refuse it and rounds are written through the page cache)."""
+    from tests.integration.test_disk_full_log import mounted_tmpfs
+
+    with mounted_tmpfs(tmp_path / "fs", "16m") as directory:
+        async def main():
+            syncer = make_syncer("io_uring", directory)
+            log = Log.open(directory / "t-0")
+            await journal_ready(syncer, log)
+            batch = make_batch(3, value_bytes=700)
+            assert await (await append_and_sync(syncer, log, batch)) == 4
+            entries = list(read_entries(directory / JOURNAL_FILE))
+            assert entries[-1] == ("t-0", 1, read_slices(log.read(1, 1 << 20)))
+            log.close()
+            await syncer.close()
+        run(main())
+        log = Log.open(directory / "t-0")
+        log.truncate_to(1)  # as if the page cache lost the journaled batch
+        assert replay(directory, {"t-0": log}) == 1 and log.log_end_offset == 4
+        log.close()
