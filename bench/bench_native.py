@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from kcore._native import index, records, reference, segment
+from kcore._native import append, index, records, reference, segment
 
 BATCH_16K = reference.build_batch([os.urandom(16 * 1024 - 80)])
 TEN_BATCHES = bytearray(b"".join(reference.build_batch([os.urandom(100)] * 3) for _ in range(10)))
@@ -72,6 +72,17 @@ def test_parse_batch_header(compare):
 def test_validate_16kib_batch(compare):
     compare("validate_batches 16 KiB",
             lambda: records.validate_batches(BATCH_16K), lambda: reference.validate_batches(BATCH_16K))
+
+
+def test_append_1mib_batch_checks_while_writing(compare):
+    """append_batches (CRC on a helper thread during the pwrite) against the
+    twin that checks, then writes; both write the same file offset."""
+    batch = reference.build_batch([os.urandom((1 << 20) - 80)])
+    with tempfile.TemporaryFile(dir=os.environ.get("TMPDIR")) as f:
+        fd = f.fileno()
+        compare("append 1 MiB batch (write + verify)",
+                lambda: append.append_batches(fd, batch, 0),
+                lambda: reference.append_batches(fd, batch, 0))
 
 
 def test_patch_ten_batches(compare):
