@@ -79,18 +79,17 @@ class JournalError(LogError):
     """The journal file cannot be created, read or written."""
 
 
-def append_unsealed(buffer: bytearray, name: str, base_offset: int, records: Any) -> int:
-    """Append to ``buffer`` a journal entry for ``records`` (whole batches)
-    of the partition directory ``name`` from ``base_offset``, without
-    generation and CRC (``seal_entry`` sets both once the round's
-    generation is known). Returns where the entry starts."""
-    start = len(buffer)
-    encoded_name = name.encode()
-    buffer += bytes(_ENTRY.size)
-    buffer += encoded_name
-    buffer += records
-    _ENTRY.pack_into(buffer, start, len(buffer) - start, 0, 0, base_offset, len(encoded_name))
-    return start
+def _put_entry(buffer: Any, start: int, encoded_name: bytes, base_offset: int,
+               records: Any) -> int:
+    """Write an entry at ``start`` of ``buffer`` (room checked by the
+    caller), without generation and CRC (``seal_entry`` sets both once the
+    round's generation is known). Returns its size."""
+    size = _ENTRY.size + len(encoded_name) + memoryview(records).nbytes
+    _ENTRY.pack_into(buffer, start, size, 0, 0, base_offset, len(encoded_name))
+    name_end = start + _ENTRY.size + len(encoded_name)
+    buffer[start + _ENTRY.size:name_end] = encoded_name
+    buffer[name_end:start + size] = records
+    return size
 
 
 def seal_entry(buffer: Any, start: int, generation: int) -> None:
@@ -131,13 +130,10 @@ class RoundBuffer:
     def append(self, name: str, base_offset: int, records: Any) -> None:
         encoded_name = name.encode()
         start = self.fill
-        size = _ENTRY.size + len(encoded_name) + memoryview(records).nbytes
-        self._reserve(start + size + _ENTRY.size + BLOCK)
-        _ENTRY.pack_into(self._map, start, size, 0, 0, base_offset, len(encoded_name))
-        name_end = start + _ENTRY.size + len(encoded_name)
-        self._map[start + _ENTRY.size:name_end] = encoded_name
-        self._map[name_end:start + size] = records
-        self.fill = start + size
+        # Room for the entry and the largest padding entry after it.
+        self._reserve(start + _ENTRY.size + len(encoded_name) + memoryview(records).nbytes
+                      + _ENTRY.size + BLOCK)
+        self.fill = start + _put_entry(self._map, start, encoded_name, base_offset, records)
         self.starts.append(start)
 
     def _reserve(self, needed: int) -> None:
@@ -171,8 +167,10 @@ class RoundBuffer:
 
 
 def encode_entry(generation: int, name: str, base_offset: int, records: Any) -> bytearray:
-    entry = bytearray()
-    append_unsealed(entry, name, base_offset, records)
+    """One sealed entry, unpadded (for tests and tools)."""
+    encoded_name = name.encode()
+    entry = bytearray(_ENTRY.size + len(encoded_name) + memoryview(records).nbytes)
+    _put_entry(entry, 0, encoded_name, base_offset, records)
     seal_entry(entry, 0, generation)
     return entry
 
