@@ -184,27 +184,34 @@ class IoUringBackend:
 
     def _prep_write(self, fd: int, buffer: memoryview, position: int, callback: Callback) -> Callback:
         """The write half of a linked pair; returns the callback for the
-        fsync half, which reports the first error of the two."""
+        fsync half. The write posts a completion only when it fails
+        (IOSQE_CQE_SKIP_SUCCESS): one completion, one wake-up of the loop
+        per round instead of two. A failed or short write cancels the
+        linked fsync, whose completion then carries an error too."""
         uring = self._uring
-        outcome = {"pending": 2, "error": 0}
         # The bindings take memory by reference only through an Iovec, which
-        # must live until the write completes: the closure keeps it.
+        # must live until the write completes.
         iovec = uring.Iovec([buffer])
+        write_error = [0]
 
-        def half_done(error: int) -> None:
-            outcome["error"] = outcome["error"] or error
-            outcome["pending"] -= 1
-            if outcome["pending"] == 0:
-                callback(outcome["error"])
+        def write_failed(error: int) -> None:
+            write_error[0] = error or errno.EIO
 
-        half_done.iovec = iovec  # type: ignore[attr-defined]
         sqe = uring.io_uring_get_sqe(self._ring)
         uring.io_uring_prep_writev(sqe, fd, iovec, position)
-        sqe.flags |= uring.IOSQE_IO_LINK
-        token = self._token(half_done)
-        self._expected[token] = buffer.nbytes
-        sqe.user_data = token
-        return half_done
+        sqe.flags |= uring.IOSQE_IO_LINK | uring.IOSQE_CQE_SKIP_SUCCESS
+        write_token = self._token(write_failed)
+        self._expected[write_token] = buffer.nbytes
+        sqe.user_data = write_token
+
+        def synced(error: int) -> None:
+            # The write's completion, if any, came first (same ring, in order).
+            self._callbacks.pop(write_token, None)
+            self._expected.pop(write_token, None)
+            callback(write_error[0] or error)
+
+        synced.iovec = iovec  # type: ignore[attr-defined]  # alive until the round ends
+        return synced
 
     def _reap(self) -> None:
         try:
