@@ -101,10 +101,10 @@ def test_compaction_throughput(benchmark, report, work_dir, source_log):
            records_per_s=records / median)
 
 
+# One shape is enough for the loop figure: the fixture is limited to it.
+@pytest.mark.parametrize("source_log", ["1M-records-20B"], indirect=True)
 def test_event_loop_gaps_during_background_compaction(benchmark, report, work_dir, source_log):
     name, source, size, _ = source_log
-    if name != "1M-records-20B":
-        pytest.skip("one shape is enough for the loop figure")
     figures = {}
 
     def background_pass():

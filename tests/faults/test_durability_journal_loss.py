@@ -10,10 +10,8 @@ import struct
 import time
 from pathlib import Path
 
-import pytest
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+import confluent_kafka
+from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 2
 MESSAGES = 3000

@@ -10,10 +10,9 @@ import random
 import threading
 import time
 
+import confluent_kafka
 import pytest
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 4
 KILL_ROUNDS = 4
