@@ -332,7 +332,7 @@ class ThreadBackend:
 
 class _LogState:
     __slots__ = ("log", "synced_offset", "newest_synced_base", "in_flight", "queued", "waiters",
-                 "journaled", "checkpointed_offset", "listener")
+                 "journaled", "checkpointed_offset", "journal_name", "listener")
 
     def __init__(self, log: Any):
         self.log = log
@@ -344,6 +344,7 @@ class _LogState:
         self.waiters: list[tuple[int, asyncio.Future]] = []
         self.journaled = False  # syncs go through the journal (journal_rounds.py)
         self.checkpointed_offset = 0  # in the log's own files since the last journal checkpoint
+        self.journal_name = b""  # the log's directory name, encoded, once journaled
         # listener(synced_offset, error): told first, before any waiter, of
         # every sync and failure (the partition moves its high watermark).
         self.listener: Callable[[int, BaseException | None], None] | None = None

@@ -50,6 +50,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from kcore._native import journal as native_journal
 from kcore._native import records as native_records
 from kcore.log.checkpoints import fsync_dir
 from kcore.log.errors import LogError
@@ -79,28 +80,6 @@ class JournalError(LogError):
     """The journal file cannot be created, read or written."""
 
 
-def _put_entry(buffer: Any, start: int, encoded_name: bytes, base_offset: int,
-               records: Any) -> int:
-    """Write an entry at ``start`` of ``buffer`` (room checked by the
-    caller), without generation and CRC (``seal_entry`` sets both once the
-    round's generation is known). Returns its size."""
-    size = _ENTRY.size + len(encoded_name) + memoryview(records).nbytes
-    _ENTRY.pack_into(buffer, start, size, 0, 0, base_offset, len(encoded_name))
-    name_end = start + _ENTRY.size + len(encoded_name)
-    buffer[start + _ENTRY.size:name_end] = encoded_name
-    buffer[name_end:start + size] = records
-    return size
-
-
-def seal_entry(buffer: Any, start: int, generation: int) -> None:
-    """Set the generation and CRC of the entry at ``start`` of ``buffer``."""
-    (size,) = struct.unpack_from(">I", buffer, start)
-    struct.pack_into(">Q", buffer, start + 8, generation)
-    with memoryview(buffer) as view:
-        crc = native_records.crc32c(view[start + 8:start + size])
-    struct.pack_into(">I", buffer, start + 4, crc)
-
-
 def _padding_size(end: int) -> int:
     """Bytes of the padding entry that takes a round ending at ``end`` to
     the next BLOCK boundary (a whole block more when the gap is too short
@@ -114,12 +93,15 @@ class RoundBuffer:
     mmap), padded to whole blocks, so the journal can be written with
     O_DIRECT straight from it: no copy into the page cache, and the
     fdatasync after it has nothing to write back. Grows (rarely) by
-    doubling. Entries are unsealed until ``seal``."""
+    doubling. Entries are sealed (generation and CRC) as they are added,
+    with the journal's generation at that moment; ``seal`` reseals them in
+    the rare round whose generation moved on meanwhile (a checkpoint)."""
 
     def __init__(self, capacity: int = 4 << 20):
         self._map = mmap.mmap(-1, capacity)
         self.fill = 0
         self.starts: list[int] = []
+        self.generation = -1  # of the entries in the buffer
 
     def __len__(self) -> int:
         return self.fill
@@ -127,13 +109,18 @@ class RoundBuffer:
     def padded_size(self) -> int:
         return self.fill + _padding_size(self.fill) if self.fill else 0
 
-    def append(self, name: str, base_offset: int, records: Any) -> None:
-        encoded_name = name.encode()
+    def append(self, name: bytes, base_offset: int, records: Any, generation: int) -> None:
+        """Add the entry of ``records`` (appended at ``base_offset`` to the
+        partition directory ``name``, encoded)."""
         start = self.fill
+        if not start:
+            self.generation = generation
+        elif generation != self.generation:
+            raise ValueError(f"entries of generation {self.generation} pending, not {generation}")
         # Room for the entry and the largest padding entry after it.
-        self._reserve(start + _ENTRY.size + len(encoded_name) + memoryview(records).nbytes
-                      + _ENTRY.size + BLOCK)
-        self.fill = start + _put_entry(self._map, start, encoded_name, base_offset, records)
+        self._reserve(start + 2 * _ENTRY.size + len(name) + memoryview(records).nbytes + BLOCK)
+        self.fill = start + native_journal.put_entry(self._map, start, name, generation,
+                                                     base_offset, records)
         self.starts.append(start)
 
     def _reserve(self, needed: int) -> None:
@@ -148,19 +135,21 @@ class RoundBuffer:
         self._map = grown
 
     def seal(self, generation: int) -> memoryview:
-        """Set every entry's generation and CRC, add the padding entry and
-        return the whole blocks to write (valid until ``reset``)."""
+        """Add the padding entry and return the whole blocks to write
+        (valid until ``reset``), every entry of ``generation``."""
+        if generation != self.generation:
+            for start in self.starts:
+                native_journal.seal_entry(self._map, start, generation)
+            self.generation = generation
         end = self.fill
         pad = _padding_size(end)
-        self._map[end:end + pad] = bytes(pad)
-        _ENTRY.pack_into(self._map, end, pad, 0, 0, -1, 0)
-        for start in (*self.starts, end):
-            seal_entry(self._map, start, generation)
+        native_journal.put_padding(self._map, end, pad, generation)
         return memoryview(self._map)[:end + pad]
 
     def reset(self) -> None:
         self.fill = 0
         self.starts = []
+        self.generation = -1
 
     def close(self) -> None:
         self._map.close()
@@ -170,8 +159,7 @@ def encode_entry(generation: int, name: str, base_offset: int, records: Any) -> 
     """One sealed entry, unpadded (for tests and tools)."""
     encoded_name = name.encode()
     entry = bytearray(_ENTRY.size + len(encoded_name) + memoryview(records).nbytes)
-    _put_entry(entry, 0, encoded_name, base_offset, records)
-    seal_entry(entry, 0, generation)
+    native_journal.put_entry(entry, 0, encoded_name, generation, base_offset, records)
     return entry
 
 

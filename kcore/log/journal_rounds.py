@@ -135,8 +135,9 @@ class JournalRounds:
             # predates flush.messages=1: checkpoints start here.
             state.journaled = True
             state.checkpointed_offset = base_offset
+            state.journal_name = state.log.dir.name.encode()
         self._in_generation.add(state)
-        self._buffer.append(state.log.dir.name, base_offset, records)
+        self._buffer.append(state.journal_name, base_offset, records, self.journal.generation)
         self._waiters.append((state, offset, future))
 
     def add_waiter(self, state: Any, offset: int, future: asyncio.Future) -> None:

@@ -1,0 +1,9 @@
+"""Type stubs for kcore._native.journal (native/journal.pyx)."""
+from collections.abc import Buffer
+
+ENTRY_HEADER_SIZE: int
+
+def put_entry(buffer: Buffer, start: int, name: Buffer, generation: int, base_offset: int,
+              records: Buffer) -> int: ...
+def put_padding(buffer: Buffer, start: int, size: int, generation: int) -> None: ...
+def seal_entry(buffer: Buffer, start: int, generation: int) -> None: ...
