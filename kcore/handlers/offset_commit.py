@@ -5,14 +5,22 @@ reaching the coordinator (Kafka checks its metadata cache the same way).
 v2-4 carry retention_time_ms: -1 means offsets.retention.minutes, anything
 else fixes an expire timestamp (stored as offset value version 1). v6 adds
 the leader epoch, v7 group_instance_id. Answered after the records are in
-`__consumer_offsets`.
+`__consumer_offsets`; with flush.messages=1 there, after the group-commit
+fsync covering them (a failed one answers NOT_COORDINATOR, as Kafka maps a
+storage error of the offsets topic).
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
+from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
+from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION = -1
 FIRST_LEADER_EPOCH_VERSION = 6
@@ -38,10 +46,19 @@ async def handle(broker, context, request):
                 partition.committed_leader_epoch if version >= FIRST_LEADER_EPOCH_VERSION else -1,
                 partition.committed_metadata or "", now, expire_timestamp)
     if offsets:
+        syncs: list = []
         errors.update(broker.group_coordinator.commit_offsets(
             body.group_id, body.member_id,
             body.group_instance_id if version >= FIRST_STATIC_VERSION else None,
-            body.generation_id_or_member_epoch, offsets))
+            body.generation_id_or_member_epoch, offsets, syncs))
+        for future, partitions in syncs:
+            try:
+                # Shielded: a closed connection must not cancel the sync's
+                # future, whose completion puts the offsets in the cache.
+                await asyncio.shield(future)
+            except LogError as exc:
+                log.error("group %s: offset commit not synced: %s", body.group_id, exc)
+                errors.update(dict.fromkeys(partitions, sync_error_code(exc.error_code)))
     return {
         "throttle_time_ms": 0,
         "topics": [{"name": topic.name,

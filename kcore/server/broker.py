@@ -76,6 +76,7 @@ class Broker:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         log.info("%s", durability)
+        self.group_coordinator.manager.syncer = self.log_syncer
         if self.log_syncer is not None:
             self.log_manager.before_delete.append(self.log_syncer.forget)
             if self.log_syncer.journal is not None and self.config.topic_defaults()["flush.messages"] == 1:

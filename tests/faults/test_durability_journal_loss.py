@@ -102,3 +102,30 @@ def test_acknowledged_batches_lost_from_segment_files_come_back_from_the_journal
     missing = [(p, offset, n) for p, offset, n in acked if stored.get((p, offset)) != n]
     assert missing == [], f"{len(missing)} acknowledged messages are missing or moved"
     assert "appended again" in broker.log()
+
+
+def test_acknowledged_offset_commits_lost_from_segment_files_come_back_from_the_journal(broker_factory):
+    """Offset commits on a flush.messages=1 broker go through the same
+    group commit: acknowledged once journaled, put back after a power cut."""
+    broker = broker_factory({"num.partitions": str(PARTITIONS), "log.flush.interval.messages": "1",
+                             "offsets.topic.num.partitions": "1"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("durable", PARTITIONS, 1)])["durable"].result(10)
+    produce(broker.bootstrap, 0, 10)
+    wait_for_journal(broker)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer",
+                                         "enable.auto.commit": False})
+    commits = 30
+    for offset in range(1, commits + 1):  # one batch per commit, each acknowledged
+        done = consumer.commit(offsets=[confluent_kafka.TopicPartition("durable", 0, offset)],
+                               asynchronous=False)
+        assert done[0].error is None
+    consumer.close()
+    broker.kill()
+    cut_tail(broker.data_dir / "__consumer_offsets-0")
+    broker.start()
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
+    [committed] = consumer.committed([confluent_kafka.TopicPartition("durable", 0)], timeout=10)
+    consumer.close()
+    assert committed.offset == commits
+    assert "appended again" in broker.log()

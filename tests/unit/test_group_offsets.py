@@ -6,10 +6,15 @@ from __future__ import annotations
 import asyncio
 import os
 
+import pytest
+
 from kcore.coordinator.group import OFFSETS_TOPIC
+from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
+from kcore.log.durability import GroupCommitSyncer, IoUringBackend
+from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode as E
 from tests.unit.test_group_coordinator import form_group, join, run, subscription
@@ -234,3 +239,64 @@ def test_refused_first_join_leaves_no_group(tmp_path):
         assert "nothing" not in coordinator.groups
         assert coordinator.list_groups() == (E.NONE, [])
     run(tmp_path, scenario)
+
+
+def test_durable_commit_counts_once_its_group_commit_fsync_completes(tmp_path):
+    """flush.messages=1: the commit shares the produce path's syncer; the
+    offsets are fetchable only once the fsync completed, and a commit that
+    nobody waits for is fsynced inline, as before."""
+    async def scenario(node, coordinator):
+        loop = asyncio.get_running_loop()
+        syncer = GroupCommitSyncer(IoUringBackend(loop), loop, journal_dir=tmp_path,
+                                   journal_bytes=4 << 20)
+        await syncer.journal.prepare()
+        coordinator.manager.syncer = syncer
+        try:
+            syncs: list = []
+            errors = coordinator.commit_offsets("g", "", None, -1, {("t", 0): offset(5)}, syncs)
+            assert errors == {("t", 0): E.NONE}
+            [(future, partitions)] = syncs
+            assert partitions == [("t", 0)] and not future.done()
+            assert coordinator.fetch_offsets("g", [("t", 0)])[1] == [("t", 0, None)]
+            await future
+            assert coordinator.fetch_offsets("g", [("t", 0)])[1][0][2].offset == 5
+            assert syncer.journal.rounds >= 1  # through the journal, not an inline fsync
+            index = coordinator.manager.partition_for("g")
+            partition = node.replica_manager.get(OFFSETS_TOPIC, index)
+            assert partition.high_watermark == partition.log.log_end_offset
+            # No syncs list: the append is flushed before the call returns.
+            coordinator.commit_offsets("g", "", None, -1, {("t", 1): offset(6)})
+            assert coordinator.fetch_offsets("g", [("t", 1)])[1][0][2].offset == 6
+            assert partition.log.recovery_point == partition.log.log_end_offset
+        finally:
+            await syncer.close()
+    run(tmp_path, scenario, **{"log.flush.interval.messages": 1})
+
+
+def test_durable_commit_whose_fsync_fails_is_not_fetchable(tmp_path):
+    async def scenario(node, coordinator):
+        loop = asyncio.get_running_loop()
+        syncer = GroupCommitSyncer(IoUringBackend(loop), loop)  # per-file rounds, no journal
+        coordinator.manager.syncer = syncer
+        try:
+            syncs: list = []
+            coordinator.commit_offsets("g", "", None, -1, {("t", 0): offset(5)}, syncs)
+            [(future, _)] = syncs
+            index = coordinator.manager.partition_for("g")
+            segment = node.replica_manager.get(OFFSETS_TOPIC, index).log.active_segment
+            real_fd = segment.fd
+            read_end, write_end = os.pipe()
+            segment.fd = write_end  # the round about to start fdatasyncs a pipe: EINVAL
+            try:
+                await asyncio.sleep(0)  # the round took (a dup of) the pipe
+            finally:
+                segment.fd = real_fd
+                os.close(read_end)
+                os.close(write_end)
+            with pytest.raises(LogError) as failure:
+                await future
+            assert sync_error_code(failure.value.error_code) == E.NOT_COORDINATOR
+            assert coordinator.fetch_offsets("g", [("t", 0)])[1] == [("t", 0, None)]
+        finally:
+            await syncer.close()
+    run(tmp_path, scenario, **{"log.flush.interval.messages": 1})

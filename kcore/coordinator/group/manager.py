@@ -14,11 +14,18 @@ watermark: the last record per key wins, a null value (tombstone) deletes.
 Transactional offset commits count once their COMMIT marker is read and are
 dropped on ABORT.
 
+With flush.messages=1 on the topic (a broker whose log.flush.interval.messages
+is 1) offset commits share the produce path's group-commit fsync: the broker
+sets ``syncer``, ``store_offsets`` returns the future of that sync and the
+OffsetCommit response waits for it. Other writes (group metadata,
+tombstones) are few and fsync their log before they return.
+
 Concurrency contract: not thread-safe, not safe across await; the broker's
 event loop owns it. Appends are synchronous (page cache writes).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -75,6 +82,8 @@ class GroupMetadataManager:
         # group id -> partition; the hash runs per character and commits are
         # the hot path. Cleared when it grows past PARTITION_CACHE_SIZE.
         self._partitions: dict[str, int] = {}
+        # The broker's group-commit syncer (kcore.log.durability), once started.
+        self.syncer: Any = None
 
     # -- topic ---------------------------------------------------------------------------
     @property
@@ -104,11 +113,14 @@ class GroupMetadataManager:
         self._partitions.clear()
 
     # -- writes --------------------------------------------------------------------------
-    def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
+    def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
+               syncer: Any = None) -> asyncio.Future | None:
         """Append (key, value) records of one group as one batch; raises
-        StoreError with the partition's error code."""
+        StoreError with the partition's error code. With a ``syncer`` and
+        flush.messages=1, returns the future of the fsync that makes the
+        batch durable (it fails with a LogError); otherwise None."""
         if not entries:
-            return
+            return None
         partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
         if partition is None:
             try:
@@ -123,7 +135,7 @@ class GroupMetadataManager:
         batch = record_codec.build_batch(
             [record_codec.Record(key=key, value=value, timestamp=timestamp) for key, value in entries])
         try:
-            partition.append_records_to_leader(memoryview(batch), ACKS_ALL)
+            return partition.append_records_to_leader(memoryview(batch), ACKS_ALL, syncer).durable
         except PartitionError as exc:
             raise StoreError(exc.error_code, exc.message) from None
 
@@ -131,10 +143,14 @@ class GroupMetadataManager:
         self.append(group_id, [(offsets_records.encode_group_key(group_id),
                                 offsets_records.encode_group_value(value))])
 
-    def store_offsets(self, group_id: str, offsets: dict[tuple[str, int], OffsetValue]) -> None:
-        self.append(group_id, [(offsets_records.encode_offset_key(group_id, topic, partition),
-                                offsets_records.encode_offset_value(value))
-                               for (topic, partition), value in offsets.items()])
+    def store_offsets(self, group_id: str, offsets: dict[tuple[str, int], OffsetValue],
+                      wait: bool = False) -> asyncio.Future | None:
+        """``wait``: the caller awaits the returned fsync future (if any)
+        instead of this call fsyncing inline."""
+        return self.append(group_id, [(offsets_records.encode_offset_key(group_id, topic, partition),
+                                       offsets_records.encode_offset_value(value))
+                                      for (topic, partition), value in offsets.items()],
+                           self.syncer if wait else None)
 
     def tombstones(self, group_id: str, offsets: list[tuple[str, int]],
                    include_group: bool) -> None:

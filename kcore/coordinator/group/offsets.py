@@ -23,6 +23,8 @@ supplies `groups`, `manager`, `config`, `_check_group_id`,
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -48,6 +50,17 @@ _STORE_OFFSETS_ERRORS = {
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
+
+
+def sync_error_code(storage_error_code: int) -> int:
+    """What OffsetCommit answers when the fsync of its records failed."""
+    return _STORE_OFFSETS_ERRORS.get(storage_error_code, storage_error_code)
+
+
+def _offsets_synced(group: GroupMetadata, offsets: dict[TopicPartition, OffsetValue],
+                    future: asyncio.Future) -> None:
+    if not future.cancelled() and future.exception() is None:
+        group.offsets.update(offsets)
 
 
 @dataclass(frozen=True)
@@ -76,8 +89,13 @@ class OffsetOperations:
 
     # -- OffsetCommit ----------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
-                       generation_id: int,
-                       offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+                       generation_id: int, offsets: dict[TopicPartition, OffsetValue],
+                       syncs: list | None = None) -> dict[TopicPartition, int]:
+        """Error code per partition. ``syncs``: where a flush.messages=1
+        commit leaves (future, partitions) for the caller to await before it
+        answers (see ``sync_error_code``); the offsets count (OffsetFetch,
+        the cache) once that sync succeeded. Without it the append is
+        fsynced here."""
         error = self._check_group_id(group_id, allow_empty=True)
         if error:
             return dict.fromkeys(offsets, error)
@@ -93,7 +111,7 @@ class OffsetOperations:
             return dict.fromkeys(offsets, ErrorCode.REBALANCE_IN_PROGRESS)
         if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self._schedule_heartbeat(group, group.get(member_id))
-        return self._store_offsets(group, offsets)
+        return self._store_offsets(group, offsets, syncs)
 
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                                 group_instance_id: str | None) -> int:
@@ -110,8 +128,8 @@ class OffsetOperations:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.NONE
 
-    def _store_offsets(self, group: GroupMetadata,
-                       offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+    def _store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetValue],
+                       syncs: list | None = None) -> dict[TopicPartition, int]:
         errors: dict[TopicPartition, int] = {}
         valid: dict[TopicPartition, OffsetValue] = {}
         for key, value in offsets.items():
@@ -120,13 +138,18 @@ class OffsetOperations:
             else:
                 valid[key] = value
         try:
-            self.manager.store_offsets(group.group_id, valid)
+            synced = self.manager.store_offsets(group.group_id, valid, wait=syncs is not None)
         except StoreError as exc:
             code = _STORE_OFFSETS_ERRORS.get(exc.error_code, exc.error_code)
             log.warning("group %s: offset commit failed: error %d %s", group.group_id, code, exc)
             errors.update(dict.fromkeys(valid, code))
             return errors
-        group.offsets.update(valid)
+        if synced is None:
+            group.offsets.update(valid)
+        else:
+            # Before the caller's await resumes: callbacks run in the order added.
+            synced.add_done_callback(functools.partial(_offsets_synced, group, valid))
+            syncs.append((synced, list(valid)))
         errors.update(dict.fromkeys(valid, ErrorCode.NONE))
         return errors
 
