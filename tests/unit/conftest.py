@@ -1,6 +1,7 @@
 """Shared fixtures for the unit tests of native kernels and the log."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import hypothesis
@@ -9,6 +10,22 @@ import pytest
 from kcore._native import reference
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
+
+@contextlib.contextmanager
+def segment_fd_on_a_pipe(segment):
+    """While open, ``segment``'s fd is a pipe, so the next fsync round of it
+    fails with the kernel's own error (fdatasync of a pipe: EINVAL). Rounds
+    dup the fd when they start, so waiting inside the block is enough."""
+    real_fd = segment.fd
+    read_end, write_end = os.pipe()
+    segment.fd = write_end
+    try:
+        yield
+    finally:
+        segment.fd = real_fd
+        os.close(read_end)
+        os.close(write_end)
+
 
 # Bounded property tests: the machine is shared, each file stays under ~30 s.
 hypothesis.settings.register_profile("kcore", max_examples=200, deadline=None)

@@ -4,7 +4,6 @@ unsynced tail so that retries append afresh."""
 from __future__ import annotations
 
 import asyncio
-import os
 
 import pytest
 
@@ -13,7 +12,7 @@ from kcore.log.log import Log
 from kcore.log.errors import LogError
 from kcore.replication.partition import Partition
 from kcore.server.config import BrokerConfig
-from tests.unit.conftest import make_batch
+from tests.unit.conftest import make_batch, segment_fd_on_a_pipe
 
 PRODUCER_ID = 7
 
@@ -91,16 +90,8 @@ def test_failed_fsync_answers_storage_error_and_truncates_so_the_retry_appends_a
         partition = make_partition(tmp_path)
         await partition.append_records_to_leader(idempotent_batch(0), -1, syncer).durable
         failed = partition.append_records_to_leader(idempotent_batch(2), -1, syncer)
-        segment = partition.log.active_segment
-        real_fd = segment.fd
-        read_end, write_end = os.pipe()
-        segment.fd = write_end  # the round about to start fdatasyncs a pipe: EINVAL
-        try:
+        with segment_fd_on_a_pipe(partition.log.active_segment):
             await asyncio.sleep(0)  # the round took (a dup of) the pipe
-        finally:
-            segment.fd = real_fd
-            os.close(read_end)
-            os.close(write_end)
         with pytest.raises(LogError) as error:
             await failed.durable
         assert error.value.error_code == 56

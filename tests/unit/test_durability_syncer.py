@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import os
 
 import pytest
 
@@ -14,7 +13,7 @@ from kcore.log.durability import (GroupCommitSyncer, IoUringBackend, SyncFailedE
                                   open_syncer)
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log
-from tests.unit.conftest import make_batch
+from tests.unit.conftest import make_batch, segment_fd_on_a_pipe
 
 BACKENDS = ["io_uring", "thread"]
 
@@ -116,11 +115,7 @@ def test_failed_fsync_fails_every_waiter_with_the_kernel_error(tmp_path, kind):
         syncer = make_syncer(kind)
         log = Log.open(tmp_path / "t-0")
         await syncer.sync(log, append(log))
-        segment = log.active_segment
-        real_fd = segment.fd
-        read_end, write_end = os.pipe()  # fdatasync of a pipe: EINVAL from the kernel
-        segment.fd = write_end
-        try:
+        with segment_fd_on_a_pipe(log.active_segment):
             waiters = [syncer.sync(log, log.log_end_offset + 1 + i) for i in range(3)]
             for waiter in waiters:
                 with pytest.raises(SyncFailedError) as failure:
@@ -128,10 +123,6 @@ def test_failed_fsync_fails_every_waiter_with_the_kernel_error(tmp_path, kind):
                 assert failure.value.errno == errno.EINVAL
                 assert failure.value.error_code == 56
             assert syncer.synced_offset(log) == 1
-        finally:
-            segment.fd = real_fd
-            os.close(read_end)
-            os.close(write_end)
         assert await syncer.sync(log, append(log)) == 2  # the next round works again
         log.close()
         await syncer.close()

@@ -17,6 +17,7 @@ from kcore.log.durability import GroupCommitSyncer, IoUringBackend
 from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode as E
+from tests.unit.conftest import segment_fd_on_a_pipe
 from tests.unit.test_group_coordinator import form_group, join, run, subscription
 
 DAY_MS = 24 * 3600 * 1000
@@ -284,15 +285,8 @@ def test_durable_commit_whose_fsync_fails_is_not_fetchable(tmp_path):
             [(future, _)] = syncs
             index = coordinator.manager.partition_for("g")
             segment = node.replica_manager.get(OFFSETS_TOPIC, index).log.active_segment
-            real_fd = segment.fd
-            read_end, write_end = os.pipe()
-            segment.fd = write_end  # the round about to start fdatasyncs a pipe: EINVAL
-            try:
+            with segment_fd_on_a_pipe(segment):
                 await asyncio.sleep(0)  # the round took (a dup of) the pipe
-            finally:
-                segment.fd = real_fd
-                os.close(read_end)
-                os.close(write_end)
             with pytest.raises(LogError) as failure:
                 await future
             assert sync_error_code(failure.value.error_code) == E.NOT_COORDINATOR
