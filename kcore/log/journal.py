@@ -187,23 +187,28 @@ class Journal:
     ``create`` runs in a worker thread, ``checkpoint_header`` on the event
     loop (rare). Writes of rounds go through the syncer's backend."""
 
-    def __init__(self, path: Path, fd: int, size: int, generation: int):
+    def __init__(self, path: Path, fd: int, size: int, generation: int, direct: bool = True):
         self.path = path
         self.header_fd = fd  # buffered: header slots are 24-byte writes
         self.size = size
         self.generation = generation
         self.position = DATA_START  # where the next round is written
-        # Rounds go through O_DIRECT where the file system has it (not
-        # tmpfs): the page cache would only take a copy of every round.
-        try:
-            self.fd = os.open(path, os.O_RDWR | os.O_DIRECT | os.O_CLOEXEC)
-            self.direct = True
-        except OSError:
+        # Rounds go through O_DIRECT where the file system has it (tmpfs
+        # before Linux 6.6 does not): the page cache would only take a copy
+        # of every round. Otherwise (or ``direct`` False) they are buffered
+        # writes, made durable by the same fdatasync.
+        self.direct = False
+        if direct:
+            try:
+                self.fd = os.open(path, os.O_RDWR | os.O_DIRECT | os.O_CLOEXEC)
+                self.direct = True
+            except OSError as exc:
+                log.info("%s: no O_DIRECT (%s), rounds go through the page cache", path, exc.strerror)
+        if not self.direct:
             self.fd = os.dup(fd)
-            self.direct = False
 
     @classmethod
-    def create(cls, directory: Path, size: int = DEFAULT_JOURNAL_BYTES) -> Journal:
+    def create(cls, directory: Path, size: int = DEFAULT_JOURNAL_BYTES, direct: bool = True) -> Journal:
         """Write a zero-filled journal of ``size`` bytes (blocks allocated
         and written, so fdatasync later needs no metadata commit) with
         generation 1, atomically under its final name."""
@@ -229,7 +234,7 @@ class Journal:
             except OSError:
                 pass
             raise JournalError(f"cannot create {path}: {exc.strerror}") from exc
-        return cls(path, fd, size, 1)
+        return cls(path, fd, size, 1, direct)
 
     def fits(self, nbytes: int) -> bool:
         return self.position + nbytes <= self.size

@@ -71,6 +71,7 @@ class JournalRounds:
         self.directory = Path(directory)
         self.size = size
         self.journal: Journal | None = None
+        self.direct = True  # O_DIRECT rounds where the file system takes them (Journal)
         self.status = "absent"
         self._creating: asyncio.Future | None = None
         self._buffer = RoundBuffer()      # entries of the next round
@@ -105,7 +106,8 @@ class JournalRounds:
     def _start_creating(self) -> None:
         self.status = "creating"
         loop = self._syncer.loop
-        self._creating = loop.run_in_executor(None, Journal.create, self.directory, self.size)
+        self._creating = loop.run_in_executor(None, Journal.create, self.directory, self.size,
+                                              self.direct)
         self._creating.add_done_callback(self._created)
 
     def _created(self, future: asyncio.Future) -> None:

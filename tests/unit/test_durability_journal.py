@@ -217,3 +217,30 @@ def test_on_tmpfs_the_journal_rounds_and_replay_work(tmp_path):
         log.truncate_to(1)  # as if the page cache lost the journaled batch
         assert replay(directory, {"t-0": log}) == 1 and log.log_end_offset == 4
         log.close()
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_buffered_rounds_where_o_direct_is_unavailable_replay_too(tmp_path, kind):
+    """The page-cache path a file system without O_DIRECT takes: the same
+    rounds and entries, made durable by the fdatasync after each write."""
+    async def main():
+        syncer = make_syncer(kind, tmp_path)
+        syncer.journal.direct = False
+        logs = [Log.open(tmp_path / f"t-{i}") for i in range(2)]
+        await journal_ready(syncer, logs[0])
+        assert syncer.journal.journal.direct is False
+        rounds = syncer.journal.rounds
+        waiters = [await append_and_sync(syncer, log, make_batch(2, value_bytes=900)) for log in logs]
+        assert await asyncio.gather(*waiters) == [3, 2]
+        assert syncer.journal.rounds == rounds + 1
+        for log in logs:
+            log.close()
+        await syncer.close()
+    run(main())
+    logs = {f"t-{i}": Log.open(tmp_path / f"t-{i}") for i in range(2)}
+    for log in logs.values():
+        log.truncate_to(1 if log.dir.name == "t-0" else 0)  # the page cache lost the last batches
+    assert replay(tmp_path, logs) == 2
+    assert [log.log_end_offset for log in logs.values()] == [3, 2]
+    for log in logs.values():
+        log.close()
