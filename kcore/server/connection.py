@@ -12,6 +12,9 @@ Response chunks are bytes or file slices (anything with fd/position/size).
 Slices go out by sendfile(2) on the socket once the transport's own buffer is
 empty, so record bytes never pass through Python; uvloop has no
 loop.sendfile, hence the native kernel (ARCHITECTURE.md, "Fetch path").
+Responses in memory that are ready together leave in one writev: a client
+pipelining requests (librdkafka keeps up to 5 produce requests in flight)
+has ~2.5 answered per read, and each send on loopback costs ~15 us.
 
 Not thread-safe: owned by the event loop that accepted it.
 """
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 
 # Reading pauses while this many responses are pending on one connection.
 MAX_IN_FLIGHT = 500
+IN_MEMORY = (bytes, bytearray, memoryview)  # response chunks written as they are
 
 
 class ConnectionContext:
@@ -188,6 +192,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     return
                 self._pending.popleft()
                 if chunks is not None:
+                    if all(isinstance(chunk, IN_MEMORY) for chunk in chunks):
+                        chunks = self._with_ready_responses(list(chunks))
                     await self._write_chunks(chunks)
                 if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
                     self._reading_paused = False
@@ -198,15 +204,39 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.info("connection %s failed while sending: %s", self._context.peer, exc)
             self.close()
 
+    def _with_ready_responses(self, chunks: list) -> list:
+        """Append the bytes of the responses queued behind this one that
+        are complete already, so they leave in one write (a syscall whose
+        loopback delivery costs ~15 us): a client with 5 requests in flight
+        often gets several answered in one event-loop turn."""
+        pending = self._pending
+        while pending:
+            future = pending[0]
+            if not future.done() or future.cancelled() or future.exception() is not None:
+                break
+            more = future.result()
+            if more is not None and not all(isinstance(chunk, IN_MEMORY) for chunk in more):
+                break  # file slices go out by sendfile, in order, on the next turn
+            pending.popleft()
+            if more is not None:
+                chunks.extend(more)
+        return chunks
+
     async def _write_chunks(self, chunks: list) -> None:
         transport = self._transport
+        in_memory: list = []  # consecutive bytes chunks leave in one writev
         for chunk in chunks:
             if self._closed:
                 return
-            if isinstance(chunk, (bytes, bytearray, memoryview)):
-                transport.write(chunk)
-            else:
-                await self._send_file_slice(chunk.fd, chunk.position, chunk.size)
+            if isinstance(chunk, IN_MEMORY):
+                in_memory.append(chunk)
+                continue
+            if in_memory:
+                transport.writelines(in_memory)
+                in_memory = []
+            await self._send_file_slice(chunk.fd, chunk.position, chunk.size)
+        if in_memory and not self._closed:
+            transport.writelines(in_memory)
         if transport.get_write_buffer_size() > 4 * 1024 * 1024:
             await self._wait_drained()
 
