@@ -111,12 +111,11 @@ class RoundBuffer:
 
     def append(self, name: bytes, base_offset: int, records: Any, generation: int) -> None:
         """Add the entry of ``records`` (appended at ``base_offset`` to the
-        partition directory ``name``, encoded)."""
+        partition directory ``name``, encoded), of ``generation``: entries
+        already pending of an older one (added while a checkpoint ran) are
+        resealed with it, since they go out in the same round."""
         start = self.fill
-        if not start:
-            self.generation = generation
-        elif generation != self.generation:
-            raise ValueError(f"entries of generation {self.generation} pending, not {generation}")
+        self._reseal(generation)
         # Room for the entry and the largest padding entry after it.
         self._reserve(start + 2 * _ENTRY.size + len(name) + memoryview(records).nbytes + BLOCK)
         self.fill = start + native_journal.put_entry(self._map, start, name, generation,
@@ -134,13 +133,16 @@ class RoundBuffer:
             pass  # a finished round's view is still referenced: freed with it
         self._map = grown
 
-    def seal(self, generation: int) -> memoryview:
-        """Add the padding entry and return the whole blocks to write
-        (valid until ``reset``), every entry of ``generation``."""
+    def _reseal(self, generation: int) -> None:
         if generation != self.generation:
             for start in self.starts:
                 native_journal.seal_entry(self._map, start, generation)
             self.generation = generation
+
+    def seal(self, generation: int) -> memoryview:
+        """Add the padding entry and return the whole blocks to write
+        (valid until ``reset``), every entry of ``generation``."""
+        self._reseal(generation)
         end = self.fill
         pad = _padding_size(end)
         native_journal.put_padding(self._map, end, pad, generation)
