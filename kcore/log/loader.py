@@ -18,6 +18,9 @@ Kafka ``LogLoader``:
    point onwards is recovered: batches are checked (size, CRC-32C, offsets)
    and the indexes rebuilt. The first torn or corrupt batch ends the log:
    its segment is truncated there and every later segment deleted.
+5. ``Log.open`` then makes the leader epoch cache agree with the log,
+   learning the epochs of the recovered segments' batches
+   (``learn_leader_epochs``).
 
 Runs once per partition at startup, before the Log serves anything.
 """
@@ -27,10 +30,13 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
+from kcore._native import records as native_records
 from kcore._native import segment as native_segment
 from kcore.log.checkpoints import fsync_dir
 from kcore.log.config import LogConfig
+from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
                                LogSegment)
 
@@ -40,6 +46,17 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
 _SWAP_FILE = re.compile(r"^(\d{20})\.log\.swap$")
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex")
+# Batch headers read per native call while learning epochs: 4096 headers
+# (61 bytes each, under 1 MiB as Python objects) bound the memory of a round
+# however small the batches are.
+_HEADERS_PER_READ = 4096
+
+
+class LoadedSegments(NamedTuple):
+    """Every segment, oldest first, and those recovery re-checked."""
+
+    segments: list[LogSegment]
+    recovered: list[LogSegment]
 
 
 def complete_swaps(directory: Path) -> int:
@@ -97,11 +114,12 @@ def remove_leftovers(directory: Path) -> list[int]:
 
 
 def load_segments(directory: Path, config: LogConfig, recovery_point: int,
-                  clean_shutdown: bool) -> list[LogSegment]:
+                  clean_shutdown: bool) -> LoadedSegments:
     """Open (and where needed recover) every segment, oldest first."""
     complete_swaps(directory)
     bases = remove_leftovers(directory)
     segments: list[LogSegment] = []
+    recovered: list[LogSegment] = []
     try:
         for i, base in enumerate(bases):
             segment = LogSegment.open(directory, base, config)
@@ -110,6 +128,7 @@ def load_segments(directory: Path, config: LogConfig, recovery_point: int,
             unflushed = next_base is None or next_base > recovery_point
             if (unflushed and not clean_shutdown) or segment.needs_rebuild():
                 removed, reason = segment.recover()
+                recovered.append(segment)
                 if removed:
                     log.warning("%s: recovery cut %d bytes at position %d (%s); deleting %d later "
                                 "segment(s)", segment.log_path, removed, segment.size, reason,
@@ -122,7 +141,25 @@ def load_segments(directory: Path, config: LogConfig, recovery_point: int,
         raise
     for segment in segments[:-1]:
         segment.trim()
-    return segments
+    return LoadedSegments(segments, recovered)
+
+
+def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache) -> None:
+    """Assign the epoch of each batch of ``segment`` that is newer than the
+    cache's latest, at the batch's base offset (Kafka ``LogSegment.recover``).
+    Truncation does not fsync the segment, so a crash can bring back batches
+    whose epochs the (fsynced) cache file had already dropped; a lost or
+    malformed cache file is partly rebuilt the same way."""
+    position = 0
+    while position < segment.size:
+        headers, position = native_segment.batch_headers(segment.fd, position, segment.size,
+                                                         _HEADERS_PER_READ)
+        if not headers:
+            break
+        for _, header in headers:
+            base_offset, _, epoch = native_records.parse_batch_header(header)[:3]
+            if epoch > cache.latest_epoch:
+                cache.assign(epoch, base_offset)
 
 
 def _delete_later(directory: Path, bases: list[int]) -> None:

@@ -12,37 +12,45 @@ Produced RecordBatches (v2) stay bytes: ``append`` validates them natively
 partitionLeaderEpoch in place and writes them; ``read`` answers with
 FileSlices of whole batches. Kafka sources: ``UnifiedLog``, ``LocalLog``.
 
+Each Log owns its partition's leader epoch cache (leader_epoch.py): leader
+appends under a newer epoch, and replica appends of batches stamped with
+one, assign it before the batch is written; truncation and log start moves
+trim it after the segments changed. So the cache file may run ahead of the
+segments after a crash, not behind them, and ``open`` trims what is ahead.
+
 Not thread-safe: a Log has one owner, the event loop serving its
 partition; no method awaits, so each call is atomic on that loop.
 """
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import shutil
-import struct
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from kcore._native import append as native_append
 from kcore._native import records as native_records
-from kcore.log.checkpoints import fsync_dir
+from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.errors import (CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError,
                               RecordTooLargeError)
 from kcore.log.file_slice import FileSlice
-from kcore.log.loader import load_segments
+from kcore.log.leader_epoch import LeaderEpochCache
+from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
                                segment_name)
 
-_BASE_OFFSET = struct.Struct(">q")
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 # The .log goes last in each rename round: loader.py reads a ``.log.swap``
 # as "this swap was decided", anything else as leftovers.
 _SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
 _INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
+
+logger = logging.getLogger(__name__)  # "log" names a Log in this module
 
 
 class AppendInfo(NamedTuple):
@@ -91,6 +99,7 @@ class Log:
         self._last_flush_ms = now_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._dir_dirty = False
+        self._leader_epoch_cache = LeaderEpochCache.in_directory(self.dir)
         self.clock = now_ms
 
     # -- opening ---------------------------------------------------------------------
@@ -104,7 +113,7 @@ class Log:
         directory = Path(path)
         parse_topic_partition(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        segments = load_segments(directory, config, recovery_point, clean_shutdown)
+        segments, recovered = load_segments(directory, config, recovery_point, clean_shutdown)
         if not segments:
             segments = [LogSegment.create(directory, log_start_offset, config)]
         segments[-1].make_active()
@@ -114,7 +123,25 @@ class Log:
             log._recovery_point = log._log_end_offset
         if start > log._log_end_offset:
             log.truncate_fully_and_start_at(start)
+        else:
+            log._load_leader_epochs(recovered)
         return log
+
+    def _load_leader_epochs(self, recovered: list[LogSegment]) -> None:
+        """Make the cache read from its file agree with the loaded log
+        (Kafka ``LogLoader``): entries at or after the log end were assigned
+        before batches a crash lost, recovered segments teach the epochs of
+        their batches, and the first entry moves up to the log start."""
+        cache = self._leader_epoch_cache
+        if (cache.latest_entry is None and self._log_end_offset > self._log_start_offset
+                and not (self.dir / LEADER_EPOCH_CHECKPOINT).exists()):
+            logger.warning("%s: no %s for a log holding offsets [%d, %d); its leader epochs are "
+                           "unknown", self.dir, LEADER_EPOCH_CHECKPOINT,
+                           self._log_start_offset, self._log_end_offset)
+        cache.truncate_from_end(self._log_end_offset)
+        for segment in recovered:
+            learn_leader_epochs(segment, cache)
+        cache.truncate_from_start(self._log_start_offset)
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -149,6 +176,15 @@ class Log:
     def last_flush_ms(self) -> int:
         return self._last_flush_ms
 
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        return self._leader_epoch_cache
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end_offset) answering OffsetForLeaderEpoch for
+        ``leader_epoch`` (``LeaderEpochCache.end_offset_for`` at the log end)."""
+        return self._leader_epoch_cache.end_offset_for(leader_epoch, self._log_end_offset)
+
     # -- append -------------------------------------------------------------------------
     def append(self, records, leader_epoch: int, assign_offsets: bool = True,
                validate: bool = True, defer_flush: bool = False) -> AppendInfo:
@@ -177,12 +213,19 @@ class Log:
             raise CorruptRecordError("size", "no record batch to append")
         size = infos[-1][0] + infos[-1][1]
         self._check_sizes(infos, size)
+        # A new epoch goes to the cache file before its first batch goes to
+        # the segment, so a crash cannot leave a batch whose epoch the file
+        # lacks. If the append fails after that, the entry stays where the
+        # epoch's next batch will start: harmless.
         if assign_offsets:
             first_offset = self._log_end_offset
+            if leader_epoch > self._leader_epoch_cache.latest_epoch:  # once per leader change
+                self._leader_epoch_cache.assign(leader_epoch, first_offset)
             next_offset = native_records.patch_batches(records, first_offset, leader_epoch)
             batch_offsets = None
         else:
-            batch_offsets = self._replica_offsets(records, infos)
+            batch_offsets, batch_epochs = self._replica_offsets(records, infos)
+            self._assign_replica_epochs(batch_offsets, batch_epochs)
             first_offset = batch_offsets[0]
             next_offset = batch_offsets[-1] + infos[-1][2] + 1
         batches, max_timestamp, offset_of_max_timestamp, records_count = \
@@ -207,16 +250,27 @@ class Log:
             raise RecordTooLargeError(
                 f"append of {size} bytes exceeds segment.bytes={self.config.segment_bytes}")
 
-    def _replica_offsets(self, records, infos: list) -> list[int]:
-        bases = [_BASE_OFFSET.unpack_from(records, info[0])[0] for info in infos]
+    def _replica_offsets(self, records, infos: list) -> tuple[list[int], list[int]]:
+        """The batches' own base offsets, checked to increase from the log
+        end, and their partitionLeaderEpochs."""
+        headers = [native_records.parse_batch_header(records, info[0]) for info in infos]
         expected = self._log_end_offset
-        for base, info in zip(bases, infos):
+        for header, info in zip(headers, infos):
+            base = header[0]
             if base < expected:
                 raise CorruptRecordError(
                     "offset", f"batch at offset {base} (position {info[0]}) is before the next "
                     f"expected offset {expected}", info[0])
             expected = base + info[2] + 1
-        return bases
+        return [header[0] for header in headers], [header[2] for header in headers]
+
+    def _assign_replica_epochs(self, batch_offsets: list[int], batch_epochs: list[int]) -> None:
+        """A replica learns each epoch its leader stamped, where it starts
+        (Kafka ``UnifiedLog.append``); batches of older epochs change nothing."""
+        cache = self._leader_epoch_cache
+        for base_offset, epoch in zip(batch_offsets, batch_epochs):
+            if epoch > cache.latest_epoch:
+                cache.assign(epoch, base_offset)
 
     # -- rolling ---------------------------------------------------------------------------
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int,
@@ -353,6 +407,7 @@ class Log:
         self._log_end_offset = active.next_offset
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -364,6 +419,7 @@ class Log:
         self._bases = [offset]
         self._log_end_offset = self._log_start_offset = self._recovery_point = offset
         self._dir_dirty = True
+        self._leader_epoch_cache.clear()
 
     # -- retention ---------------------------------------------------------------------------
     def delete_old_segments(self, high_watermark: int | None = None) -> int:
@@ -413,7 +469,7 @@ class Log:
         for _ in range(count):
             self._schedule_delete(self._segments.pop(0))
             self._bases.pop(0)
-        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._update_log_start_offset(max(self._log_start_offset, self._segments[0].base_offset))
         return count
 
     def _schedule_delete(self, segment: LogSegment) -> None:
@@ -443,8 +499,12 @@ class Log:
                 f"log start offset {offset} is beyond the log end {self._log_end_offset}")
         if offset <= self._log_start_offset:
             return False
-        self._log_start_offset = offset
+        self._update_log_start_offset(offset)
         return True
+
+    def _update_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self._leader_epoch_cache.truncate_from_start(offset)
 
     # -- compaction ---------------------------------------------------------------------------
     def replace_segments(self, base_offset: int, old_segments: list[LogSegment]) -> LogSegment:
