@@ -32,10 +32,12 @@ native: $(BASE_STAMP)
 broker: install
 	$(BIN)/kcore broker --override log.dirs=./data
 
-# kcat (a real client) and a JRE (PySpark in the report test) come from Debian.
+# kcat (a real client), a JRE (PySpark in the report test) and ZooKeeper's
+# jars (the servers of tests/cluster/) come from Debian.
 system-deps:
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
+	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
 
 test: install-test system-deps
 	$(BIN)/python -m pytest -q tests
