@@ -9,9 +9,11 @@ UNSUPPORTED_VERSION. WriteTxnMarkers is broker-to-broker only.
 The inter-broker APIs of the ZooKeeper-mode cluster (PROTOCOL.md section 6:
 LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
 AlterPartition) are pinned: kcore brokers and controllers send only the
-version in ``INTER_BROKER_VERSIONS``, each the first flexible one (or, for
-AlterPartition, the one with leader_recovery_state). The older versions in
-``SUPPORTED_VERSIONS`` decode and encode but nothing sends them. A key is
+version in ``INTER_BROKER_VERSIONS``: the first flexible one, or the
+first with a field the design needs (StopReplica v3: per-partition
+leader_epoch and delete_partition; AlterPartition v1:
+leader_recovery_state). The older versions in ``SUPPORTED_VERSIONS``
+decode and encode but nothing sends them. A key is
 advertised only once the broker has a handler for it (server/broker.py),
 so a range here without a handler is not offered to clients.
 Names and numbers: apache/kafka ``common/protocol/ApiKeys.java``.
