@@ -5,6 +5,17 @@
 <= the advertised max. Produce 0-2 are decodable and advertised (librdkafka's
 compression probe needs min 0) but the Produce handler answers them with
 UNSUPPORTED_VERSION. WriteTxnMarkers is broker-to-broker only.
+
+The inter-broker APIs of the ZooKeeper-mode cluster (PROTOCOL.md section 6:
+LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
+AlterPartition) are pinned: kcore brokers and controllers send only the
+version in ``INTER_BROKER_VERSIONS``: the first flexible one, or the
+first with a field the design needs (StopReplica v3: per-partition
+leader_epoch and delete_partition; AlterPartition v1:
+leader_recovery_state). The older versions in ``SUPPORTED_VERSIONS``
+decode and encode but nothing sends them. A key is
+advertised only once the broker has a handler for it (server/broker.py),
+so a range here without a handler is not offered to clients.
 Names and numbers: apache/kafka ``common/protocol/ApiKeys.java``.
 """
 from __future__ import annotations
@@ -97,6 +108,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 5),
     ApiKey.METADATA: (0, 8),
+    ApiKey.LEADER_AND_ISR: (0, 4),
+    ApiKey.STOP_REPLICA: (0, 3),
+    ApiKey.UPDATE_METADATA: (0, 6),
+    ApiKey.CONTROLLED_SHUTDOWN: (0, 3),
     ApiKey.OFFSET_COMMIT: (2, 7),
     ApiKey.OFFSET_FETCH: (1, 5),
     ApiKey.FIND_COORDINATOR: (0, 2),
@@ -122,7 +137,18 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.ALTER_PARTITION: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+# The one version each broker-to-broker request is sent at (module docstring).
+INTER_BROKER_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.LEADER_AND_ISR: 4,
+    ApiKey.STOP_REPLICA: 3,
+    ApiKey.UPDATE_METADATA: 6,
+    ApiKey.CONTROLLED_SHUTDOWN: 3,
+    ApiKey.ALTER_PARTITION: 1,
 }

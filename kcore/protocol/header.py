@@ -12,8 +12,8 @@ Response header::
     v1  v0 + tagged fields
 
 A request uses header v2 when its api version is flexible, v0 for
-ControlledShutdown v0 (not served here, but parsed so that it is refused
-as an unknown api with its correlation id) and v1 otherwise. A response
+ControlledShutdown v0 (Kafka's one request without a client id) and v1
+otherwise. A response
 uses header v1 when flexible, except ApiVersions, whose response header is
 always v0 so a client can read it before knowing the broker's versions
 (KIP-511).

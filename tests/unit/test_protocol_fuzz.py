@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kcore.protocol import (
     SUPPORTED_VERSIONS,
+    ApiKey,
     ProtocolDecodeError,
     Request,
     UnknownApiKeyError,
@@ -26,6 +27,7 @@ from kcore.protocol.header import request_header_version
 from tests.unit.test_protocol_strategies import all_message_versions, values
 
 DOCUMENTED = (UnknownApiKeyError, UnsupportedVersionError, ProtocolDecodeError)
+UNSERVED = next(int(key) for key in ApiKey if key not in SUPPORTED_VERSIONS)
 REQUEST_CASES = [case for case in all_message_versions() if case[1].name.endswith("Request")]
 
 
@@ -43,7 +45,7 @@ def test_random_bytes_only_raise_documented_errors(frame):
 
 @st.composite
 def header_then_garbage(draw):
-    key = draw(st.sampled_from([int(key) for key in SUPPORTED_VERSIONS] + [4, 99, 32767]))
+    key = draw(st.sampled_from([int(key) for key in SUPPORTED_VERSIONS] + [UNSERVED, 99, 32767]))
     low, high = SUPPORTED_VERSIONS.get(key, (0, 0))
     version = draw(st.integers(low - 1, high + 1))
     client_id = draw(st.none() | st.text(max_size=8))

@@ -3,6 +3,8 @@
 Values drawn from the schema itself (test_protocol_strategies) must survive
 encode -> decode unchanged, and re-encoding must reproduce the same bytes
 whatever form the value takes: dict, generated data object or plain object.
+At flexible versions, tagged fields the schema does not know (a newer peer's)
+are skipped.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from kcore.protocol import (
     encode_request,
     encode_response,
     encode_struct,
+    request_header_version,
     to_dict,
 )
 from kcore.protocol.schema import Field, Struct
@@ -26,6 +29,8 @@ from tests.unit.test_protocol_strategies import all_message_versions, normalize,
 
 CASES = all_message_versions()
 ROUND_TRIP = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A tagged-field section of two unknown fields: count 2; tag 0, 1 byte; tag 9, 7 bytes.
+UNKNOWN_TAGS = b"\x02" + b"\x00\x01\x02" + b"\x09\x07unknown"
 
 
 def as_plain_objects(schema: Struct, version: int, value: dict) -> SimpleNamespace:
@@ -57,6 +62,10 @@ def test_values_survive_encode_and_decode_in_every_form(case):
         assert encode_struct(schema, version, decoded) == encoded
         assert encode_struct(schema, version, schema.data_class(**value)) == encoded
         assert encode_struct(schema, version, as_plain_objects(schema, version, value)) == encoded
+        if schema.is_flexible(version) and not any(field.tagged(version) for field in schema.fields):
+            assert encoded.endswith(b"\x00")  # the body's empty tagged-field section
+            with_tags = encoded[:-1] + UNKNOWN_TAGS
+            assert to_dict(decode_struct(schema, version, with_tags)) == normalize(schema, version, value)
 
     check()
 
@@ -72,7 +81,9 @@ def test_whole_frames_round_trip_with_their_headers(case):
         if is_request:
             frame = encode_request(schema.api_key, version, 1234, "client-1", value)
             request = decode_request(memoryview(frame)[4:])
-            assert request.header == RequestHeader(schema.api_key, version, 1234, "client-1")
+            # Request header v0 (ControlledShutdown v0) has no client id.
+            client_id = None if request_header_version(schema.api_key, version) == 0 else "client-1"
+            assert request.header == RequestHeader(schema.api_key, version, 1234, client_id)
             body = request.body
         else:
             chunks = encode_response(RequestHeader(schema.api_key, version, 1234, None), value)

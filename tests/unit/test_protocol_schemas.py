@@ -1,16 +1,20 @@
 """The declared schemas agree with Kafka's JSON message specs at every served version.
 
 kafka-python ships Kafka's ``common/message/*.json`` specs; they are read
-raw here (kafka-python's own patches are not applied). For each served api
-and version, field order, names (snake_case of the JSON names), types,
-nullability, tags and defaults must match; version-independent facts
-(api key, flexibleVersions) too.
+raw here (kafka-python's own patches are not applied). The ZooKeeper-era
+inter-broker specs it does not ship (LeaderAndIsr, StopReplica,
+UpdateMetadata, ControlledShutdown, AlterPartition) are kept unchanged in
+tests/unit/specs/ and read the same way. For each served api and version,
+field order, names (snake_case of the JSON names), types, nullability, tags
+and defaults must match; version-independent facts (api key,
+flexibleVersions) too.
 """
 from __future__ import annotations
 
 import json
 import re
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -18,10 +22,17 @@ from kcore.protocol import REQUESTS, RESPONSES, SUPPORTED_VERSIONS, ApiKey
 from kcore.protocol.schema import MAX_VERSION, Field, Struct, parse_versions
 
 SPECS = resources.files("kafka.protocol.schemas.resources")
+LOCAL_SPECS = Path(__file__).parent / "specs"
+
+
+def spec_file(name: str):
+    """The spec's JSON file: tests/unit/specs/ for those kafka-python lacks, else kafka-python's."""
+    local = LOCAL_SPECS / f"{name}.json"
+    return local if local.exists() else SPECS.joinpath(f"{name}.json")
 
 
 def load_spec(name: str) -> dict:
-    text = re.sub(r"(?m)^\s*//.*$", "", SPECS.joinpath(f"{name}.json").read_text())
+    text = re.sub(r"(?m)^\s*//.*$", "", spec_file(name).read_text())
     spec = json.loads(text)
     common = {struct["name"]: struct["fields"] for struct in spec.get("commonStructs", [])}
     _attach_common(spec["fields"], common)
