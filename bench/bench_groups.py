@@ -208,17 +208,21 @@ def in_process_commits_per_second(commits: int) -> float:
     from kcore.coordinator.group.records import OffsetValue
     from kcore.log.manager import LogManager
     from kcore.replication.replica_manager import ReplicaManager
-    from kcore.server.config import BrokerConfig
+    from kcore.server.config import BrokerConfig, parse_topic_configs
 
     async def run(directory: Path) -> float:
         config = BrokerConfig({"log.dirs": str(directory)})
-        controller = LocalController(directory, 0)
         log_manager = LogManager([directory], config.topic_defaults())
-        replicas = ReplicaManager(0, log_manager, config.topic_defaults(), 86_400_000)
+        replicas = ReplicaManager(0, log_manager, config.topic_defaults(), 86_400_000,
+                                  topic_overrides=lambda topic: parse_topic_configs(
+                                      controller.topic(topic).configs))
+        controller = LocalController(directory, 0, replicas)
         coordinator = GroupCoordinator(GroupConfig.from_broker_config(config),
                                        GroupMetadataManager(controller, replicas, 50))
+        replicas.leadership_listeners.append(coordinator.on_leadership_change)
         coordinator.start()
-        coordinator.manager.ensure_topic()
+        await controller.start()
+        await coordinator.manager.ensure_topic()
         started = time.perf_counter()
         for offset in range(commits):
             errors = coordinator.commit_offsets("bench", "", None, -1,

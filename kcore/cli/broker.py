@@ -41,12 +41,14 @@ def run(args) -> int:
 
 
 async def _serve(config) -> int:
+    from kcore.controller.zk_client import ZkError
+    from kcore.controller.zk_controller import ClusterIdMismatch
     from kcore.server.broker import Broker
     from kcore.server.config import ConfigError
     try:
         broker = Broker(config)
         await broker.start()
-    except (ConfigError, OSError) as exc:
+    except (ConfigError, OSError, ZkError, ClusterIdMismatch) as exc:
         print(f"kcore broker: cannot start: {exc}", file=sys.stderr)
         return 2
     loop = asyncio.get_running_loop()

@@ -1,138 +1,196 @@
-"""Single-node cluster metadata: topics, partition counts, topic configs.
+"""The controller of a single node: no ZooKeeper, metadata in a file.
 
 Kept in `<first log dir>/__cluster_metadata.json` (written to a temp file,
 fsynced, renamed, so a crash leaves the old or the new file, never half of
-one) next to Kafka's `meta.properties` (cluster.id, broker.id). A cluster
-replaces this with the ZooKeeper controller; both expose the same methods.
+one) next to Kafka's `meta.properties` (cluster.id, broker.id): topics,
+their configs and ids, each partition's leader epoch, and the controller
+epoch. Every partition has one replica, this broker, which leads it.
 
-Not thread-safe: owned by the broker's event loop.
+Like a cluster controller it tells the broker about every change through
+``ControllerEvents`` (LeaderAndIsr, UpdateMetadata, StopReplica payloads),
+in process. Each start is a new controller epoch and a new leader epoch
+for every partition, as a Kafka cluster's controller failover would make
+them: a client holding the old epoch is fenced and refreshes.
+
+Internal topics (``__consumer_offsets``...) get one replica whatever their
+configured replication factor: a single node has no other choice.
+
+Not thread-safe: owned by the broker's event loop. Nothing awaits inside.
 """
 from __future__ import annotations
 
 import base64
 import json
 import os
-import re
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from kcore.controller.base import ControllerEvents, StopReplicaPartition
+from kcore.controller.metadata import (BrokerInfo, PartitionState, TopicError, TopicInfo,
+                                       TopicPartition, validate_counts, validate_topic_name)
+from kcore.protocol.errors import ErrorCode
 
 METADATA_FILE = "__cluster_metadata.json"
 META_PROPERTIES = "meta.properties"
-# Kafka's Topic.validate: legal characters and 249 = 255 minus room for
-# "-<partition>" and the ".deleted"-style suffixes in directory names.
-TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-class TopicError(Exception):
-    """A topic operation failed; `error_code` is Kafka's code for it."""
-
-    def __init__(self, error_code: int, message: str):
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
-
-
-# Kafka error codes used here (protocol/errors.py has the full enum; the
-# controller sits below protocol's users and keeps just these numbers).
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-UNKNOWN_TOPIC_OR_PARTITION = 3
-
-
-@dataclass
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    num_partitions: int
-    replication_factor: int = 1
-    configs: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def is_internal(self) -> bool:
-        return self.name in INTERNAL_TOPICS
-
-
-def validate_topic_name(name: str) -> None:
-    if not name or name in (".", ".."):
-        raise TopicError(INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
-    if len(name) > MAX_TOPIC_NAME:
-        raise TopicError(INVALID_TOPIC_EXCEPTION,
-                         f"topic name is longer than {MAX_TOPIC_NAME} characters")
-    if not TOPIC_NAME.match(name):
-        raise TopicError(INVALID_TOPIC_EXCEPTION,
-                         f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
 
 class LocalController:
     """Cluster metadata of a single broker (see module doc)."""
 
-    def __init__(self, data_dir: Path, broker_id: int):
+    def __init__(self, data_dir: Path, broker: BrokerInfo | int,
+                 events: ControllerEvents | None = None):
         self._dir = Path(data_dir)
-        self.broker_id = broker_id
-        self.controller_id = broker_id
+        self.broker = broker if isinstance(broker, BrokerInfo) else BrokerInfo(broker, "127.0.0.1", 9092)
+        self.broker_id = self.broker.broker_id
+        self.broker_epoch = -1
+        self.controller_id = self.broker_id
+        self.events = events
         self.topics: dict[str, TopicInfo] = {}
+        self._leader_epochs: dict[str, list[int]] = {}
+        self.controller_epoch = 0
         self.cluster_id = ""
         self._load()
 
-    # -- queries -----------------------------------------------------------
+    # -- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        """A new controller epoch; every partition gets a new leader epoch
+        and the broker learns them all."""
+        self.controller_epoch += 1
+        for name, epochs in self._leader_epochs.items():
+            self._leader_epochs[name] = [epoch + 1 for epoch in epochs]
+        self._save()
+        self._publish(list(self.topics))
+
+    async def register(self) -> None:
+        return None
+
+    async def shutdown(self) -> None:
+        return None
+
+    async def refresh_topics(self, names: Sequence[str]) -> None:
+        return None
+
+    def active_controller(self) -> None:
+        return None
+
+    async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+        """A single node's ISR never changes: nothing to decide."""
+        return ErrorCode.NOT_CONTROLLER, {}
+
+    # -- queries -----------------------------------------------------------------------
     def topic(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
 
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        for info in self.topics.values():
-            if info.topic_id == topic_id:
-                return info
-        return None
+    def topic_names(self) -> list[str]:
+        return sorted(self.topics)
 
-    def leader_of(self, topic: str, partition: int) -> int:
-        return self.broker_id
+    def partition_states(self, name: str) -> list[PartitionState]:
+        me = (self.broker_id,)
+        return [PartitionState(name, index, self.broker_id, epoch, me, me, epoch,
+                               self.controller_epoch)
+                for index, epoch in enumerate(self._leader_epochs.get(name, []))]
 
-    # -- changes -----------------------------------------------------------
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], validate_only: bool = False) -> TopicInfo:
+    # -- changes -----------------------------------------------------------------------
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str],
+                           assignment: dict[int, list[int]] | None = None,
+                           validate_only: bool = False) -> TopicInfo:
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicError(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-        if num_partitions < 1:
-            raise TopicError(INVALID_PARTITIONS, "number of partitions must be larger than 0")
-        if replication_factor != 1:
-            raise TopicError(INVALID_REPLICATION_FACTOR,
-                             f"replication factor {replication_factor} is larger than "
-                             "the 1 available broker")
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if assignment:
+            self._check_assignment(assignment.values())
+            num_partitions, replication_factor = len(assignment), 1
         info = TopicInfo(name, uuid.uuid4(), num_partitions, replication_factor, dict(configs))
+        if info.is_internal:
+            info.replication_factor = replication_factor = 1
+        validate_counts(num_partitions, replication_factor, 1)
+        info.assignment = {index: [self.broker_id] for index in range(num_partitions)}
         if not validate_only:
             self.topics[name] = info
+            self._leader_epochs[name] = [0] * num_partitions
             self._save()
+            self._publish([name])
         return info
 
-    def delete_topic(self, name: str) -> TopicInfo:
-        info = self.topics.pop(name, None)
-        if info is None:
-            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        self._save()
-        return info
-
-    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicInfo:
+    async def delete_topic(self, name: str) -> None:
         info = self.topics.get(name)
         if info is None:
-            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        epochs = self._leader_epochs.pop(name, [])
+        del self.topics[name]
+        self._save()
+        if self.events is not None:
+            self.events.on_stop_replica(self.controller_epoch, [
+                StopReplicaPartition(name, index, epoch, True) for index, epoch in enumerate(epochs)])
+            self.events.on_update_metadata(self.controller_id, self.controller_epoch,
+                                           [self.broker], [], deleted=[name])
+
+    async def create_partitions(self, name: str, total: int,
+                                assignment: list[list[int]] | None = None,
+                                validate_only: bool = False) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         if total <= info.num_partitions:
-            raise TopicError(INVALID_PARTITIONS,
+            raise TopicError(ErrorCode.INVALID_PARTITIONS,
                              f"topic {name!r} has {info.num_partitions} partitions; "
                              f"the new count must be larger, got {total}")
+        if assignment:
+            self._check_assignment(assignment)
         if not validate_only:
+            for index in range(info.num_partitions, total):
+                info.assignment[index] = [self.broker_id]
             info.num_partitions = total
+            self._leader_epochs[name] += [0] * (total - len(self._leader_epochs[name]))
             self._save()
+            self._publish([name])
         return info
 
-    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        if name not in self.topics:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         self.topics[name].configs = dict(configs)
         self._save()
+        if self.events is not None:
+            self.events.on_topic_config_change(name)
+
+    async def elect_leaders(self, election_type: int,
+                            partitions: Sequence[TopicPartition] | None
+                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """The only replica always leads: nothing to elect."""
+        if partitions is None:
+            partitions = [(name, index) for name, info in self.topics.items()
+                          for index in range(info.num_partitions)]
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        for topic, index in partitions:
+            info = self.topics.get(topic)
+            if info is None or not 0 <= index < info.num_partitions:
+                results[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+            else:  # preferred or unclean: the leader is the preferred one already
+                results[(topic, index)] = (ErrorCode.ELECTION_NOT_NEEDED, None)
+        return results
+
+    def _check_assignment(self, replicas_lists) -> None:
+        for replicas in replicas_lists:
+            if list(replicas) != [self.broker_id]:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"assignment {list(replicas)} names brokers other than "
+                                 f"{self.broker_id}, the only one")
+
+    def _publish(self, names: list[str]) -> None:
+        """LeaderAndIsr then UpdateMetadata for these topics, as a cluster
+        controller sends them."""
+        if self.events is None:
+            return
+        states = [state for name in names for state in self.partition_states(name)]
+        self.events.on_leader_and_isr(self.controller_id, self.controller_epoch, states,
+                                      [self.broker])
+        self.events.on_update_metadata(self.controller_id, self.controller_epoch,
+                                       [self.broker], states)
 
     # -- persistence -------------------------------------------------------
     def _load(self) -> None:
@@ -142,10 +200,14 @@ class LocalController:
         if not path.exists():
             return
         state = json.loads(path.read_text())
+        self.controller_epoch = state.get("controller_epoch", 0)
         for item in state["topics"]:
-            self.topics[item["name"]] = TopicInfo(
-                item["name"], uuid.UUID(item["topic_id"]), item["num_partitions"],
-                item.get("replication_factor", 1), item.get("configs", {}))
+            name, count = item["name"], item["num_partitions"]
+            self.topics[name] = TopicInfo(
+                name, uuid.UUID(item["topic_id"]), count, item.get("replication_factor", 1),
+                item.get("configs", {}), {index: [self.broker_id] for index in range(count)})
+            epochs = item.get("leader_epochs", [])
+            self._leader_epochs[name] = (epochs + [0] * count)[:count]
 
     def _load_meta_properties(self) -> str:
         path = self._dir / META_PROPERTIES
@@ -158,21 +220,29 @@ class LocalController:
                     f"{path} belongs to broker.id={stored_id}, but this broker is "
                     f"broker.id={self.broker_id}")
             return values["cluster.id"]
-        # Kafka's cluster ids are 16 random bytes in url-safe base64 (22 chars).
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        _atomic_write(path, f"#kcore\nversion=0\nbroker.id={self.broker_id}\n"
-                            f"cluster.id={cluster_id}\n")
+        cluster_id = new_cluster_id()
+        write_meta_properties(path, self.broker_id, cluster_id)
         return cluster_id
 
     def _save(self) -> None:
-        state = {"topics": [
+        state = {"controller_epoch": self.controller_epoch, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
-             "replication_factor": t.replication_factor, "configs": t.configs}
+             "replication_factor": t.replication_factor, "configs": t.configs,
+             "leader_epochs": self._leader_epochs.get(t.name, [])}
             for t in self.topics.values()]}
-        _atomic_write(self._dir / METADATA_FILE, json.dumps(state, indent=1))
+        atomic_write(self._dir / METADATA_FILE, json.dumps(state, indent=1))
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def new_cluster_id() -> str:
+    """Kafka's cluster ids are 16 random bytes in url-safe base64 (22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def write_meta_properties(path: Path, broker_id: int, cluster_id: str) -> None:
+    atomic_write(path, f"#kcore\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n")
+
+
+def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as handle:
         handle.write(text)

@@ -1,12 +1,14 @@
 """One module per Kafka API; HANDLERS maps an ApiKey to its handle()."""
 from __future__ import annotations
 
-from kcore.handlers import (alter_configs, api_versions, create_partitions, create_topics,
-                            delete_groups, delete_topics, describe_cluster, describe_configs,
-                            describe_groups, fetch, find_coordinator, heartbeat,
-                            incremental_alter_configs, init_producer_id, join_group, leave_group,
-                            list_groups, list_offsets, metadata, offset_commit, offset_delete,
-                            offset_fetch, offset_for_leader_epoch, produce, sync_group)
+from kcore.handlers import (alter_configs, alter_partition, api_versions, controlled_shutdown,
+                            create_partitions, create_topics, delete_groups, delete_topics,
+                            describe_cluster, describe_configs, describe_groups, elect_leaders,
+                            fetch, find_coordinator, heartbeat, incremental_alter_configs,
+                            init_producer_id, join_group, leader_and_isr, leave_group, list_groups,
+                            list_offsets, metadata, offset_commit, offset_delete, offset_fetch,
+                            offset_for_leader_epoch, produce, stop_replica, sync_group,
+                            update_metadata)
 from kcore.protocol.api_keys import ApiKey
 
 HANDLERS = {
@@ -35,4 +37,11 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
     ApiKey.DELETE_GROUPS: delete_groups.handle,
     ApiKey.OFFSET_DELETE: offset_delete.handle,
+    ApiKey.ELECT_LEADERS: elect_leaders.handle,
+    # Controller to broker, broker to controller (inter-broker, pinned versions).
+    ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
+    ApiKey.STOP_REPLICA: stop_replica.handle,
+    ApiKey.UPDATE_METADATA: update_metadata.handle,
+    ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
+    ApiKey.ALTER_PARTITION: alter_partition.handle,
 }

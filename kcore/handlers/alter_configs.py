@@ -4,7 +4,7 @@ Broker configs are static here: changing one is INVALID_REQUEST, as Kafka
 answers for configs it cannot update dynamically."""
 from __future__ import annotations
 
-from kcore.controller.local import TopicError
+from kcore.controller.metadata import TopicError
 from kcore.handlers import configs
 from kcore.handlers.topics import set_topic_configs
 from kcore.protocol.errors import ErrorCode
@@ -14,15 +14,15 @@ async def handle(broker, context, request):
     body = request.body
     responses = []
     for resource in body.resources:
-        code, message = alter(broker, resource, body.validate_only,
-                              lambda current: {c.name: c.value for c in resource.configs})
+        code, message = await alter(broker, resource, body.validate_only,
+                                    lambda current, r=resource: {c.name: c.value for c in r.configs})
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def alter(broker, resource, validate_only: bool, new_configs) -> tuple[int, str | None]:
+async def alter(broker, resource, validate_only: bool, new_configs) -> tuple[int, str | None]:
     """Apply `new_configs(current_overrides) -> overrides` to one resource."""
     if resource.resource_type == configs.BROKER:
         return ErrorCode.INVALID_REQUEST, "broker configs are static: set them in server.properties"
@@ -33,7 +33,7 @@ def alter(broker, resource, validate_only: bool, new_configs) -> tuple[int, str 
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {resource.resource_name!r} does not exist"
     try:
         updated = new_configs(dict(info.configs))
-        set_topic_configs(broker, resource.resource_name, updated, validate_only)
+        await set_topic_configs(broker, resource.resource_name, updated, validate_only)
     except TopicError as exc:
         return exc.error_code, exc.message
     return ErrorCode.NONE, None

@@ -1,8 +1,9 @@
-"""CreatePartitions (key 37): grow a topic's partition count."""
+"""CreatePartitions (key 37): grow a topic's partition count, optionally
+with the replicas of each new partition."""
 from __future__ import annotations
 
-from kcore.controller.local import TopicError
-from kcore.handlers.topics import add_partitions
+from kcore.controller.metadata import TopicError
+from kcore.handlers.topics import add_partitions, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
 
 
@@ -11,8 +12,13 @@ async def handle(broker, context, request):
     results = []
     for topic in body.topics:
         code, message = ErrorCode.NONE, None
+        assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
-            add_partitions(broker, topic.name, topic.count, body.validate_only)
+            info = await add_partitions(broker, topic.name, topic.count, assignment,
+                                        body.validate_only)
+            if not body.validate_only and not await wait_for_leaders(
+                    broker, topic.name, info.num_partitions, body.timeout_ms / 1000):
+                code, message = ErrorCode.REQUEST_TIMED_OUT, "the new partitions have no leader yet"
         except TopicError as exc:
             code, message = exc.error_code, exc.message
         results.append({"name": topic.name, "error_code": code, "error_message": message})

@@ -1,49 +1,61 @@
 """CreateTopics (key 19). -1 partitions / replication factor (v4+) take the
-broker defaults; explicit assignments must name this broker."""
+broker defaults; explicit assignments name the replicas of each partition.
+The answer waits (up to the request's timeout_ms) until this broker's
+metadata shows a leader for every new partition, as Kafka's does, so a
+client may use the topic right away."""
 from __future__ import annotations
 
-from kcore.controller.local import TopicError
-from kcore.handlers.topics import create_topic
+from kcore.controller.metadata import TopicError
+from kcore.handlers.topics import create_topic, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
 
 
 async def handle(broker, context, request):
     body = request.body
     results = []
+    created = []
     seen: set[str] = set()
     for topic in body.topics:
         if topic.name in seen:
             results.append(_result(topic.name, ErrorCode.INVALID_REQUEST, "duplicate topic in request"))
             continue
         seen.add(topic.name)
-        results.append(_create(broker, topic, body.validate_only))
+        result, info = await _create(broker, topic, body.validate_only)
+        results.append(result)
+        if info is not None:
+            created.append((result, info))
+    for result, info in created:
+        if not await wait_for_leaders(broker, info.name, info.num_partitions, body.timeout_ms / 1000):
+            result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
+                          error_message="the topic was created; its leaders are not elected yet")
     return {"throttle_time_ms": 0, "topics": results}
 
 
-def _create(broker, topic, validate_only: bool) -> dict:
+async def _create(broker, topic, validate_only: bool):
     num_partitions = topic.num_partitions
     replication_factor = topic.replication_factor
+    assignment = None
     if topic.assignments:
         if num_partitions != -1 or replication_factor != -1:
             return _result(topic.name, ErrorCode.INVALID_REQUEST,
-                           "give either assignments or partitions/replication factor")
-        brokers = {b for a in topic.assignments for b in a.broker_ids}
-        if brokers != {broker.config.broker_id}:
+                           "give either assignments or partitions/replication factor"), None
+        assignment = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        if sorted(assignment) != list(range(len(assignment))):
             return _result(topic.name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                           f"assignments name brokers {sorted(brokers)}; only "
-                           f"{broker.config.broker_id} exists")
-        num_partitions = len(topic.assignments)
-        replication_factor = 1
+                           "assigned partitions must be 0..n-1"), None
+        num_partitions = len(assignment)
+        replication_factor = len(next(iter(assignment.values())))
     if num_partitions == -1:
         num_partitions = broker.config["num.partitions"]
     if replication_factor == -1:
         replication_factor = broker.config["default.replication.factor"]
     configs = {c.name: c.value for c in topic.configs}
     try:
-        create_topic(broker, topic.name, num_partitions, replication_factor, configs, validate_only)
+        info = await create_topic(broker, topic.name, num_partitions, replication_factor, configs,
+                                  assignment, validate_only)
     except TopicError as exc:
-        return _result(topic.name, exc.error_code, exc.message)
-    return _result(topic.name, ErrorCode.NONE, None)
+        return _result(topic.name, exc.error_code, exc.message), None
+    return _result(topic.name, ErrorCode.NONE, None), (None if validate_only else info)
 
 
 def _result(name: str, code: int, message: str | None) -> dict:

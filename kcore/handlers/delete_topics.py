@@ -1,7 +1,7 @@
 """DeleteTopics (key 20)."""
 from __future__ import annotations
 
-from kcore.controller.local import TopicError
+from kcore.controller.metadata import TopicError
 from kcore.handlers.topics import delete_topic
 from kcore.protocol.errors import ErrorCode
 
@@ -14,7 +14,7 @@ async def handle(broker, context, request):
             code, message = ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false"
         else:
             try:
-                delete_topic(broker, name)
+                await delete_topic(broker, name)
             except TopicError as exc:
                 code, message = exc.error_code, exc.message
         results.append({"name": name, "error_code": code, "error_message": message})

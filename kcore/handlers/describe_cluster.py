@@ -1,4 +1,5 @@
-"""DescribeCluster (key 60): this broker, the cluster id and controller."""
+"""DescribeCluster (key 60): the live brokers, the cluster id and the
+controller, from this broker's metadata cache."""
 from __future__ import annotations
 
 from kcore.protocol.errors import ErrorCode
@@ -7,15 +8,15 @@ BROKER_ENDPOINT = 1
 
 
 async def handle(broker, context, request):
-    host, port = broker.config.advertised_address()
+    cache = broker.replica_manager.metadata_cache
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "error_message": None,
         "endpoint_type": BROKER_ENDPOINT,
         "cluster_id": broker.controller.cluster_id,
-        "controller_id": broker.controller.controller_id,
-        "brokers": [{"broker_id": broker.config.broker_id, "host": host, "port": port,
-                     "rack": None}],
+        "controller_id": cache.controller_id,
+        "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
         "cluster_authorized_operations": -2147483648,
     }

@@ -1,12 +1,20 @@
 """Fetch (key 1): file slices of whole batches, long-polled.
 
-Each partition contributes whole batches from its fetch offset up to the
-high watermark (last stable offset under read_committed), capped by
+Each partition contributes whole batches from its fetch offset, capped by
 partition_max_bytes and what is left of max_bytes; the first partition with
 data always returns at least one batch even if larger (KIP-74). When fewer
-than min_bytes are ready the request waits, woken by appends, until
+than min_bytes are ready the request waits, woken by new data, until
 max_wait_ms. Fetch sessions (KIP-227) are declined with session_id 0, which
 makes clients send full requests.
+
+Consumers (replica_id -1) read from the leader up to the high watermark
+(last stable offset under read_committed) and are woken when it moves.
+Followers (replica_id = their broker id) read up to the log end offset, are
+woken by appends, and each fetch reports their progress to the leader
+(the fetch offset is their log end offset), which moves the ISR and the
+high watermark. A fetch from a broker that is not a replica of the
+partition, or sent to a broker that is not its leader, gets
+NOT_LEADER_OR_FOLLOWER and reads nothing.
 """
 from __future__ import annotations
 
@@ -24,16 +32,19 @@ async def handle(broker, context, request):
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     max_bytes = body.max_bytes if request.api_version >= 3 else 2**31 - 1
     read_committed = request.api_version >= 4 and body.isolation_level == READ_COMMITTED
+    replica_id = body.replica_id
     while True:
-        responses, total, ready, partitions = _read_all(broker, body, max_bytes, read_committed)
+        responses, total, ready, partitions = _read_all(broker, body, max_bytes, read_committed,
+                                                        replica_id)
         remaining = deadline - loop.time()
         if ready or total >= max(body.min_bytes, 1) or remaining <= 0:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
                     "responses": responses}
-        await broker.replica_manager.wait_for_data(partitions, remaining)
+        await broker.replica_manager.wait_for_data(partitions, remaining,
+                                                   for_replica=replica_id >= 0)
 
 
-def _read_all(broker, body, max_bytes: int, read_committed: bool):
+def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: int):
     """One pass over the request's partitions. `ready` is True when some
     partition has an error to report, which answers immediately."""
     responses = []
@@ -45,18 +56,13 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool):
         for fetch in topic.partitions:
             partition = broker.replica_manager.get(topic.topic, fetch.partition)
             if partition is None:
-                results.append(_error(fetch.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                results.append(_error(fetch.partition, _missing_code(broker, topic.topic,
+                                                                     fetch.partition)))
                 ready = True
                 continue
-            code = partition.check_leader_epoch(fetch.current_leader_epoch)
-            slices = []
-            if code == ErrorCode.NONE:
-                limit = min(fetch.partition_max_bytes, max(max_bytes - total, 0))
-                try:
-                    slices = partition.read(fetch.fetch_offset, limit, read_committed,
-                                            min_one_message=total == 0)
-                except PartitionError as exc:
-                    code = exc.error_code
+            limit = min(fetch.partition_max_bytes, max(max_bytes - total, 0))
+            code, slices = _read_one(partition, fetch, limit, read_committed, replica_id,
+                                     min_one_message=total == 0)
             ready |= code != ErrorCode.NONE
             size = sum(s.size for s in slices)
             total += size
@@ -73,6 +79,32 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool):
             })
         responses.append({"topic": topic.topic, "partitions": results})
     return responses, total, ready, parked
+
+
+def _read_one(partition, fetch, limit: int, read_committed: bool, replica_id: int,
+              min_one_message: bool) -> tuple[int, list]:
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+    code = partition.check_leader_epoch(fetch.current_leader_epoch)
+    if code != ErrorCode.NONE:
+        return code, []
+    try:
+        if replica_id >= 0:
+            code = partition.update_follower_fetch_state(replica_id, fetch.fetch_offset)
+            if code != ErrorCode.NONE:
+                return code, []
+            return code, partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
+        return code, partition.read(fetch.fetch_offset, limit, read_committed, min_one_message)
+    except PartitionError as exc:
+        return exc.error_code, []
+
+
+def _missing_code(broker, topic: str, index: int) -> int:
+    """A partition this broker does not host: another broker's
+    (NOT_LEADER_OR_FOLLOWER, clients refresh metadata) or none at all."""
+    if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def _error(index: int, code: int) -> dict:

@@ -1,14 +1,20 @@
 """FindCoordinator (key 10): the broker coordinating a group or transaction.
 
-On one node that is this broker for every key. A group lookup (key_type 0,
-the only kind before v1) creates `__consumer_offsets` when it does not
-exist yet, as Kafka does, so the first commit does not pay for it. Unknown
-key types get INVALID_REQUEST; v1+ carries an error_message.
+A group's coordinator is the leader of its `__consumer_offsets` partition
+(abs(hashCode(group id)) % partitions), from the metadata cache. A group
+lookup (key_type 0, the only kind before v1) creates `__consumer_offsets`
+when it does not exist yet, as Kafka does, so the first commit does not pay
+for it; until the partition has a leader the answer is
+COORDINATOR_NOT_AVAILABLE and clients retry. Transactions are coordinated
+by this broker. Unknown key types get INVALID_REQUEST; v1+ carries an
+error_message.
 """
 from __future__ import annotations
 
 import logging
 
+from kcore.controller.metadata import TopicError
+from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -22,18 +28,25 @@ async def handle(broker, context, request):
     key_type = body.key_type if request.api_version >= 1 else GROUP_KEY_TYPE
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    if key_type == GROUP_KEY_TYPE:
-        coordinator = broker.group_coordinator
-        if not coordinator.active:
-            return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not running")
-        try:
-            coordinator.manager.ensure_topic()
-        except Exception as exc:  # TopicError from the controller, OSError from the log
-            log.error("cannot create __consumer_offsets: %s", exc)
-            return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"__consumer_offsets is unavailable: {exc}")
-    host, port = broker.config.advertised_address()
+    if key_type == TRANSACTION_KEY_TYPE:
+        host, port = broker.config.advertised_address()
+        return _found(broker.config.broker_id, host, port)
+    manager = broker.group_coordinator.manager
+    try:
+        await manager.ensure_topic()
+    except (TopicError, OSError) as exc:
+        log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is unavailable: {exc}")
+    leader = broker.replica_manager.metadata_cache.leader_of(
+        OFFSETS_TOPIC, manager.partition_for(body.key))
+    if leader is None:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's coordinator is not elected yet")
+    return _found(leader.broker_id, leader.host, leader.port)
+
+
+def _found(node_id: int, host: str, port: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "node_id": broker.config.broker_id, "host": host, "port": port}
+            "node_id": node_id, "host": host, "port": port}
 
 
 def _error(code: int, message: str) -> dict:

@@ -5,7 +5,7 @@ APPEND and SUBTRACT apply only to list configs (cleanup.policy here) and
 start from the topic's effective value, override or default, as Kafka does."""
 from __future__ import annotations
 
-from kcore.controller.local import TopicError
+from kcore.controller.metadata import TopicError
 from kcore.handlers.alter_configs import alter
 from kcore.protocol.errors import ErrorCode
 
@@ -17,8 +17,8 @@ async def handle(broker, context, request):
     responses = []
     for resource in body.resources:
         defaults = broker.config.topic_defaults()
-        code, message = alter(broker, resource, body.validate_only,
-                              lambda current, r=resource: _apply(current, r.configs, defaults))
+        code, message = await alter(broker, resource, body.validate_only,
+                                    lambda current, r=resource: _apply(current, r.configs, defaults))
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})

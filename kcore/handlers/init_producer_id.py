@@ -13,4 +13,4 @@ async def handle(broker, context, request):
         return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
                 "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-            "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0}
+            "producer_id": await broker.producer_ids.next_id(), "producer_epoch": 0}

@@ -15,6 +15,7 @@ FIRST_STATIC_VERSION = 5
 
 async def handle(broker, context, request):
     body = request.body
+    await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version
     result = await broker.group_coordinator.join_group(JoinRequest(
         group_id=body.group_id,

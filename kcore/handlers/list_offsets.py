@@ -1,7 +1,11 @@
 """ListOffsets (key 2): earliest (-2), latest (-1) or by timestamp.
 
 Latest is the high watermark, or the last stable offset for
-read_committed (v2+), as in Kafka: a consumer never sees past either."""
+read_committed (v2+), as in Kafka: a consumer never sees past either. Only
+the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere); a leader elected so
+recently that its high watermark is still below what it held when elected
+answers OFFSET_NOT_AVAILABLE (KIP-207), so a consumer never sees the
+latest offset go backwards across a leader change."""
 from __future__ import annotations
 
 from kcore.protocol.errors import ErrorCode
@@ -23,14 +27,15 @@ async def handle(broker, context, request):
 
 
 def _lookup(broker, topic: str, item, read_committed: bool) -> dict:
-    partition = broker.replica_manager.get(topic, item.partition_index)
     result = {"partition_index": item.partition_index, "error_code": ErrorCode.NONE,
               "timestamp": -1, "offset": -1, "leader_epoch": -1}
-    if partition is None:
-        result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return result
-    result["error_code"] = partition.check_leader_epoch(item.current_leader_epoch)
+    partition = broker.replica_manager.get(topic, item.partition_index)
+    result["error_code"] = leader_error(broker, topic, item.partition_index, partition,
+                                        item.current_leader_epoch)
     if result["error_code"] != ErrorCode.NONE:
+        return result
+    if partition.high_watermark_behind_epoch_start:
+        result["error_code"] = ErrorCode.OFFSET_NOT_AVAILABLE
         return result
     if item.timestamp == LATEST and read_committed:
         result["offset"] = partition.last_stable_offset
@@ -38,3 +43,15 @@ def _lookup(broker, topic: str, item, read_committed: bool) -> dict:
         result["timestamp"], result["offset"] = partition.offset_for_timestamp(item.timestamp)
     result["leader_epoch"] = partition.leader_epoch
     return result
+
+
+def leader_error(broker, topic: str, index: int, partition, current_leader_epoch: int) -> int:
+    """What a request for the leader of ``topic``-``index`` gets here:
+    NONE when this broker leads it at the epoch the client knows."""
+    if partition is None:
+        if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return partition.check_leader_epoch(current_leader_epoch)

@@ -1,12 +1,19 @@
 """Metadata (key 3): brokers, controller, and each topic's partitions.
 
+Answered from this broker's metadata cache, which the controller keeps
+current on every broker (UpdateMetadata): leaders, leader epochs, replicas,
+ISR and the replicas on brokers that are not live. A partition whose
+leader is not live gets LEADER_NOT_AVAILABLE (clients retry). A topic the
+controller knows but whose partitions have not reached the cache yet (just
+created in a cluster) gets LEADER_NOT_AVAILABLE too.
+
 An unknown topic is created when `auto.create.topics.enable` is on and the
 request allows it (v4+ field; older versions always allow), as client test
 suites assume. Names that could never be a topic get INVALID_TOPIC_EXCEPTION.
 """
 from __future__ import annotations
 
-from kcore.controller.local import TopicError, validate_topic_name
+from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
 from kcore.handlers.topics import auto_create_topic
 from kcore.protocol.errors import ErrorCode
 
@@ -15,27 +22,29 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 async def handle(broker, context, request):
     body = request.body
-    controller = broker.controller
+    cache = broker.replica_manager.metadata_cache
     if body.topics is None or (request.api_version == 0 and not body.topics):
-        names = sorted(controller.topics)
+        names = cache.topic_names()
     else:
         names = [t.name for t in body.topics]
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
-    host, port = broker.config.advertised_address()
+    topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": broker.config.broker_id, "host": host, "port": port, "rack": None}],
-        "cluster_id": controller.cluster_id,
-        "controller_id": controller.controller_id,
-        "topics": [_describe_topic(broker, name, allow_create) for name in names],
+        "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
+        "cluster_id": broker.controller.cluster_id,
+        "controller_id": cache.controller_id,
+        "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
-def _describe_topic(broker, name: str, allow_create: bool) -> dict:
-    info = broker.controller.topic(name)
-    if info is None:
+async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
+    if not cache.contains(name):
+        if broker.controller.topic(name) is not None:
+            return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
         try:
             validate_topic_name(name)
         except TopicError:
@@ -43,36 +52,33 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
         if not allow_create:
             return _topic_error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         try:
-            info = auto_create_topic(broker, name)
+            await auto_create_topic(broker, name)
         except TopicError as exc:
-            return _topic_error(name, exc.error_code)
+            if exc.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                return _topic_error(name, exc.error_code)
+        if not cache.contains(name):
+            return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
     partitions = []
-    for index in range(info.num_partitions):
-        partition = broker.replica_manager.get(name, index)
-        if partition is None:
-            partitions.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": index,
-                               "leader_id": -1, "leader_epoch": -1, "replica_nodes": [],
-                               "isr_nodes": [], "offline_replicas": []})
-            continue
+    for index, state in sorted(cache.partitions(name).items()):
+        leader = state.leader if cache.broker(state.leader) is not None else -1
         partitions.append({
-            "error_code": ErrorCode.NONE,
+            "error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
             "partition_index": index,
-            "leader_id": partition.leader_id,
-            "leader_epoch": partition.leader_epoch,
-            "replica_nodes": list(partition.replicas),
-            "isr_nodes": list(partition.isr),
-            "offline_replicas": [],
+            "leader_id": leader,
+            "leader_epoch": state.leader_epoch,
+            "replica_nodes": list(state.replicas),
+            "isr_nodes": list(state.isr),
+            "offline_replicas": cache.offline_replicas(state),
         })
     return {
         "error_code": ErrorCode.NONE,
         "name": name,
-        "topic_id": info.topic_id,
-        "is_internal": info.is_internal,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": partitions,
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
 def _topic_error(name: str, code: int) -> dict:
-    return {"error_code": code, "name": name, "is_internal": False, "partitions": [],
-            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+    return {"error_code": code, "name": name, "is_internal": name in INTERNAL_TOPICS,
+            "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

@@ -5,7 +5,8 @@ reaching the coordinator (Kafka checks its metadata cache the same way).
 v2-4 carry retention_time_ms: -1 means offsets.retention.minutes, anything
 else fixes an expire timestamp (stored as offset value version 1). v6 adds
 the leader epoch, v7 group_instance_id. Answered after the records are in
-`__consumer_offsets`; with flush.messages=1 there, after the group-commit
+`__consumer_offsets` and its in-sync replicas (acks=all, up to 5 s, Kafka's
+offsets.commit.timeout.ms); with flush.messages=1 there, after the group-commit
 fsync covering them (a failed one answers NOT_COORDINATOR, as Kafka maps a
 storage error of the offsets topic).
 """
@@ -15,6 +16,7 @@ import asyncio
 import logging
 import time
 
+from kcore.coordinator.group.manager import StoreError
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
 from kcore.log.errors import LogError
@@ -29,6 +31,7 @@ FIRST_STATIC_VERSION = 7
 
 async def handle(broker, context, request):
     body = request.body
+    await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version
     now = int(time.time() * 1000)
     retention = body.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
@@ -38,7 +41,7 @@ async def handle(broker, context, request):
     for topic in body.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
-            if broker.replica_manager.get(*key) is None:
+            if broker.replica_manager.metadata_cache.partition(*key) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             offsets[key] = OffsetValue(
@@ -56,8 +59,8 @@ async def handle(broker, context, request):
                 # Shielded: a closed connection must not cancel the sync's
                 # future, whose completion puts the offsets in the cache.
                 await asyncio.shield(future)
-            except LogError as exc:
-                log.error("group %s: offset commit not synced: %s", body.group_id, exc)
+            except (LogError, StoreError) as exc:
+                log.error("group %s: offset commit not stored: %s", body.group_id, exc)
                 errors.update(dict.fromkeys(partitions, sync_error_code(exc.error_code)))
     return {
         "throttle_time_ms": 0,

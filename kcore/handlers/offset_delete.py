@@ -18,7 +18,7 @@ async def handle(broker, context, request):
     for topic in body.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
-            if broker.replica_manager.get(*key) is None:
+            if broker.replica_manager.metadata_cache.partition(*key) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 partitions.append(key)

@@ -1,11 +1,14 @@
 """OffsetForLeaderEpoch (key 23): the end offset of a leader epoch.
 
-Clients call it after a leader change to detect log truncation. The answer
-for epoch E is the start offset of the first epoch after E, or the log end
-offset when E is the current epoch; an epoch newer than the leader's is
-unknown (-1, -1)."""
+Followers call it before fetching from a new leader (with replica_id, v3+)
+and truncate to the answer; clients call it after a leader change to detect
+log truncation. The answer for epoch E comes from the leader's epoch cache:
+the start offset of the first epoch after E, or the log end offset when E
+is the current epoch; an epoch the leader never had gets the largest epoch
+below it and that epoch's end. Only the leader answers."""
 from __future__ import annotations
 
+from kcore.handlers.list_offsets import leader_error
 from kcore.protocol.errors import ErrorCode
 
 
@@ -23,10 +26,8 @@ def _end_offset(broker, topic: str, item) -> dict:
     result = {"error_code": ErrorCode.NONE, "partition": item.partition,
               "leader_epoch": -1, "end_offset": -1}
     partition = broker.replica_manager.get(topic, item.partition)
-    if partition is None:
-        result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return result
-    result["error_code"] = partition.check_leader_epoch(item.current_leader_epoch)
+    result["error_code"] = leader_error(broker, topic, item.partition, partition,
+                                        item.current_leader_epoch)
     if result["error_code"] != ErrorCode.NONE:
         return result
     epoch, end_offset = partition.end_offset_for_epoch(item.leader_epoch)

@@ -2,10 +2,14 @@
 
 acks=0 gets no response (and a failed append closes the connection, the
 only signal such a client can see); acks=1 answers after the leader's
-append; acks=-1 (all) after the ISR has it, which on one node is the same
-moment, gated by min.insync.replicas. With flush.messages=1 both wait, in
-addition, for the group-commit fsync covering the batch (all partitions of
-the request at once); a failed fsync answers KAFKA_STORAGE_ERROR. Versions
+append; acks=-1 (all) once the high watermark passes the batch, i.e. every
+in-sync replica has it, or timeout_ms later with REQUEST_TIMED_OUT (the
+produce purgatory). Before the append acks=all needs min.insync.replicas
+in the ISR (NOT_ENOUGH_REPLICAS); if the ISR shrank below it while waiting
+the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, and NOT_LEADER_OR_FOLLOWER
+if the leadership moved. With flush.messages=1 both acks wait, in addition,
+for the group-commit fsync covering the batch (all partitions of the
+request at once); a failed fsync answers KAFKA_STORAGE_ERROR. Versions
 0-2 carry message format v0/v1, which kcore does not store: they get
 UNSUPPORTED_VERSION.
 """
@@ -29,10 +33,12 @@ async def handle(broker, context, request):
     responses = []
     failed = False
     durable: list[tuple[dict, asyncio.Future]] = []
+    replicated: list[tuple[dict, object, int]] = []
     for topic in body.topic_data:
         results = []
         for data in topic.partition_data:
-            code, message, result = _append(broker, request.api_version, acks, topic.name, data)
+            code, message, result, partition = _append(broker, request.api_version, acks,
+                                                       topic.name, data)
             failed |= code != ErrorCode.NONE
             results.append({
                 "index": data.index,
@@ -45,6 +51,8 @@ async def handle(broker, context, request):
             })
             if result is not None and result.durable is not None:
                 durable.append((results[-1], result.durable))
+            if result is not None and acks == -1:
+                replicated.append((results[-1], partition, result.required_offset))
         responses.append({"name": topic.name, "partition_responses": results})
     if acks == 0:
         for _, future in durable:
@@ -54,6 +62,8 @@ async def handle(broker, context, request):
         return None
     if durable:
         await _wait_durable(durable)
+    if replicated:
+        await _wait_replicated(replicated, body.timeout_ms / 1000)
     return {"responses": responses, "throttle_time_ms": 0}
 
 
@@ -67,11 +77,43 @@ async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
         try:
             await future
         except LogError as exc:
-            entry["error_code"] = exc.error_code
-            entry["error_message"] = str(exc) or "fsync failed"
-            entry["base_offset"] = -1
-            entry["log_append_time_ms"] = -1
+            _fail(entry, exc.error_code, str(exc) or "fsync failed")
             log.error("produce: %s", entry["error_message"])
+
+
+async def _wait_replicated(replicated: list, timeout_s: float) -> None:
+    """acks=all: wait until each partition's high watermark passes its
+    batch, all partitions sharing the request's timeout_ms."""
+    waits = []
+    for entry, partition, required_offset in replicated:
+        if entry["error_code"] != ErrorCode.NONE:
+            continue
+        future = partition.wait_for_replicas(required_offset)
+        if future is None:
+            code = partition.acks_all_error()
+            if code != ErrorCode.NONE:
+                _fail(entry, code, None)
+            continue
+        waits.append((entry, future))
+    if not waits:
+        return
+    done, _ = await asyncio.wait([f for _, f in waits], timeout=max(timeout_s, 0))
+    for entry, future in waits:
+        if future in done:
+            code = future.result()
+            if code != ErrorCode.NONE:
+                _fail(entry, code, None)
+        else:
+            future.cancel()
+            _fail(entry, ErrorCode.REQUEST_TIMED_OUT,
+                  "the in-sync replicas did not all copy the batch within timeout_ms")
+
+
+def _fail(entry: dict, code: int, message: str | None) -> None:
+    entry["error_code"] = code
+    entry["error_message"] = message
+    entry["base_offset"] = -1
+    entry["log_append_time_ms"] = -1
 
 
 def _observe(future: asyncio.Future) -> None:
@@ -83,18 +125,21 @@ def _observe(future: asyncio.Future) -> None:
 
 def _append(broker, version: int, acks: int, topic: str, data):
     if version < FIRST_V2_VERSION:
-        return ErrorCode.UNSUPPORTED_VERSION, "produce v0-v2 (message format v0/v1) is not supported", None
+        return (ErrorCode.UNSUPPORTED_VERSION,
+                "produce v0-v2 (message format v0/v1) is not supported", None, None)
     if acks not in (0, 1, -1):
-        return ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}", None
+        return ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}", None, None
     partition = broker.replica_manager.get(topic, data.index)
     if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None
+        if broker.replica_manager.metadata_cache.partition(topic, data.index) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, None, None
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None, None
     if data.records is None or len(data.records) == 0:
-        return ErrorCode.INVALID_RECORD, "no record batch", None
+        return ErrorCode.INVALID_RECORD, "no record batch", None, None
     try:
         result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)
-        return exc.error_code, exc.message or None, None
-    return ErrorCode.NONE, None, result
+        return exc.error_code, exc.message or None, None, None
+    return ErrorCode.NONE, None, result, partition

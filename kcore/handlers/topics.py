@@ -1,63 +1,78 @@
 """Topic changes shared by Metadata (auto-create), CreateTopics,
-CreatePartitions, DeleteTopics and the config APIs: the controller records
-the change, the replica manager opens or removes the logs."""
+CreatePartitions, DeleteTopics and the config APIs. Each goes to the
+controller only; the broker learns the result like every other broker,
+through the controller's LeaderAndIsr / UpdateMetadata / StopReplica, so
+the replica manager and metadata cache are never touched here."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from kcore.controller.local import TopicError, TopicInfo
+from kcore.controller.metadata import TopicError, TopicInfo
 from kcore.protocol.errors import ErrorCode
 from kcore.server.config import ConfigError, parse_topic_configs
 
+# How often a CreateTopics waiting for the new partitions' leaders looks at
+# the metadata cache: a cluster controller takes a few ms per change.
+LEADER_POLL_S = 0.01
 
-def create_topic(broker: Any, name: str, num_partitions: int, replication_factor: int,
-                 configs: dict[str, str], validate_only: bool = False) -> TopicInfo:
-    """Raises TopicError with Kafka's error code."""
+
+def check_configs(configs: dict[str, Any]) -> dict[str, Any]:
     try:
-        overrides = parse_topic_configs(configs)
+        return parse_topic_configs(configs)
     except ConfigError as exc:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    info = broker.controller.create_topic(name, num_partitions, replication_factor,
-                                          dict(configs), validate_only)
-    if not validate_only:
-        broker.replica_manager.ensure_topic(name, info.num_partitions, overrides)
-    return info
 
 
-def auto_create_topic(broker: Any, name: str) -> TopicInfo:
+async def create_topic(broker: Any, name: str, num_partitions: int, replication_factor: int,
+                       configs: dict[str, str], assignment: dict[int, list[int]] | None = None,
+                       validate_only: bool = False) -> TopicInfo:
+    """Raises TopicError with Kafka's error code."""
+    check_configs(configs)
+    return await broker.controller.create_topic(name, num_partitions, replication_factor,
+                                                dict(configs), assignment, validate_only)
+
+
+async def auto_create_topic(broker: Any, name: str) -> TopicInfo:
     config = broker.config
-    return create_topic(broker, name, config["num.partitions"],
-                        config["default.replication.factor"], {})
+    return await create_topic(broker, name, config["num.partitions"],
+                              config["default.replication.factor"], {})
+
+
+async def wait_for_leaders(broker: Any, name: str, num_partitions: int, timeout_s: float) -> bool:
+    """Until every partition of the topic has a leader in this broker's
+    metadata cache (Kafka answers CreateTopics once its metadata shows the
+    topic), or the timeout; returns whether it happened."""
+    cache = broker.replica_manager.metadata_cache
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_s, 0)
+    while True:
+        states = cache.partitions(name)
+        if len(states) >= num_partitions and all(s.leader >= 0 for s in states.values()):
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(LEADER_POLL_S)
 
 
 def topic_overrides(info: TopicInfo) -> dict[str, Any]:
     return parse_topic_configs(info.configs)
 
 
-def add_partitions(broker: Any, name: str, total: int, validate_only: bool) -> None:
-    info = broker.controller.create_partitions(name, total, validate_only)
-    if not validate_only:
-        broker.replica_manager.ensure_topic(name, info.num_partitions, topic_overrides(info))
+async def add_partitions(broker: Any, name: str, total: int,
+                         assignment: list[list[int]] | None, validate_only: bool) -> TopicInfo:
+    return await broker.controller.create_partitions(name, total, assignment, validate_only)
 
 
-def delete_topic(broker: Any, name: str) -> None:
-    broker.controller.delete_topic(name)
-    broker.replica_manager.delete_topic(name)
-    # Committed offsets of a deleted topic go with it (Kafka's
-    # handleDeletedPartitions), so a re-created topic starts uncommitted.
-    broker.group_coordinator.on_topics_deleted({name})
+async def delete_topic(broker: Any, name: str) -> None:
+    await broker.controller.delete_topic(name)
 
 
-def set_topic_configs(broker: Any, name: str, configs: dict[str, str],
-                      validate_only: bool) -> None:
+async def set_topic_configs(broker: Any, name: str, configs: dict[str, str],
+                            validate_only: bool) -> None:
     """Replace a topic's overrides (AlterConfigs semantics)."""
-    info = broker.controller.topic(name)
-    if info is None:
+    if broker.controller.topic(name) is None:
         raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-    try:
-        overrides = parse_topic_configs(configs)
-    except ConfigError as exc:
-        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    check_configs(configs)
     if not validate_only:
-        broker.controller.set_topic_configs(name, configs)
-        broker.replica_manager.update_configs(name, overrides)
+        await broker.controller.set_topic_configs(name, configs)

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kcore.log.checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT,
-                                   RECOVERY_POINT_CHECKPOINT, OffsetCheckpointFile, fsync_dir)
+                                   RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+                                   OffsetCheckpointFile, fsync_dir)
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
 from kcore.log.journal import replay as replay_journal
@@ -207,6 +208,21 @@ class LogManager:
 
     def checkpoint_log_start_offsets(self) -> None:
         self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda item: item.log_start_offset)
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """``replication-offset-checkpoint`` of each log dir: the high
+        watermark of each partition it holds (the replication layer owns the
+        values; a restarted replica starts from them)."""
+        for directory in self.log_dirs:
+            offsets = {key: value for key, value in high_watermarks.items()
+                       if self._dir_of.get(key) == directory}
+            OffsetCheckpointFile(directory / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        found: dict[TopicPartition, int] = {}
+        for directory in self.log_dirs:
+            found.update(self._read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
+        return found
 
     def _checkpoint(self, name: str, value: Callable[[Log], int]) -> None:
         for directory in self.log_dirs:

@@ -1,17 +1,34 @@
-"""One partition as its leader sees it: log, leader epoch, HW, ISR, producers.
+"""One partition replica on this broker: log, role, leader epoch, HW, ISR.
 
-Produce path per partition (ARCHITECTURE.md): native validation of the v2
-batch (sizes, magic, CRC-32C, record count) -> size and codec checks ->
-producer-state check (a retry of one of the last 5 batches gets its original
-offset back) -> optional conversion to the topic's compression.type or
-LogAppendTime -> Log.append (offsets patched in place) -> producer state ->
-high watermark. On one node the ISR is this broker alone and the high
-watermark follows the log end offset, or, with flush.messages=1, the
-offset below which the log is on disk (group commit, log/durability.py):
-an append then returns a future the produce handler awaits before it
-acknowledges, and consumers see nothing that is not synced yet. A failed
-fsync truncates the log back to the high watermark (nothing past it was
-acknowledged) and reloads the producer state, so retries append afresh.
+A partition is the leader or a follower of its topic partition, as the
+controller says (``make_leader`` / ``make_follower``, from LeaderAndIsr).
+
+Leader, produce path (ARCHITECTURE.md): native validation of the v2 batch
+(sizes, magic, CRC-32C, record count) -> size and codec checks ->
+producer-state check (a retry of one of the last 5 batches gets its
+original offset back) -> optional conversion to the topic's
+compression.type or LogAppendTime -> Log.append (offsets and leader epoch
+patched in place) -> producer state -> high watermark.
+
+The high watermark (HW) is the smallest log end offset over the ISR: the
+leader's own, or with flush.messages=1 the offset below which its log is on
+disk (group commit, log/durability.py), and each in-sync follower's, as
+its fetches report it (replica_state.py). Consumers see nothing at or above
+it; an acks=all produce is answered once it passes the batch. With one
+replica the HW follows the leader alone. A failed fsync truncates the log
+back to the HW (nothing past it was acknowledged) and reloads the producer
+state, so retries append afresh.
+
+ISR changes are proposed by the leader and decided by the controller
+(``isr_changes``, AlterPartition in a cluster): a follower that reaches the
+HW joins, one not caught up for ``replica.lag.time.max.ms`` leaves. While a
+change is in flight the HW counts the joining replica already (Kafka's
+"maximal ISR"), and ``min.insync.replicas`` the committed ISR only.
+
+Follower: ``append_records_as_follower`` copies the leader's batches with
+their offsets and epochs, keeps the producer state (it may lead next), and
+takes the HW the leader reports. ``truncate_to`` cuts a divergent tail
+(after OffsetForLeaderEpoch, see fetcher.py).
 
 Not safe across await: every method runs to completion on the event loop.
 """
@@ -20,30 +37,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import struct
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kcore._native import records as native_records
+from kcore.controller.metadata import PartitionState
 from kcore.log.cleaner_records import has_null_key
 from kcore.log.durability import SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.protocol import records as record_codec
+from kcore.protocol.errors import ErrorCode
+from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters
 
 logger = logging.getLogger(__name__)
 
-# Kafka error codes raised from here.
-CORRUPT_MESSAGE = 2
-OFFSET_OUT_OF_RANGE = 1
-MESSAGE_TOO_LARGE = 10
-NOT_ENOUGH_REPLICAS = 19
-UNSUPPORTED_COMPRESSION_TYPE = 76
-INVALID_RECORD = 87
-KAFKA_STORAGE_ERROR = 56
-FENCED_LEADER_EPOCH = 74
 MAX_TIMESTAMP = -3  # ListOffsets special timestamp (KIP-734)
-UNKNOWN_LEADER_EPOCH = 75
 
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TIMESTAMP_TYPE_BIT = 0x08
@@ -51,9 +63,14 @@ TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 # Byte offsets inside a v2 batch header (PROTOCOL.md section 2).
 ATTRIBUTES_AT, CRC_AT, MAX_TIMESTAMP_AT = 21, 17, 35
+_BASE_OFFSET = struct.Struct(">q")
 # Replaying producer state reads the log in chunks of this size: large enough
 # that a 1 MiB batch header walk needs few preads, small enough to not matter.
 REPLAY_CHUNK = 4 * 1024 * 1024
+
+# (partition, proposed ISR) -> None; the answer comes back through
+# Partition.on_isr_change.
+IsrChangeRequest = Callable[["Partition", list[int]], None]
 
 
 class PartitionError(Exception):
@@ -72,35 +89,127 @@ class ProduceResult:
     # flush.messages=1: resolves once the batch is on disk (group commit);
     # fails with PartitionError(KAFKA_STORAGE_ERROR) if the fsync fails.
     durable: asyncio.Future | None = None
+    # The offset the high watermark must reach for acks=all.
+    required_offset: int = 0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class Partition:
-    """Leader-side state of one topic partition (see module doc)."""
+    """One replica of a topic partition (see module doc). A new Partition
+    is the leader of a single-replica partition at epoch 0 until told
+    otherwise."""
 
     def __init__(self, topic: str, index: int, log: Any, configs: dict[str, Any],
-                 broker_id: int, producer_expiration_ms: int = 86_400_000):
+                 broker_id: int, producer_expiration_ms: int = 86_400_000,
+                 high_watermark: int | None = None):
         self.topic = topic
         self.index = index
         self.log = log
         self.configs = configs
+        self.broker_id = broker_id
         self.leader_id = broker_id
         self.leader_epoch = 0
+        self.partition_epoch = 0
         self.replicas = [broker_id]
         self.isr = [broker_id]
+        self.leader_epoch_start_offset = 0
         self.producers = ProducerStateManager(log.dir, producer_expiration_ms)
-        self._waiters: list[asyncio.Future] = []
+        self.isr_changes: IsrChangeRequest | None = None
+        self.replica_lag_time_max_ms = 30_000
+        self._followers: dict[int, FollowerState] = {}
+        self._pending_isr: list[int] | None = None
+        self._waiters: list[asyncio.Future] = []          # consumers: the HW moved
+        self._replica_waiters: list[asyncio.Future] = []  # followers: the log grew
+        self._hw_waiters = HighWatermarkWaiters()         # acks=all produce
         self._syncer: Any = None  # the group-commit syncer, once one was used
         self._load_producer_state()
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
             # the high watermark covers it.
             log.flush()
-        self.high_watermark = log.log_end_offset
+        self._synced_offset = log.log_end_offset
+        self.high_watermark = log.log_end_offset if high_watermark is None \
+            else min(high_watermark, log.log_end_offset)
 
     @property
     def durable(self) -> bool:
         """flush.messages=1: acknowledge and expose only synced data."""
         return self.configs.get("flush.messages") == 1
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
+
+    @property
+    def topic_partition(self) -> tuple[str, int]:
+        return self.topic, self.index
+
+    # -- role changes (LeaderAndIsr) ----------------------------------------------------
+    def is_newer(self, state: PartitionState) -> bool:
+        """A state the controller sent is applied only when it is newer than
+        what this replica knows (leader epoch, then partition epoch)."""
+        return (state.leader_epoch, state.partition_epoch) > (self.leader_epoch, self.partition_epoch)
+
+    def make_leader(self, state: PartitionState) -> bool:
+        """Become (or stay) the leader; returns whether the epoch is new."""
+        new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
+        self._apply_state(state)
+        self._pending_isr = None
+        if new_epoch:
+            self.leader_epoch_start_offset = self.log.log_end_offset
+            self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
+            now = now_ms()
+            self._followers = {}
+            for replica in self.replicas:
+                if replica != self.broker_id:
+                    follower = FollowerState(replica)
+                    follower.reset(now, replica in self.isr)
+                    self._followers[replica] = follower
+        else:
+            for replica in self.replicas:
+                if replica != self.broker_id and replica not in self._followers:
+                    self._followers[replica] = FollowerState(replica)
+        self.maybe_increment_high_watermark()
+        return new_epoch
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Become a follower of ``state.leader``; returns whether the leader
+        or its epoch changed (the fetcher then truncates and restarts)."""
+        changed = (state.leader != self.leader_id or state.leader_epoch != self.leader_epoch)
+        was_leader = self.is_leader
+        self._apply_state(state)
+        self._followers = {}
+        self._pending_isr = None
+        if was_leader or changed:
+            self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            self.wake_waiters()
+            self._wake_replica_waiters()
+        return changed
+
+    def _apply_state(self, state: PartitionState) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.replicas = list(state.replicas)
+        self.isr = list(state.isr)
+
+    def on_isr_change(self, error_code: int, leader_epoch: int, isr: Sequence[int],
+                      partition_epoch: int) -> None:
+        """The controller's answer to a proposed ISR change."""
+        self._pending_isr = None
+        if error_code != ErrorCode.NONE or leader_epoch != self.leader_epoch:
+            if error_code != ErrorCode.NONE:
+                logger.info("%s-%d: ISR change refused with error %d", self.topic, self.index,
+                            error_code)
+            return
+        if partition_epoch > self.partition_epoch:
+            self.isr = list(isr)
+            self.partition_epoch = partition_epoch
+            logger.info("%s-%d: ISR is now %s", self.topic, self.index, self.isr)
+        self.maybe_increment_high_watermark()
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
@@ -108,9 +217,13 @@ class Partition:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
         on disk; without a syncer the log is fsynced here, before return."""
+        if not self.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is not the leader of "
+                                 f"{self.topic}-{self.index}")
         batches = self._validate(records)
         if required_acks == -1 and len(self.isr) < self.configs["min.insync.replicas"]:
-            raise PartitionError(NOT_ENOUGH_REPLICAS,
+            raise PartitionError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                  f"ISR {self.isr} is smaller than min.insync.replicas="
                                  f"{self.configs['min.insync.replicas']}")
         (_, size, last_offset_delta, _, attributes, _, max_timestamp,
@@ -121,12 +234,13 @@ class Partition:
                                                 last_offset_delta)
             except ProducerStateError as exc:
                 self._validate(records, check_crc=True)  # corrupt bytes: CORRUPT_MESSAGE first
+                logger.info("%s-%d: refused a batch: %s", self.topic, self.index, exc)
                 raise PartitionError(exc.error_code, str(exc)) from None
             if original is not None:
                 self._validate(records, check_crc=True)
-                # The original may still wait for its fsync.
+                # The original may still wait for its fsync or its replicas.
                 return ProduceResult(original.first_offset, -1, self.log.log_start_offset, True,
-                                     self._make_durable(syncer))
+                                     self._make_durable(syncer), original.last_offset + 1)
         converted = self._must_convert(attributes)
         if converted:
             # Conversion rewrites the CRC: check the producer's first.
@@ -134,24 +248,51 @@ class Partition:
         buffer, log_append_time = self._convert(records, attributes) if converted \
             else (records, -1)
         durable = self.durable
-        try:
-            # Unconverted bytes get their CRC checked by the log, on a second
-            # core while they are written when the batch is large.
-            info = self.log.append(buffer, self.leader_epoch, validate=not converted,
-                                   defer_flush=durable)
-        except LogError as exc:
-            raise PartitionError(exc.error_code, str(exc)) from exc
-        except OSError as exc:
-            raise PartitionError(KAFKA_STORAGE_ERROR, f"append failed: {exc.strerror}") from exc
+        # Unconverted bytes get their CRC checked by the log, on a second
+        # core while they are written when the batch is large.
+        info = self._append_to_log(buffer, validate=not converted)
         if producer_id >= 0:
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
                                   info.first_offset, max_timestamp,
                                   bool(attributes & TRANSACTIONAL_BIT))
+        self._wake_replica_waiters()
+        result = ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
+                               required_offset=info.last_offset + 1)
         if not durable:
-            self.maybe_advance_high_watermark()
-            return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset)
-        return ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
-                             durable=self._make_durable(syncer, buffer, info.first_offset))
+            self._synced_offset = self.log.log_end_offset
+            self.maybe_increment_high_watermark()
+            return result
+        result.durable = self._make_durable(syncer, buffer, info.first_offset)
+        return result
+
+    def _append_to_log(self, records: Any, **options: Any) -> Any:
+        """Log.append at this leader epoch, its errors as PartitionError;
+        with flush.messages=1 the caller makes the batches durable."""
+        try:
+            return self.log.append(records, self.leader_epoch, defer_flush=self.durable, **options)
+        except LogError as exc:
+            raise PartitionError(exc.error_code, str(exc)) from exc
+        except OSError as exc:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"append failed: {exc.strerror}") from exc
+
+    def wait_for_replicas(self, required_offset: int) -> asyncio.Future | None:
+        """acks=all: None when the high watermark is at ``required_offset``
+        already, else a future resolving to Kafka's error code for the
+        produce once it is (NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND) or the
+        leadership moved (NOT_LEADER_OR_FOLLOWER)."""
+        if self.high_watermark >= required_offset or not self.is_leader:
+            return None
+        self._hw_waiters.prune()
+        return self._hw_waiters.add(required_offset)
+
+    def acks_all_error(self) -> int:
+        """Error for an acks=all produce whose offset the HW has reached."""
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if len(self.isr) < self.configs["min.insync.replicas"]:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
 
     def _validate(self, records: memoryview, check_crc: bool = False) -> list[tuple]:
         """Header checks, and the CRC when ``check_crc`` or the records are
@@ -161,22 +302,24 @@ class Partition:
         try:
             batches = native_records.validate_batches(records, check_crc=check_crc)
         except native_records.CorruptBatchError as exc:
-            raise PartitionError(CORRUPT_MESSAGE, f"corrupt record batch ({exc.reason})") from None
+            raise PartitionError(ErrorCode.CORRUPT_MESSAGE,
+                                 f"corrupt record batch ({exc.reason})") from None
         if len(batches) != 1:
-            raise PartitionError(INVALID_RECORD,
+            raise PartitionError(ErrorCode.INVALID_RECORD,
                                  f"produce v3+ needs exactly one record batch, got {len(batches)}")
         size, attributes = batches[0][1], batches[0][4]
         if size > self.configs["max.message.bytes"]:
-            raise PartitionError(MESSAGE_TOO_LARGE,
+            raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE,
                                  f"batch of {size} bytes exceeds max.message.bytes="
                                  f"{self.configs['max.message.bytes']}")
         if attributes & 0x07 > 4:
-            raise PartitionError(UNSUPPORTED_COMPRESSION_TYPE,
+            raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                                  f"unknown compression codec {attributes & 0x07}")
         if attributes & CONTROL_BIT:
-            raise PartitionError(INVALID_RECORD, "clients may not write control batches")
+            raise PartitionError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
         if self.log.config.compact and has_null_key(records):
-            raise PartitionError(INVALID_RECORD, "a compacted topic takes only records with a key")
+            raise PartitionError(ErrorCode.INVALID_RECORD,
+                                 "a compacted topic takes only records with a key")
         return batches
 
     def _must_convert(self, attributes: int) -> bool:
@@ -194,7 +337,7 @@ class Partition:
             buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted])
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
-        now = int(time.time() * 1000)
+        now = now_ms()
         if not isinstance(buffer, bytearray):
             buffer = bytearray(buffer)
         new_attributes = int.from_bytes(buffer[ATTRIBUTES_AT:ATTRIBUTES_AT + 2], "big")
@@ -204,6 +347,131 @@ class Partition:
         buffer[CRC_AT:CRC_AT + 4] = crc.to_bytes(4, "big")
         return buffer, now
 
+    # -- follower side -----------------------------------------------------------------
+    def append_records_as_follower(self, records: Any, syncer: Any = None) -> asyncio.Future | None:
+        """Append the leader's batches as they are (offsets, epochs, CRCs
+        checked). Returns the fsync future with flush.messages=1 (the
+        fetcher reports the new offset only once it resolved), else None."""
+        durable = self.durable
+        info = self._append_to_log(records, assign_offsets=False)
+        self._update_producers_from(records, info.batches)
+        if not durable:
+            self._synced_offset = self.log.log_end_offset
+            return None
+        return self._make_durable(syncer, records, info.first_offset)
+
+    def _update_producers_from(self, records: Any, batches: list) -> None:
+        for (position, _, last_offset_delta, _, attributes, _, max_timestamp,
+             producer_id, producer_epoch, base_sequence) in batches:
+            if producer_id < 0:
+                continue
+            if attributes & CONTROL_BIT:
+                self.producers.end_transaction(producer_id)
+                continue
+            base_offset = _BASE_OFFSET.unpack_from(records, position)[0]
+            self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
+                                  base_offset, max_timestamp, bool(attributes & TRANSACTIONAL_BIT))
+
+    def update_follower_high_watermark(self, leader_high_watermark: int,
+                                       leader_log_start_offset: int) -> None:
+        new_hw = min(leader_high_watermark, self._synced_offset, self.log.log_end_offset)
+        if new_hw != self.high_watermark:
+            self.high_watermark = new_hw
+        if leader_log_start_offset > self.log.log_start_offset:
+            self.log.maybe_increment_log_start_offset(
+                min(leader_log_start_offset, self.log.log_end_offset))
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log at ``offset`` (a divergent tail after a leader change)
+        and rebuild what depended on it."""
+        if offset >= self.log.log_end_offset:
+            return
+        logger.info("%s-%d: truncating to %d (log end %d)", self.topic, self.index, offset,
+                    self.log.log_end_offset)
+        self._cut_log(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The leader's log starts after ours ends: start over empty there."""
+        if self._syncer is not None:
+            self._syncer.forget(self.log)
+        self.log.truncate_fully_and_start_at(offset)
+        self.producers.truncate()
+        self.high_watermark = self._synced_offset = offset
+
+    def _cut_log(self, offset: int) -> None:
+        if self._syncer is not None:
+            self._syncer.forget(self.log)  # no journal entry may outlive the cut
+        self.log.truncate_to(offset)
+        self._load_producer_state()
+        self._synced_offset = min(self._synced_offset, self.log.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    # -- leader side: followers, ISR, high watermark --------------------------------------
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> int:
+        """A follower fetched from ``fetch_offset``: record its progress, let
+        it into the ISR when it caught up, move the HW. Returns an error code
+        for a replica that is not one of this partition's followers."""
+        follower = self._followers.get(replica_id)
+        if follower is None or not self.is_leader:
+            # Kafka answers a fetch from a broker outside the assignment the
+            # same way as one sent to a non-leader.
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        follower.update_fetch(fetch_offset, self.log.log_end_offset, now_ms())
+        self._maybe_expand_isr(follower)
+        self.maybe_increment_high_watermark()
+        return ErrorCode.NONE
+
+    def is_follower(self, replica_id: int) -> bool:
+        return replica_id in self._followers
+
+    def _maybe_expand_isr(self, follower: FollowerState) -> None:
+        if follower.broker_id in self.isr or self._pending_isr is not None:
+            return
+        if (follower.log_end_offset >= self.high_watermark
+                and follower.log_end_offset >= self.leader_epoch_start_offset):
+            self._propose_isr(sorted(self.isr + [follower.broker_id]))
+
+    def maybe_shrink_isr(self, now: int | None = None) -> None:
+        """Drop followers not caught up for replica.lag.time.max.ms."""
+        if not self.is_leader or self._pending_isr is not None or len(self.isr) <= 1:
+            return
+        now = now_ms() if now is None else now
+        lagging = {replica for replica in self.isr if replica != self.broker_id
+                   and replica in self._followers
+                   and now - self._followers[replica].last_caught_up_ms > self.replica_lag_time_max_ms}
+        if lagging:
+            logger.info("%s-%d: replicas %s are out of sync", self.topic, self.index, sorted(lagging))
+            self._propose_isr([replica for replica in self.isr if replica not in lagging])
+
+    def _propose_isr(self, new_isr: list[int]) -> None:
+        if self.isr_changes is None:
+            return
+        self._pending_isr = new_isr
+        self.isr_changes(self, new_isr)
+        self.maybe_increment_high_watermark()
+
+    def _maximal_isr(self) -> list[int]:
+        if self._pending_isr is None:
+            return self.isr
+        return sorted(set(self.isr) | set(self._pending_isr))
+
+    def maybe_increment_high_watermark(self) -> None:
+        """HW = the smallest log end offset over the (maximal) ISR."""
+        if not self.is_leader:
+            return
+        new_hw = self._synced_offset
+        for replica in self._maximal_isr():
+            if replica == self.broker_id:
+                continue
+            follower = self._followers.get(replica)
+            if follower is None:
+                continue
+            new_hw = min(new_hw, follower.log_end_offset)
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
+            self.wake_waiters()
+            self._hw_waiters.complete_up_to(new_hw, self.acks_all_error())
+
     # -- durability -------------------------------------------------------------------
     def _make_durable(self, syncer: Any, records: Any = None,
                       base_offset: int = -1) -> asyncio.Future | None:
@@ -212,15 +480,15 @@ class Partition:
         ``records``: the batches just appended at ``base_offset``, which the
         syncer may journal instead of fsyncing the log's files."""
         target = self.log.log_end_offset
-        if not self.durable or target <= self.high_watermark:
+        if not self.durable or target <= self._synced_offset:
             return None
         if syncer is None:
             try:
                 self.log.flush()
             except LogError as exc:
                 self._truncate_unsynced(exc)
-                raise PartitionError(KAFKA_STORAGE_ERROR, str(exc)) from exc
-            self._advance_high_watermark_to(target)
+                raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+            self._advance_synced_offset(target)
             return None
         if self._syncer is not syncer:
             syncer.listen(self.log, self._on_sync_outcome)
@@ -232,9 +500,13 @@ class Partition:
     def _on_sync_outcome(self, synced_offset: int, error: BaseException | None) -> None:
         """Called by the syncer, before it answers any waiter."""
         if error is None:
-            self._advance_high_watermark_to(synced_offset)
+            self._advance_synced_offset(synced_offset)
         elif isinstance(error, SyncFailedError):
             self._truncate_unsynced(error)
+
+    def _advance_synced_offset(self, offset: int) -> None:
+        self._synced_offset = max(self._synced_offset, min(offset, self.log.log_end_offset))
+        self.maybe_increment_high_watermark()
 
     def _truncate_unsynced(self, cause: Exception) -> None:
         """After a failed fsync nothing past the high watermark is trusted
@@ -245,42 +517,35 @@ class Partition:
         logger.error("%s-%d: truncating unsynced offsets [%d, %d) after %s", self.topic,
                      self.index, self.high_watermark, self.log.log_end_offset, cause)
         try:
-            if self._syncer is not None:
-                self._syncer.forget(self.log)  # no journal entry may outlive the cut
-            self.log.truncate_to(self.high_watermark)
-            self._load_producer_state()
+            self._cut_log(self.high_watermark)
         except (LogError, OSError) as exc:
-            logger.error("%s-%d: truncation after a failed fsync failed: %s", self.topic, self.index, exc)
+            logger.error("%s-%d: truncation after a failed fsync failed: %s", self.topic,
+                         self.index, exc)
 
-    # -- high watermark and waiters ------------------------------------------------
-    def maybe_advance_high_watermark(self) -> None:
-        # One replica: everything appended is replicated. With flush.messages=1
-        # the high watermark moves only when a sync completes
-        # (_advance_high_watermark_to); a cluster would stop at the ISR's
-        # minimum LEO.
-        if not self.durable and self.log.log_end_offset != self.high_watermark:
-            self.high_watermark = self.log.log_end_offset
-            self.wake_waiters()
-
-    def _advance_high_watermark_to(self, offset: int) -> None:
-        new_hw = min(offset, self.log.log_end_offset)
-        if new_hw > self.high_watermark:
-            self.high_watermark = new_hw
-            self.wake_waiters()
-
+    # -- waiters -----------------------------------------------------------------------
     def wake_waiters(self) -> None:
         waiters, self._waiters = self._waiters, []
         for future in waiters:
             if not future.done():
                 future.set_result(None)
 
-    def data_waiter(self) -> asyncio.Future:
+    def _wake_replica_waiters(self) -> None:
+        if self._replica_waiters:
+            waiters, self._replica_waiters = self._replica_waiters, []
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+
+    def data_waiter(self, for_replica: bool = False) -> asyncio.Future:
+        """A future resolved when a consumer (HW moved) or, with
+        ``for_replica``, a follower (the log grew) has something new."""
+        waiters = self._replica_waiters if for_replica else self._waiters
         # Timed-out fetches leave cancelled futures behind; prune them so an
-        # idle partition polled by long-poll consumers does not grow this list.
-        if len(self._waiters) > 64:
-            self._waiters = [f for f in self._waiters if not f.done()]
+        # idle partition polled by long-poll consumers does not grow the list.
+        if len(waiters) > 64:
+            waiters[:] = [f for f in waiters if not f.done()]
         future = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        waiters.append(future)
         return future
 
     # -- fetch ---------------------------------------------------------------------
@@ -288,11 +553,21 @@ class Partition:
              min_one_message: bool) -> list:
         """File slices of whole batches from fetch_offset, below HW (or LSO)."""
         upper = self.last_stable_offset if read_committed else self.high_watermark
+        return self._read(fetch_offset, max_bytes, upper, min_one_message)
+
+    def read_for_follower(self, fetch_offset: int, max_bytes: int,
+                          min_one_message: bool = True) -> list:
+        """Everything from fetch_offset up to the log end: followers copy
+        what the HW does not cover yet."""
+        return self._read(fetch_offset, max_bytes, None, min_one_message)
+
+    def _read(self, fetch_offset: int, max_bytes: int, upper: int | None,
+              min_one_message: bool) -> list:
         if fetch_offset < self.log.log_start_offset or fetch_offset > self.log.log_end_offset:
-            raise PartitionError(OFFSET_OUT_OF_RANGE,
+            raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
                                  f"offset {fetch_offset} is outside [{self.log.log_start_offset}, "
                                  f"{self.log.log_end_offset}]")
-        if fetch_offset >= upper:
+        if upper is not None and fetch_offset >= upper:
             return []
         try:
             return self.log.read(fetch_offset, max_bytes, max_offset=upper,
@@ -308,6 +583,10 @@ class Partition:
     @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
         """ListOffsets: -1 latest (HW), -2 earliest, -3 the record with the
@@ -326,28 +605,42 @@ class Partition:
         offset, found_timestamp = found
         return found_timestamp, offset
 
+    @property
+    def high_watermark_behind_epoch_start(self) -> bool:
+        """A new leader whose HW has not yet reached what it had when it was
+        elected: ListOffsets answers OFFSET_NOT_AVAILABLE meanwhile (KIP-207),
+        so nobody sees the HW go back."""
+        return self.high_watermark < self.leader_epoch_start_offset
+
     def check_leader_epoch(self, current_leader_epoch: int) -> int:
         """Error code for a request carrying the client's view of the
         leader epoch (KIP-320): -1 skips the check; older is fenced, newer
         means this broker has not caught up."""
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
-            return 0
+            return ErrorCode.NONE
         if current_leader_epoch < self.leader_epoch:
-            return FENCED_LEADER_EPOCH
-        return UNKNOWN_LEADER_EPOCH
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(epoch, end offset) for OffsetForLeaderEpoch. A partition that has
-        only ever had one leader has a single epoch, ending at the log end."""
-        if epoch == self.leader_epoch:
-            return epoch, self.log.log_end_offset
-        return -1, -1
+        """(epoch, end offset) for OffsetForLeaderEpoch, from the leader
+        epoch cache: the start of the next epoch, or the log end offset for
+        the current one."""
+        return self.log.end_offset_for_epoch(epoch)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
         self.wake_waiters()
+        self._wake_replica_waiters()
+        self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.producers.write_snapshot(self.log.log_end_offset)
         self.log.close()
+
+    def stop(self) -> None:
+        """Stop serving (StopReplica, shutdown): answer every waiter."""
+        self.wake_waiters()
+        self._wake_replica_waiters()
+        self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def snapshot_producer_state(self) -> None:
         if self.producers.snapshot_offset != self.log.log_end_offset:

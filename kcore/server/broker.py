@@ -16,14 +16,19 @@ import os
 from pathlib import Path
 
 from kcore import protocol
+from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
-from kcore.controller.producer_ids import ProducerIdManager
+from kcore.controller.metadata import BrokerInfo
+from kcore.controller.zk_controller import ZkController
+from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import open_syncer
 from kcore.log.manager import LogManager
+from kcore.replication.alter_partition import AlterPartitionManager
+from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.server.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.server.connection import KafkaConnection
@@ -40,8 +45,6 @@ class Broker:
         self.config = config
         self.data_dir = config.log_dirs[0]
         _check_data_dir(self.data_dir)
-        self.controller = LocalController(self.data_dir, config.broker_id)
-        self.producer_ids = ProducerIdManager(self.data_dir)
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
                                       high_watermark_of=self._high_watermark_of)
@@ -49,12 +52,21 @@ class Broker:
                                       enabled=config["log.cleaner.enable"])
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
                                               config.topic_defaults(),
-                                              config["producer.id.expiration.ms"])
+                                              config["producer.id.expiration.ms"],
+                                              topic_overrides=self._topic_overrides,
+                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
+        self.fetchers: FetcherManager | None = None
+        self.controller = self._make_controller()
+        self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
+                             if isinstance(self.controller, ZkController)
+                             else ProducerIdManager(self.data_dir))
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
             GroupMetadataManager(self.controller, self.replica_manager,
                                  config["offsets.topic.num.partitions"],
                                  config["offsets.topic.replication.factor"]))
+        self.replica_manager.leadership_listeners.append(self.group_coordinator.on_leadership_change)
+        self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
@@ -81,14 +93,17 @@ class Broker:
             self.log_manager.before_delete.append(self.log_syncer.forget)
             if self.log_syncer.journal is not None and self.config.topic_defaults()["flush.messages"] == 1:
                 await self.log_syncer.journal.prepare()
-        self._open_partitions()
         self.group_coordinator.start()
+        self._start_fetchers()
+        await self.controller.start()
+        self._delete_stray_logs()
         for name, host, port in self.config.listener_addresses():
             server = await loop.create_server(
                 lambda name=name: self._new_connection(name), host or None, port,
                 reuse_address=True, backlog=1024)
             self._servers.append(server)
             log.info("listening on %s://%s:%d", name, host, port)
+        await self.controller.register()
         self._tasks.append(loop.create_task(self._every(
             self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))
         self._tasks.append(loop.create_task(self._every(
@@ -96,13 +111,68 @@ class Broker:
         self._tasks.append(loop.create_task(self._every(
             self._flush_check_interval_s(), self.log_manager.flush_dirty_logs)))
         self._tasks.append(loop.create_task(self.log_cleaner.run()))
+        self._tasks.append(loop.create_task(self._every(
+            self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
+            self.replica_manager.checkpoint_high_watermarks)))
+        # Kafka checks the ISR every replica.lag.time.max.ms / 2.
+        self._tasks.append(loop.create_task(self._every(
+            self.config["replica.lag.time.max.ms"] / 2000, self.replica_manager.maybe_shrink_isr)))
         log.info("broker %d started (cluster id %s, %d partitions)", self.config.broker_id,
                  self.controller.cluster_id, len(self.replica_manager.partitions))
 
-    def _open_partitions(self) -> None:
-        for info in self.controller.topics.values():
-            self.replica_manager.ensure_topic(info.name, info.num_partitions,
-                                              parse_topic_configs(info.configs))
+    def _make_controller(self):
+        """The local controller of a single node, or a ZooKeeper cluster's."""
+        config = self.config
+        if not config["zookeeper.connect"]:
+            return LocalController(self.data_dir, self.broker_info(), self.replica_manager)
+        session_s = config["zookeeper.session.timeout.ms"] / 1000
+        connection_ms = config["zookeeper.connection.timeout.ms"]
+        controller = ZkController(
+            config["zookeeper.connect"], self.broker_info(), self.data_dir, self.replica_manager,
+            ControllerConfig(config["unclean.leader.election.enable"],
+                             config["auto.leader.rebalance.enable"],
+                             config["leader.imbalance.check.interval.seconds"],
+                             config["leader.imbalance.per.broker.percentage"]),
+            session_timeout_s=session_s,
+            connection_timeout_s=connection_ms / 1000 if connection_ms else None,
+            controlled_shutdown=config["controlled.shutdown.enable"],
+            controlled_shutdown_retries=config["controlled.shutdown.max.retries"],
+            controlled_shutdown_backoff_s=config["controlled.shutdown.retry.backoff.ms"] / 1000)
+        self.replica_manager.isr_change_handler = AlterPartitionManager(
+            controller.alter_partition).submit
+        return controller
+
+    def _start_fetchers(self) -> None:
+        if not self.config["zookeeper.connect"]:
+            return
+        config = self.config
+        self.fetchers = FetcherManager(FetcherConfig(
+            config.broker_id, config["replica.fetch.wait.max.ms"], config["replica.fetch.min.bytes"],
+            config["replica.fetch.response.max.bytes"], config["replica.fetch.max.bytes"],
+            config["replica.fetch.backoff.ms"], config["replica.socket.timeout.ms"]),
+            syncer=lambda: self.log_syncer)
+        self.replica_manager.fetchers = self.fetchers
+
+    def _delete_stray_logs(self) -> None:
+        """In a cluster, logs of topics that no longer exist (deleted while
+        this broker was down) go, as the controller would have had them."""
+        if not self.config["zookeeper.connect"]:
+            return
+        known = set(self.controller.topic_names())
+        for log_ in list(self.log_manager.all_logs()):
+            if log_.topic not in known:
+                log.info("deleting the log of %s-%d: the topic no longer exists", log_.topic,
+                         log_.partition)
+                self.log_manager.delete_log(log_.topic, log_.partition)
+
+    def broker_info(self) -> BrokerInfo:
+        """This broker as other brokers and clients reach it."""
+        host, port = self.config.advertised_address()
+        return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"])
+
+    def _topic_overrides(self, topic: str) -> dict:
+        info = self.controller.topic(topic)
+        return parse_topic_configs(info.configs) if info is not None else {}
 
     def bound_ports(self) -> list[int]:
         return [s.sockets[0].getsockname()[1] for s in self._servers]
@@ -114,6 +184,9 @@ class Broker:
         self._stopped.set()
 
     async def shutdown(self) -> None:
+        await self.controller.shutdown()
+        if self.fetchers is not None:
+            await self.fetchers.shutdown()
         for server in self._servers:
             server.close()
         for connection in list(self._connections):

@@ -6,6 +6,7 @@ no state, paused process or stopped member leaks into the next test.
 """
 import pytest
 
+from tests.support.cluster import Cluster
 from tests.support.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 
 
@@ -27,3 +28,27 @@ def zookeeper_ensemble(tmp_path):
         yield ensemble.start()
     finally:
         ensemble.kill()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path, zookeeper):
+    """cluster_factory(n=3, overrides=None, racks=None) -> a started Cluster
+    on the test's ZooKeeper; every broker is killed at the end."""
+    started: list[Cluster] = []
+
+    def start(n: int = 3, overrides: dict[str, str] | None = None,
+              racks: dict[int, str] | None = None) -> Cluster:
+        cluster = Cluster(tmp_path / f"cluster-{len(started)}", zookeeper.connect_string, n,
+                          overrides, racks)
+        started.append(cluster)
+        return cluster.start()
+
+    yield start
+    for cluster in started:
+        cluster.kill_all()
+
+
+@pytest.fixture
+def cluster(cluster_factory):
+    """Three brokers (ids 1, 2, 3), started."""
+    return cluster_factory()

@@ -30,6 +30,7 @@ class BrokerProcess:
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
         self.process: subprocess.Popen | None = None
+        self.paused = False
         self.log_path = self.data_dir.parent / f"broker-{self.port}.log"
 
     @property
@@ -45,6 +46,7 @@ class BrokerProcess:
         return args
 
     def start(self) -> "BrokerProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = open(self.log_path, "ab")
         self.process = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -76,6 +78,22 @@ class BrokerProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: alive to the kernel, silent to everyone else."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    @property
+    def running(self) -> bool:
+        """Alive and not paused: it answers."""
+        return self.process is not None and self.process.poll() is None and not self.paused
 
     def restart(self, clean: bool = True) -> "BrokerProcess":
         if clean:

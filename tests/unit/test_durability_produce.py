@@ -10,6 +10,7 @@ import os
 from types import SimpleNamespace
 
 from kcore import protocol
+from kcore.controller.local import LocalController
 from kcore.handlers import produce
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend
 from kcore.log.manager import LogManager
@@ -37,7 +38,9 @@ def test_fsync_failure_answers_storage_error_and_the_retry_is_appended_again(tmp
         defaults = BrokerConfig({"log.flush.interval.messages": "1"}).topic_defaults()
         log_manager = LogManager([tmp_path], defaults)
         replicas = ReplicaManager(0, log_manager, defaults, 86_400_000)
-        replicas.ensure_topic("t", 1, {})
+        controller = LocalController(tmp_path, 0, replicas)
+        await controller.start()
+        await controller.create_topic("t", 1, 1, {})
         syncer = GroupCommitSyncer(IoUringBackend(loop), loop)
         broker = SimpleNamespace(replica_manager=replicas, log_syncer=syncer)
         partition = replicas.get("t", 0)

@@ -46,40 +46,43 @@ class Node:
                          **{k: str(v) for k, v in settings.items()}}
         self.coordinator: GroupCoordinator | None = None
 
-    def start(self) -> GroupCoordinator:
+    async def start(self) -> GroupCoordinator:
         config = BrokerConfig(self.settings)
-        self.controller = LocalController(self.data_dir, 0)
         self.log_manager = LogManager([self.data_dir], config.topic_defaults())
         self.replica_manager = ReplicaManager(0, self.log_manager, config.topic_defaults(),
-                                              config["producer.id.expiration.ms"])
-        for info in self.controller.topics.values():
-            self.replica_manager.ensure_topic(info.name, info.num_partitions,
-                                              parse_topic_configs(info.configs))
+                                              config["producer.id.expiration.ms"],
+                                              topic_overrides=self._overrides)
+        self.controller = LocalController(self.data_dir, 0, self.replica_manager)
         manager = GroupMetadataManager(self.controller, self.replica_manager,
                                        config["offsets.topic.num.partitions"])
         self.coordinator = GroupCoordinator(GroupConfig.from_broker_config(config), manager)
+        self.replica_manager.leadership_listeners.append(self.coordinator.on_leadership_change)
         self.coordinator.start()
+        await self.controller.start()
+        await manager.ensure_topic()
         return self.coordinator
+
+    def _overrides(self, topic: str) -> dict:
+        return parse_topic_configs(self.controller.topic(topic).configs)
 
     def stop(self) -> None:
         self.coordinator.shutdown()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
 
-    def restart(self) -> GroupCoordinator:
+    async def restart(self) -> GroupCoordinator:
         self.stop()
-        return self.start()
+        return await self.start()
 
-    def create_topic(self, name: str, partitions: int) -> None:
-        self.controller.create_topic(name, partitions, 1, {})
-        self.replica_manager.ensure_topic(name, partitions, {})
+    async def create_topic(self, name: str, partitions: int) -> None:
+        await self.controller.create_topic(name, partitions, 1, {})
 
 
 def run(data_dir, scenario, **settings):
     """Run `scenario(node, coordinator)` on a fresh loop with a started node."""
     async def main():
         node = Node(data_dir, **settings)
-        coordinator = node.start()
+        coordinator = await node.start()
         try:
             return await scenario(node, coordinator)
         finally:
@@ -300,7 +303,7 @@ def test_duplicate_static_instance_with_another_member_id_is_fenced(tmp_path):
 def test_static_member_survives_coordinator_restart(tmp_path):
     async def scenario(node, coordinator):
         (member,) = await form_group(coordinator, 1, instances=["keep"])
-        coordinator = node.restart()
+        coordinator = await node.restart()
         group = coordinator.groups["g"]
         assert group.state is GroupState.STABLE and group.static_members == {"keep": member.member_id}
         assert coordinator.heartbeat("g", member.member_id, "keep", 1) == E.NONE

@@ -39,7 +39,7 @@ from typing import Any
 
 from kcore.coordinator.group.group import (GroupMetadata, JoinResult, MemberMetadata,
                                            SyncResult)
-from kcore.coordinator.group.manager import GroupMetadataManager, StoreError
+from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager, StoreError
 from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
 from kcore.protocol.errors import ErrorCode
@@ -112,21 +112,15 @@ class GroupCoordinator(OffsetOperations):
         self.config = config
         self.manager = manager
         self.groups: dict[str, GroupMetadata] = {}
+        # __consumer_offsets partitions led (and loaded) here.
+        self.owned_partitions: set[int] = set()
         self.active = False
         self._retention_task: asyncio.Task | None = None
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
-        """Rebuild every group and offset from __consumer_offsets, then serve."""
-        for group_id, loaded in self.manager.load().items():
-            if loaded.value is not None:
-                group = GroupMetadata.from_value(group_id, loaded.value)
-            else:
-                group = GroupMetadata(group_id)
-            group.offsets = loaded.offsets
-            self.groups[group_id] = group
-            for member in group.members.values():
-                self._schedule_heartbeat(group, member)
+        """Serve the groups of every __consumer_offsets partition this broker
+        leads (``on_leadership_change`` loads and unloads them)."""
         self.active = True
         self._retention_task = asyncio.get_running_loop().create_task(self._retention_loop())
 
@@ -135,11 +129,45 @@ class GroupCoordinator(OffsetOperations):
         if self._retention_task is not None:
             self._retention_task.cancel()
         for group in self.groups.values():
-            _cancel(group.join_timer)
+            _close_group(group)
+        self.groups.clear()
+        self.owned_partitions.clear()
+
+    def on_leadership_change(self, partition: Any, is_leader: bool) -> None:
+        """A replica manager listener: this broker became the leader of a
+        __consumer_offsets partition (load its groups from the log) or
+        stopped being it (drop them; their members find the new
+        coordinator through NOT_COORDINATOR)."""
+        if partition.topic != OFFSETS_TOPIC:
+            return
+        if is_leader:
+            self._load_partition(partition.index)
+        else:
+            self._unload_partition(partition.index)
+
+    def _load_partition(self, index: int) -> None:
+        if index in self.owned_partitions:
+            return
+        for group_id, loaded in self.manager.load_partition(index).items():
+            if group_id in self.groups:
+                continue
+            if loaded.value is not None:
+                group = GroupMetadata.from_value(group_id, loaded.value)
+            else:
+                group = GroupMetadata(group_id)
+            group.offsets = loaded.offsets
+            self.groups[group_id] = group
             for member in group.members.values():
-                _cancel(member.heartbeat_timer)
-                _resolve(member.join_future, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
-                _resolve(member.sync_future, SyncResult(ErrorCode.NOT_COORDINATOR))
+                self._schedule_heartbeat(group, member)
+        self.owned_partitions.add(index)
+
+    def _unload_partition(self, index: int) -> None:
+        if index not in self.owned_partitions:
+            return
+        self.owned_partitions.discard(index)
+        for group_id in [g for g in self.groups if self.manager.partition_for(g) == index]:
+            _close_group(self.groups.pop(group_id))
+        log.info("no longer coordinating the groups of %s-%d", OFFSETS_TOPIC, index)
 
     async def _retention_loop(self) -> None:
         while True:
@@ -154,6 +182,8 @@ class GroupCoordinator(OffsetOperations):
             return ErrorCode.INVALID_GROUP_ID
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.manager.partition_for(group_id) not in self.owned_partitions:
+            return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
     # -- JoinGroup -------------------------------------------------------------------
@@ -589,6 +619,15 @@ class GroupCoordinator(OffsetOperations):
         log.info("group %s: member %s left", group.group_id, member_id)
         self._remove_member_and_update_group(group, group.get(member_id))
         return ErrorCode.NONE
+
+
+def _close_group(group: GroupMetadata) -> None:
+    """Stop a group's timers and answer its parked requests NOT_COORDINATOR."""
+    _cancel(group.join_timer)
+    for member in group.members.values():
+        _cancel(member.heartbeat_timer)
+        _resolve(member.join_future, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+        _resolve(member.sync_future, SyncResult(ErrorCode.NOT_COORDINATOR))
 
 
 def _cancel(timer: Any) -> None:

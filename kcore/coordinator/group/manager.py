@@ -32,9 +32,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from kcore.controller.metadata import TopicError
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
+from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import PartitionError
 
 log = logging.getLogger(__name__)
@@ -51,8 +54,9 @@ LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 # Distinct group ids remembered by partition_for before the cache restarts.
 PARTITION_CACHE_SIZE = 100_000
 ACKS_ALL = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NONE = 0
+# How long an offset commit waits for the ISR to copy it (Kafka's
+# offsets.commit.timeout.ms default).
+OFFSETS_COMMIT_TIMEOUT_S = 5.0
 
 
 class StoreError(Exception):
@@ -102,42 +106,65 @@ class GroupMetadataManager:
             self._partitions[group_id] = partition
         return partition
 
-    def ensure_topic(self) -> None:
+    async def maybe_create_topic(self) -> None:
+        """ensure_topic for group requests that come without FindCoordinator
+        first: creation failures are left to the coordinator's answer
+        (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE)."""
         if self.controller.topic(OFFSETS_TOPIC) is None:
-            self.controller.create_topic(OFFSETS_TOPIC, self.configured_partitions,
-                                         self.replication_factor, dict(OFFSETS_TOPIC_CONFIGS))
+            try:
+                await self.ensure_topic()
+            except TopicError as exc:
+                log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc.message)
+
+    async def ensure_topic(self) -> None:
+        """Create the topic through the controller when it does not exist
+        (the broker learns its partitions like any other topic's). Raises
+        TopicError, e.g. INVALID_REPLICATION_FACTOR while fewer brokers than
+        offsets.topic.replication.factor are live."""
+        if self.controller.topic(OFFSETS_TOPIC) is not None:
+            return
+        try:
+            await self.controller.create_topic(OFFSETS_TOPIC, self.configured_partitions,
+                                               self.replication_factor,
+                                               dict(OFFSETS_TOPIC_CONFIGS))
             log.info("created %s with %d partitions", OFFSETS_TOPIC, self.configured_partitions)
-        self.replica_manager.ensure_topic(OFFSETS_TOPIC, self.num_partitions, {
-            "cleanup.policy": "compact", "segment.bytes": OFFSETS_TOPIC_SEGMENT_BYTES,
-            "compression.type": "producer"})
+        except TopicError as exc:
+            if exc.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
         self._partitions.clear()
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
-               syncer: Any = None) -> asyncio.Future | None:
-        """Append (key, value) records of one group as one batch; raises
-        StoreError with the partition's error code. With a ``syncer`` and
-        flush.messages=1, returns the future of the fsync that makes the
-        batch durable (it fails with a LogError); otherwise None."""
+               syncer: Any = None, wait: bool = False) -> asyncio.Future | None:
+        """Append (key, value) records of one group as one batch with
+        acks=all; raises StoreError with the partition's error code. With
+        ``wait``, returns a future that completes once the batch is durable
+        (flush.messages=1 with the broker's ``syncer``) and replicated to
+        the ISR, failing with StoreError otherwise; None when both hold
+        already."""
         if not entries:
             return None
         partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
-        if partition is None:
-            try:
-                self.ensure_topic()
-            except Exception as exc:  # TopicError from the controller, OSError from the log
-                raise StoreError(getattr(exc, "error_code", UNKNOWN_TOPIC_OR_PARTITION),
-                                 str(exc)) from exc
-            partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
-        if partition is None:
-            raise StoreError(UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC} is not open")
+        if partition is None or not partition.is_leader:
+            raise StoreError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"this broker does not lead the {OFFSETS_TOPIC} partition of "
+                             f"group {group_id!r}")
         timestamp = int(time.time() * 1000)
         batch = record_codec.build_batch(
             [record_codec.Record(key=key, value=value, timestamp=timestamp) for key, value in entries])
         try:
-            return partition.append_records_to_leader(memoryview(batch), ACKS_ALL, syncer).durable
+            result = partition.append_records_to_leader(memoryview(batch), ACKS_ALL, syncer)
         except PartitionError as exc:
             raise StoreError(exc.error_code, exc.message) from None
+        if not wait:
+            return result.durable
+        replicated = partition.wait_for_replicas(result.required_offset)
+        if replicated is None and result.durable is None:
+            code = partition.acks_all_error()
+            if code != ErrorCode.NONE:
+                raise StoreError(code, "the in-sync replicas are too few")
+            return None
+        return asyncio.ensure_future(_committed(result.durable, replicated))
 
     def store_group(self, group_id: str, value: GroupValue) -> None:
         self.append(group_id, [(offsets_records.encode_group_key(group_id),
@@ -150,7 +177,7 @@ class GroupMetadataManager:
         return self.append(group_id, [(offsets_records.encode_offset_key(group_id, topic, partition),
                                        offsets_records.encode_offset_value(value))
                                       for (topic, partition), value in offsets.items()],
-                           self.syncer if wait else None)
+                           self.syncer if wait else None, wait)
 
     def tombstones(self, group_id: str, offsets: list[tuple[str, int]],
                    include_group: bool) -> None:
@@ -162,20 +189,19 @@ class GroupMetadataManager:
         self.append(group_id, entries)
 
     # -- replay --------------------------------------------------------------------------
-    def load(self) -> dict[str, LoadedGroup]:
-        """Every group and offset recorded in the topic, latest record per key."""
+    def load_partition(self, index: int) -> dict[str, LoadedGroup]:
+        """Every group and offset recorded in one partition of the topic,
+        latest record per key (the coordinator calls it when this broker
+        becomes the partition's leader)."""
         loaded: dict[str, LoadedGroup] = {}
-        if self.controller.topic(OFFSETS_TOPIC) is None:
+        partition = self.replica_manager.get(OFFSETS_TOPIC, index)
+        if partition is None:
             return loaded
-        self.ensure_topic()
-        count = 0
-        for index in range(self.num_partitions):
-            partition = self.replica_manager.get(OFFSETS_TOPIC, index)
-            if partition is not None:
-                count += self._replay_partition(partition, loaded)
+        count = self._replay_partition(partition, loaded)
         groups = {group_id: item for group_id, item in loaded.items()
                   if item.value is not None or item.offsets}
-        log.info("replayed %d %s records: %d groups", count, OFFSETS_TOPIC, len(groups))
+        log.log(logging.INFO if count else logging.DEBUG, "replayed %d records of %s-%d: %d groups",
+                count, OFFSETS_TOPIC, index, len(groups))
         return groups
 
     def _replay_partition(self, partition: Any, loaded: dict[str, LoadedGroup]) -> int:
@@ -192,6 +218,23 @@ class GroupMetadataManager:
                 continue
             count += _apply_all(batch.records(), loaded)
         return count
+
+
+async def _committed(durable: asyncio.Future | None,
+                     replicated: asyncio.Future | None) -> None:
+    """Durable first (a failed fsync is a storage error), then replicated."""
+    if durable is not None:
+        try:
+            await durable
+        except LogError as exc:
+            raise StoreError(exc.error_code, str(exc) or "fsync failed") from exc
+    if replicated is not None:
+        try:
+            code = await asyncio.wait_for(replicated, OFFSETS_COMMIT_TIMEOUT_S)
+        except TimeoutError:
+            code = ErrorCode.REQUEST_TIMED_OUT
+        if code != ErrorCode.NONE:
+            raise StoreError(code, "the offsets were not replicated")
 
 
 def _apply_all(items: list[record_codec.Record], loaded: dict[str, LoadedGroup]) -> int:
@@ -218,10 +261,13 @@ def _apply(record: record_codec.Record, loaded: dict[str, LoadedGroup]) -> None:
 
 
 def _iter_log_batches(partition: Any) -> Iterator[record_codec.RecordBatch]:
-    """Every batch of a partition's log below its high watermark."""
+    """Every batch of a partition's log up to its log end offset: a new
+    leader's log is the partition's truth, and what lies past its high
+    watermark becomes committed as the followers copy it (Kafka loads to
+    the log end too)."""
     offset = partition.log_start_offset
-    while offset < partition.high_watermark:
-        slices = partition.read(offset, LOAD_CHUNK_BYTES, False, True)
+    while offset < partition.log_end_offset:
+        slices = partition.read_for_follower(offset, LOAD_CHUNK_BYTES)
         if not slices:
             return
         start = offset

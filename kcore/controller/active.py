@@ -1,0 +1,527 @@
+"""The active controller: the one broker that decides leaders and ISRs.
+
+A broker becomes it by creating the ephemeral ``/controller`` znode
+(zk_controller.py) and stays it until its ZooKeeper session ends. On
+taking office it bumps ``/controller_epoch`` (every request it sends
+carries the epoch and brokers refuse older ones; every state it writes is
+conditional on that epoch's znode version, zk_state.py), reads the whole
+cluster state, elects leaders where the old ones are gone and tells every
+broker everything (UpdateMetadata to all, LeaderAndIsr to every replica).
+
+Then it reacts to events, one at a time in arrival order (Kafka's
+single-threaded ControllerEventManager): brokers joining, leaving or
+restarting (``/brokers/ids``), topics created (``/brokers/topics``),
+partitions added (a topic's assignment znode), topics to delete
+(``/admin/delete_topics``), and requests from brokers: AlterPartition
+(ISR changes proposed by leaders), ControlledShutdown, ElectLeaders, plus
+the periodic preferred-leader rebalance. Each event reads what it needs
+from ZooKeeper, decides (election.py), writes the new states, then sends
+the requests that tell the brokers (one batch per event).
+
+Leader epochs move on every leadership change and every ISR change the
+controller makes (a broker died or is shutting down); ISR changes a leader
+proposes (AlterPartition) keep the leader epoch and move only the
+partition epoch, as in Kafka.
+
+Not thread-safe: everything runs on the broker's event loop, events in one
+task. Nothing outside that task mutates the context.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kcore.controller import election, wire
+from kcore.controller import zk_paths as paths
+from kcore.controller import zk_state
+from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
+from kcore.controller.channel import ControllerChannel
+from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.controller.zk_client import NoNodeError, Watch, ZkClient
+from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
+from kcore.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    unclean_leader_election: bool = False
+    auto_leader_rebalance: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
+
+
+@dataclass
+class RequestBatch:
+    """What one event tells the brokers (Kafka's ControllerBrokerRequestBatch);
+    a partition named twice is sent once, in its latest state."""
+    leader_and_isr: dict[int, dict[TopicPartition, PartitionState]] = field(default_factory=dict)
+    stop_replica: dict[int, list[StopReplicaPartition]] = field(default_factory=dict)
+    metadata: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    deleted: list[PartitionState] = field(default_factory=list)
+    metadata_all_to: set[int] = field(default_factory=set)  # brokers that get every partition
+
+    def tell(self, broker_id: int, state: PartitionState) -> None:
+        self.leader_and_isr.setdefault(broker_id, {})[state.topic_partition] = state
+
+    def tell_replicas(self, state: PartitionState, live: Iterable[int]) -> None:
+        for replica in state.replicas:
+            if replica in live:
+                self.tell(replica, state)
+        self.metadata[state.topic_partition] = state
+
+
+class ActiveController:
+    def __init__(self, zk: ZkClient, broker_id: int, config: ControllerConfig,
+                 unclean_allowed: Callable[[str], bool] | None = None):
+        self.zk = zk
+        self.broker_id = broker_id
+        self.config = config
+        self.unclean_allowed = unclean_allowed or (lambda topic: config.unclean_leader_election)
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.states: dict[TopicPartition, PartitionState] = {}
+        self.shutting_down: set[int] = set()
+        self.epoch = zk_state.ControllerEpoch(0, -1)
+        self.channel = ControllerChannel(broker_id)
+        self.writer: zk_state.StateWriter | None = None
+        self._events: asyncio.Queue[tuple[str, tuple, asyncio.Future | None]] = asyncio.Queue()
+        self._task: asyncio.Task | None = None
+        self._watches: list[Watch] = []
+        self._topic_watches: dict[str, Watch] = {}
+        self.active = False
+        self.on_resign: Callable[[], None] | None = None
+
+    # -- office --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.epoch = await zk_state.claim_controller_epoch(self.zk)
+        self.writer = zk_state.StateWriter(self.zk, self.epoch)
+        self.active = True
+        log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch.epoch)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self.post("startup")
+
+    def stop(self) -> None:
+        """Leave office: no more decisions, no more requests."""
+        if not self.active:
+            return
+        self.active = False
+        for watch in [*self._watches, *self._topic_watches.values()]:
+            watch.cancel()
+        self._watches, self._topic_watches = [], {}
+        if self._task is not None:
+            self._task.cancel()
+        self.channel.close()
+        while not self._events.empty():
+            _, _, future = self._events.get_nowait()
+            if future is not None and not future.done():
+                future.set_exception(zk_state.ControllerMovedError("the controller moved"))
+        log.info("broker %d is no longer the controller", self.broker_id)
+
+    def post(self, name: str, *args: Any) -> None:
+        if self.active:
+            self._events.put_nowait((name, args, None))
+
+    async def call(self, name: str, *args: Any) -> Any:
+        """Queue an event whose handler's result the caller awaits."""
+        if not self.active:
+            raise zk_state.ControllerMovedError("not the controller")
+        future = asyncio.get_running_loop().create_future()
+        self._events.put_nowait((name, args, future))
+        return await future
+
+    async def _run(self) -> None:
+        while True:
+            name, args, future = await self._events.get()
+            try:
+                result = await getattr(self, f"_on_{name}")(*args)
+            except zk_state.ControllerMovedError as exc:
+                log.warning("controller %d resigns: %s", self.broker_id, exc)
+                if future is not None and not future.done():
+                    future.set_exception(exc)
+                self._resign()
+                return
+            except Exception as exc:
+                log.exception("controller event %s failed", name)
+                if future is not None and not future.done():
+                    future.set_exception(exc)
+                continue
+            if future is not None and not future.done():
+                future.set_result(result)
+
+    def _resign(self) -> None:
+        callback = self.on_resign
+        self.stop()
+        if callback is not None:
+            callback()
+
+    # -- startup (failover) ------------------------------------------------------------------
+    async def _on_startup(self) -> None:
+        self._watches.append(await self.zk.watch_children(
+            paths.BROKER_IDS, lambda children: self.post("broker_change")))
+        self._watches.append(await self.zk.watch_children(
+            paths.TOPICS, lambda children: self.post("topic_change")))
+        self._watches.append(await self.zk.watch_children(
+            paths.DELETE_TOPICS, lambda children: self.post("topic_deletion")))
+        self.brokers = await zk_state.read_brokers(self.zk)
+        for broker in self.brokers.values():
+            self.channel.add_broker(broker)
+        for name in await self.zk.get_children(paths.TOPICS):
+            await self._load_topic(name)
+        batch = RequestBatch(metadata_all_to=set(self.brokers))
+        await self._create_missing_states(list(self.topics), batch)
+        await self._elect_offline(batch)
+        for state in self.states.values():
+            batch.tell_replicas(state, self.brokers)
+        self._send(batch)
+        if self.config.auto_leader_rebalance:
+            self._schedule_rebalance()
+
+    async def _load_topic(self, name: str) -> None:
+        topic = await zk_state.read_topic(self.zk, name)
+        if topic is None:
+            return
+        self.topics[name] = topic
+        self.states.update(await zk_state.read_partition_states(self.zk, topic))
+        if name not in self._topic_watches:
+            self._topic_watches[name] = await self.zk.watch_data(
+                paths.topic_path(name), lambda data, stat, n=name: self.post("partition_change", n))
+
+    # -- brokers -------------------------------------------------------------------------------
+    async def _on_broker_change(self) -> None:
+        current = await zk_state.read_brokers(self.zk)
+        dead = {b for b in self.brokers if b not in current
+                or current[b].broker_epoch != self.brokers[b].broker_epoch}
+        new = {b for b in current if b not in self.brokers or b in dead}
+        if not dead and not new and current == self.brokers:
+            return
+        for broker_id in dead:
+            self.channel.remove_broker(broker_id)
+        self.brokers = current
+        self.shutting_down = {b for b in self.shutting_down if b in current and b not in dead}
+        for broker_id in new:
+            self.channel.add_broker(current[broker_id])
+        if dead:
+            log.info("brokers %s left the cluster", sorted(dead))
+        if new:
+            log.info("brokers %s joined the cluster", sorted(new))
+        batch = RequestBatch(metadata_all_to=set(new))
+        await self._remove_replicas(dead - new, batch)
+        await self._elect_offline(batch)
+        for state in self.states.values():
+            for replica in new & set(state.replicas):
+                batch.tell(replica, self.states[state.topic_partition])
+        self._send(batch, metadata_to_all=True)
+
+    async def _remove_replicas(self, gone: set[int], batch: RequestBatch) -> None:
+        """Brokers that died: leaders are replaced (_elect_offline), followers
+        leave the ISR of partitions that still have a leader."""
+        if not gone:
+            return
+        changes = []
+        for state in self.states.values():
+            if state.leader in gone or not gone & set(state.isr):
+                continue
+            isr = tuple(r for r in state.isr if r not in gone)
+            changes.append((state, replace(state, isr=isr, leader_epoch=state.leader_epoch + 1,
+                                           controller_epoch=self.epoch.epoch)))
+        await self._write(changes, batch)
+
+    async def _elect_offline(self, batch: RequestBatch) -> None:
+        """Partitions whose leader is not live (or who have none) get one
+        from their live ISR, or unclean where allowed."""
+        changes = []
+        live = set(self.brokers) - self.shutting_down
+        for state in self.states.values():
+            if state.leader in live:
+                continue
+            result = election.offline_partition(state.replicas, state.isr, live,
+                                                self.unclean_allowed(state.topic))
+            if result.leader == NO_LEADER and state.leader == NO_LEADER:
+                continue
+            if result.unclean:
+                log.warning("%s-%d: unclean leader election of %d; acknowledged data may be lost",
+                            state.topic, state.partition, result.leader)
+            changes.append((state, replace(state, leader=result.leader, isr=result.isr,
+                                           leader_epoch=state.leader_epoch + 1,
+                                           controller_epoch=self.epoch.epoch)))
+        await self._write(changes, batch)
+
+    # -- topics and partitions ----------------------------------------------------------------
+    async def _on_topic_change(self) -> None:
+        names = set(await self.zk.get_children(paths.TOPICS))
+        added = sorted(names - set(self.topics))
+        for name in sorted(set(self.topics) - names):
+            self._forget_topic(name)
+        if not added:
+            return
+        for name in added:
+            await self._load_topic(name)
+        batch = RequestBatch()
+        await self._create_missing_states(added, batch)
+        self._send(batch, metadata_to_all=True)
+
+    async def _on_partition_change(self, name: str) -> None:
+        if name not in self.topics:
+            return
+        topic = await zk_state.read_topic(self.zk, name)
+        if topic is None or topic.num_partitions <= self.topics[name].num_partitions:
+            return
+        self.topics[name] = topic
+        batch = RequestBatch()
+        await self._create_missing_states([name], batch)
+        self._send(batch, metadata_to_all=True)
+
+    async def _create_missing_states(self, names: Sequence[str], batch: RequestBatch) -> None:
+        live = set(self.brokers) - self.shutting_down
+        new_states = []
+        for name in names:
+            topic = self.topics.get(name)
+            if topic is None:
+                continue
+            for index, replicas in sorted(topic.assignment.items()):
+                if (name, index) in self.states:
+                    continue
+                result = election.initial(replicas, live)
+                new_states.append(PartitionState(name, index, result.leader, 0, result.isr,
+                                                 tuple(replicas), 0, self.epoch.epoch))
+        if not new_states:
+            return
+        for state in await self.writer.create(new_states):
+            self.states[state.topic_partition] = state
+            batch.tell_replicas(state, self.brokers)
+        missing = [s for s in new_states if s.topic_partition not in self.states]
+        for name in {s.topic for s in missing}:  # existed already: take what ZooKeeper has
+            self.states.update(await zk_state.read_partition_states(self.zk, self.topics[name]))
+
+    async def _on_topic_deletion(self) -> None:
+        try:
+            names = await self.zk.get_children(paths.DELETE_TOPICS)
+        except NoNodeError:
+            return
+        for name in sorted(names):
+            await self._delete_topic(name)
+
+    async def _delete_topic(self, name: str) -> None:
+        topic = self.topics.get(name)
+        batch = RequestBatch()
+        if topic is not None:
+            states = [s for s in self.states.values() if s.topic == name]
+            for state in states:
+                for replica in state.replicas:
+                    if replica in self.brokers:
+                        batch.stop_replica.setdefault(replica, []).append(
+                            StopReplicaPartition(name, state.partition, -1, True))
+            batch.deleted.extend(states)
+        for path in (paths.topic_path(name), paths.topic_config_path(name),
+                     paths.delete_topic_path(name)):
+            try:
+                await self.zk.delete(path, recursive=True)
+            except NoNodeError:
+                pass
+        self._forget_topic(name)
+        self._send(batch, metadata_to_all=True)
+        log.info("topic %s deleted", name)
+
+    def _forget_topic(self, name: str) -> None:
+        self.topics.pop(name, None)
+        for key in [k for k in self.states if k[0] == name]:
+            del self.states[key]
+        watch = self._topic_watches.pop(name, None)
+        if watch is not None:
+            watch.cancel()
+
+    # -- requests from brokers -----------------------------------------------------------------
+    async def _on_alter_partition(self, broker_id: int, broker_epoch: int,
+                                  items: list[tuple[TopicPartition, int, list[int], int]]
+                                  ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        """(top-level error, per partition (error, state as now))."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or broker.broker_epoch != broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH, {}
+        results: dict[TopicPartition, tuple[int, PartitionState | None]] = {}
+        changes = []
+        for key, leader_epoch, new_isr, partition_epoch in items:
+            state = self.states.get(key)
+            code = self._check_isr_change(state, broker_id, leader_epoch, new_isr, partition_epoch)
+            if code != ErrorCode.NONE:
+                results[key] = (code, state)
+                continue
+            changes.append((state, replace(state, isr=tuple(new_isr),
+                                           controller_epoch=self.epoch.epoch)))
+        batch = RequestBatch()
+        for state in await self._write(changes, batch, tell_replicas=False):
+            results[state.topic_partition] = (ErrorCode.NONE, state)
+        for old, _ in changes:
+            results.setdefault(old.topic_partition, (ErrorCode.INVALID_UPDATE_VERSION, old))
+        self._send(batch, metadata_to_all=True)
+        return ErrorCode.NONE, results
+
+    def _check_isr_change(self, state: PartitionState | None, broker_id: int, leader_epoch: int,
+                          new_isr: list[int], partition_epoch: int) -> int:
+        if state is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if state.leader != broker_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if leader_epoch != state.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if partition_epoch != state.partition_epoch:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        if broker_id not in new_isr or not set(new_isr) <= set(state.replicas):
+            return ErrorCode.INVALID_REQUEST
+        if any(r not in self.brokers or r in self.shutting_down
+               for r in new_isr if r not in state.isr):
+            return ErrorCode.INELIGIBLE_REPLICA
+        return ErrorCode.NONE
+
+    async def _on_controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                      ) -> tuple[int, list[TopicPartition]]:
+        broker = self.brokers.get(broker_id)
+        if broker is None or broker.broker_epoch != broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH, []
+        self.shutting_down.add(broker_id)
+        live = set(self.brokers)
+        changes, stopped = [], []
+        for state in self.states.values():
+            if broker_id not in state.replicas or len(state.replicas) == 1:
+                continue
+            if state.leader == broker_id:
+                result = election.controlled_shutdown(state.replicas, state.isr, live,
+                                                      self.shutting_down)
+                if result.leader == NO_LEADER:
+                    continue
+                changes.append((state, replace(state, leader=result.leader, isr=result.isr,
+                                               leader_epoch=state.leader_epoch + 1,
+                                               controller_epoch=self.epoch.epoch)))
+            elif broker_id in state.isr:
+                isr = tuple(r for r in state.isr if r != broker_id)
+                changes.append((state, replace(state, isr=isr, leader_epoch=state.leader_epoch + 1,
+                                               controller_epoch=self.epoch.epoch)))
+                stopped.append(state)
+        batch = RequestBatch()
+        await self._write(changes, batch)
+        for state in stopped:
+            batch.stop_replica.setdefault(broker_id, []).append(
+                StopReplicaPartition(state.topic, state.partition, -1, False))
+        self._send(batch, metadata_to_all=True)
+        remaining = sorted(key for key, state in self.states.items()
+                           if state.leader == broker_id and len(state.replicas) > 1)
+        log.info("controlled shutdown of broker %d: %d leaderships moved, %d remain",
+                 broker_id, sum(1 for old, _ in changes if old.leader == broker_id), len(remaining))
+        return ErrorCode.NONE, remaining
+
+    async def _on_elect_leaders(self, election_type: int,
+                                partitions: Sequence[TopicPartition] | None
+                                ) -> dict[TopicPartition, tuple[int, str | None]]:
+        keys = list(self.states) if partitions is None else list(partitions)
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        changes = []
+        live = set(self.brokers) - self.shutting_down
+        for key in keys:
+            state = self.states.get(key)
+            if state is None:
+                results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+                continue
+            if election_type == PREFERRED_ELECTION:
+                result = election.preferred_replica(state.replicas, state.isr, live)
+                if state.leader == state.replicas[0]:
+                    results[key] = (ErrorCode.ELECTION_NOT_NEEDED, None)
+                    continue
+                missing = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            else:
+                if state.leader in live:
+                    results[key] = (ErrorCode.ELECTION_NOT_NEEDED, None)
+                    continue
+                result = election.offline_partition(state.replicas, state.isr, live, True)
+                missing = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            if result.leader == NO_LEADER:
+                results[key] = (missing, f"no eligible leader among {list(state.replicas)}")
+                continue
+            changes.append((state, replace(state, leader=result.leader, isr=result.isr,
+                                           leader_epoch=state.leader_epoch + 1,
+                                           controller_epoch=self.epoch.epoch)))
+        batch = RequestBatch()
+        for state in await self._write(changes, batch):
+            results[state.topic_partition] = (ErrorCode.NONE, None)
+        for old, _ in changes:
+            results.setdefault(old.topic_partition, (ErrorCode.UNKNOWN_SERVER_ERROR,
+                                                     "the state changed concurrently"))
+        self._send(batch, metadata_to_all=True)
+        return results
+
+    # -- preferred leader rebalance ------------------------------------------------------------
+    def _schedule_rebalance(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.config.leader_imbalance_check_interval_s, self._rebalance_due)
+
+    def _rebalance_due(self) -> None:
+        if self.active:
+            self.post("auto_rebalance")
+            self._schedule_rebalance()
+
+    async def _on_auto_rebalance(self) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: per preferred leader,
+        if more than leader.imbalance.per.broker.percentage of its
+        partitions are led by someone else, elect it where it can lead."""
+        live = set(self.brokers) - self.shutting_down
+        by_preferred: dict[int, list[PartitionState]] = {}
+        for state in self.states.values():
+            if state.replicas:
+                by_preferred.setdefault(state.replicas[0], []).append(state)
+        chosen = []
+        for preferred, states in by_preferred.items():
+            if preferred not in live:
+                continue
+            moved = [s for s in states if s.leader != preferred]
+            if 100 * len(moved) / len(states) > self.config.leader_imbalance_per_broker_percentage:
+                chosen.extend(s.topic_partition for s in moved if preferred in s.isr)
+        if chosen:
+            log.info("preferred leader rebalance of %d partitions", len(chosen))
+            await self._on_elect_leaders(PREFERRED_ELECTION, chosen)
+
+    # -- writing and telling -----------------------------------------------------------------
+    async def _write(self, changes: list[tuple[PartitionState, PartitionState]],
+                     batch: RequestBatch, tell_replicas: bool = True) -> list[PartitionState]:
+        if not changes:
+            return []
+        written = await self.writer.update(changes)
+        moved = [s for s in written if s.leader != self.states[s.topic_partition].leader]
+        if moved:
+            log.info("leaders changed for %d partitions: %s%s", len(moved),
+                     ", ".join(f"{s.topic}-{s.partition} -> {s.leader} (epoch {s.leader_epoch})"
+                               for s in moved[:5]), " ..." if len(moved) > 5 else "")
+        for state in written:
+            self.states[state.topic_partition] = state
+            if tell_replicas:
+                batch.tell_replicas(state, self.brokers)
+            else:
+                batch.metadata[state.topic_partition] = state
+        return written
+
+    def _send(self, batch: RequestBatch, metadata_to_all: bool = False) -> None:
+        live = [self.brokers[b] for b in sorted(self.brokers)]
+        epoch = self.epoch.epoch
+        version = INTER_BROKER_VERSIONS
+        for broker_id, by_partition in batch.leader_and_isr.items():
+            states = list(by_partition.values())
+            leaders = {s.leader for s in states}
+            body = wire.leader_and_isr_body(self.broker_id, epoch, self.brokers[broker_id].broker_epoch,
+                                            states, [self.brokers[b] for b in leaders if b in self.brokers])
+            self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, version[ApiKey.LEADER_AND_ISR], body)
+        targets = set(self.brokers) if metadata_to_all else set()
+        everything = list(self.states.values())
+        for broker_id in sorted(targets | batch.metadata_all_to):
+            if broker_id not in self.brokers:
+                continue
+            states = everything if broker_id in batch.metadata_all_to else list(batch.metadata.values())
+            body = wire.update_metadata_body(self.broker_id, epoch, live, states, batch.deleted)
+            self.channel.send(broker_id, ApiKey.UPDATE_METADATA,
+                              version[ApiKey.UPDATE_METADATA], body)
+        for broker_id, partitions in batch.stop_replica.items():
+            body = wire.stop_replica_body(self.broker_id, epoch, self.brokers[broker_id].broker_epoch,
+                                          partitions)
+            self.channel.send(broker_id, ApiKey.STOP_REPLICA, version[ApiKey.STOP_REPLICA], body)

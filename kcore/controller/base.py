@@ -1,0 +1,130 @@
+"""The seam between the broker and whichever controller runs the cluster.
+
+``Controller`` is what handlers and coordinators call: topic changes,
+leader elections, the cluster id. Two implementations: ``LocalController``
+(a single node, metadata in a file; local.py) and ``ZkController`` (a
+cluster coordinated by ZooKeeper). Changes are asynchronous: a cluster
+controller's write goes to ZooKeeper and may take effect on another broker.
+
+``ControllerEvents`` is what a controller calls back on a broker, the
+payloads of Kafka's controller-to-broker requests: LeaderAndIsr (key 4),
+UpdateMetadata (6) and StopReplica (5). A local controller calls it in
+process; a cluster controller sends the requests and the broker's handlers
+call the same methods, so a broker learns every change the same way,
+whether it made it or not. The broker's ReplicaManager implements it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
+
+# ElectLeaders election types (KIP-460).
+PREFERRED_ELECTION = 0
+UNCLEAN_ELECTION = 1
+
+
+@dataclass(frozen=True)
+class StopReplicaPartition:
+    topic: str
+    partition: int
+    leader_epoch: int
+    delete: bool
+
+
+class ControllerEvents(Protocol):
+    """A broker's side of the controller-to-broker requests. Each returns
+    Kafka error codes; none awaits."""
+
+    def on_leader_and_isr(self, controller_id: int, controller_epoch: int,
+                          states: Sequence[PartitionState],
+                          leaders: Sequence[BrokerInfo]) -> dict[TopicPartition, int]:
+        """Become leader or follower of each partition whose leader epoch is
+        newer than the one known; per-partition error codes."""
+        ...
+
+    def on_update_metadata(self, controller_id: int, controller_epoch: int,
+                           brokers: Sequence[BrokerInfo], states: Sequence[PartitionState],
+                           deleted: Sequence[str] = ()) -> int:
+        """Replace the live broker list and merge the partition states into
+        the metadata cache; ``deleted`` topics leave it."""
+        ...
+
+    def on_stop_replica(self, controller_epoch: int,
+                        partitions: Sequence[StopReplicaPartition]) -> dict[TopicPartition, int]:
+        """Stop serving (and with ``delete`` remove) these replicas."""
+        ...
+
+    def on_topic_config_change(self, topic: str) -> None:
+        """The topic's config overrides changed: re-read them (in a cluster
+        every broker learns this from ZooKeeper, not from the controller)."""
+        ...
+
+
+class Controller(Protocol):
+    """Cluster metadata changes and queries (see module doc)."""
+
+    cluster_id: str
+    broker_id: int
+    broker_epoch: int  # -1 without ZooKeeper
+
+    async def start(self) -> None:
+        """Before the broker listens: load what the broker must know."""
+        ...
+
+    async def register(self) -> None:
+        """Once the broker listens: join the cluster (a cluster broker
+        registers and campaigns for controller)."""
+        ...
+
+    async def refresh_topics(self, names: Sequence[str]) -> None:
+        """Make sure ``topic()`` knows these topics before partitions of
+        them are opened (a controller request may outrun this broker's own
+        view of a just-created topic)."""
+        ...
+
+    def active_controller(self) -> Any:
+        """The ActiveController when this broker holds that office (it
+        answers AlterPartition and ControlledShutdown), else None."""
+        ...
+
+    async def shutdown(self) -> None:
+        """Leave the cluster (a cluster broker first moves its leaderships
+        away: controlled shutdown)."""
+        ...
+
+    def topic(self, name: str) -> TopicInfo | None:
+        """The topic as last seen by this broker, or None."""
+        ...
+
+    def topic_names(self) -> list[str]: ...
+
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str],
+                           assignment: dict[int, list[int]] | None = None,
+                           validate_only: bool = False) -> TopicInfo:
+        """Raises TopicError with Kafka's error code."""
+        ...
+
+    async def delete_topic(self, name: str) -> None: ...
+
+    async def create_partitions(self, name: str, total: int,
+                                assignment: list[list[int]] | None = None,
+                                validate_only: bool = False) -> TopicInfo: ...
+
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
+    async def elect_leaders(self, election_type: int,
+                            partitions: Sequence[TopicPartition] | None
+                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """(error code, message) per partition; None means every partition."""
+        ...
+
+    async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+        """Propose ISR changes ((partition, leader epoch, new ISR, partition
+        epoch) each) to the active controller; (top-level error, per
+        partition (error, answer with leader_epoch, isr, partition_epoch))."""
+        ...

@@ -1,0 +1,137 @@
+"""A broker's requests to the active controller: AlterPartition (ISR
+changes its partitions' leaders propose), ControlledShutdown and
+ElectLeaders, over the Kafka protocol at the pinned inter-broker versions.
+
+The controller's id comes from the ``/controller`` watch, its address from
+``/brokers/ids``; one connection is kept to it and replaced when the
+controller moves. A request that meets no controller (none elected, the
+connection fails, or it answers NOT_CONTROLLER because it just lost office)
+is retried every ``RETRY_BACKOFF_S`` until its deadline.
+
+Not thread-safe: owned by the broker's event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from kcore.client.connection import BrokerConnection
+from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.controller import zk_paths as paths
+from kcore.controller.zk_client import NoNodeError
+from kcore.controller.metadata import TopicPartition
+from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
+from kcore.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kcore.controller.zk_controller import ZkController
+
+log = logging.getLogger(__name__)
+
+RETRY_BACKOFF_S = 0.1
+# Kafka's controller.socket.timeout.ms default.
+REQUEST_TIMEOUT_S = 30.0
+ELECT_LEADERS_VERSION = 2
+
+
+class NoControllerError(Exception):
+    """No controller answered before the deadline."""
+
+
+class ControllerClient:
+    def __init__(self, owner: "ZkController"):
+        self.owner = owner
+        self._connection: BrokerConnection | None = None
+        self._connected_to = -1
+
+    async def close(self) -> None:
+        self._drop()
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        self._connection, self._connected_to = None, -1
+
+    async def _connect(self) -> BrokerConnection:
+        controller_id = self.owner.controller_id
+        if controller_id < 0:
+            raise BrokerConnectionError("no controller is elected")
+        if self._connection is not None and not self._connection.closed \
+                and self._connected_to == controller_id:
+            return self._connection
+        self._drop()
+        try:
+            data, stat = await self.owner.zk.get(paths.broker_path(controller_id))
+        except NoNodeError:
+            raise BrokerConnectionError(f"controller {controller_id} is not registered") from None
+        broker = paths.decode_broker(controller_id, data, stat.czxid)
+        self._connection = await BrokerConnection.open(
+            broker.host, broker.port, client_id=f"kcore-broker-{self.owner.broker_id}",
+            request_timeout_s=REQUEST_TIMEOUT_S)
+        self._connected_to = controller_id
+        return self._connection
+
+    async def send(self, api_key: int, body: dict, version: int, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            try:
+                connection = await self._connect()
+                response = await connection.request(api_key, body, version=version)
+                if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NOT_CONTROLLER:
+                    return response
+                self._drop()
+            except (BrokerConnectionError, KafkaError, OSError) as exc:
+                log.debug("request %d to the controller failed: %s", api_key, exc)
+                self._drop()
+            if loop.time() >= deadline:
+                raise NoControllerError(f"no controller answered request {api_key} in "
+                                        f"{timeout_s:g}s")
+            waiter = self.owner.controller_changed.wait()
+            try:
+                await asyncio.wait_for(waiter, RETRY_BACKOFF_S)
+            except TimeoutError:
+                pass
+
+    # -- the requests -------------------------------------------------------------------------
+    async def alter_partition(self, broker_epoch: int,
+                              items: list[tuple[TopicPartition, int, list[int], int]]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+        """(top-level error, per partition (error, response entry))."""
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), leader_epoch, new_isr, partition_epoch in items:
+            topics.setdefault(topic, []).append({
+                "partition_index": index, "leader_epoch": leader_epoch, "new_isr": new_isr,
+                "leader_recovery_state": 0, "partition_epoch": partition_epoch})
+        response = await self.send(ApiKey.ALTER_PARTITION, {
+            "broker_id": self.owner.broker_id, "broker_epoch": broker_epoch,
+            "topics": [{"topic_name": t, "partitions": p} for t, p in topics.items()]},
+            INTER_BROKER_VERSIONS[ApiKey.ALTER_PARTITION])
+        results = {(topic.topic_name, p.partition_index): (p.error_code, p)
+                   for topic in response.topics for p in topic.partitions}
+        return response.error_code, results
+
+    async def controlled_shutdown(self, broker_epoch: int) -> list[TopicPartition]:
+        """The partitions still led here after the controller moved what it could."""
+        response = await self.send(ApiKey.CONTROLLED_SHUTDOWN, {
+            "broker_id": self.owner.broker_id, "broker_epoch": broker_epoch},
+            INTER_BROKER_VERSIONS[ApiKey.CONTROLLED_SHUTDOWN])
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_code, context="ControlledShutdown")
+        return [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
+
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition] | None
+                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        topic_partitions = None
+        if partitions is not None:
+            grouped: dict[str, list[int]] = {}
+            for topic, index in partitions:
+                grouped.setdefault(topic, []).append(index)
+            topic_partitions = [{"topic": t, "partitions": p} for t, p in grouped.items()]
+        response = await self.send(ApiKey.ELECT_LEADERS, {
+            "election_type": election_type, "topic_partitions": topic_partitions,
+            "timeout_ms": int(REQUEST_TIMEOUT_S * 1000)}, ELECT_LEADERS_VERSION)
+        return {(r.topic, p.partition_id): (p.error_code, p.error_message)
+                for r in response.replica_election_results for p in r.partition_result}

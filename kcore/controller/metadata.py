@@ -1,0 +1,103 @@
+"""The cluster metadata every controller implementation speaks in.
+
+- ``TopicInfo``: a topic as the controller records it (id, partition count,
+  replica assignment, config overrides).
+- ``PartitionState``: leader, leader epoch, ISR and replicas of one
+  partition, plus ``partition_epoch`` (Kafka's zkVersion of the partition's
+  state znode, bumped on every change, which fences concurrent writers).
+- ``BrokerInfo``: a live broker's id, advertised address, rack and epoch
+  (the czxid of its registration, which fences a restarted broker's
+  predecessor).
+
+Brokers learn partition states only through the controller-to-broker path
+(LeaderAndIsr, UpdateMetadata, StopReplica), whatever the controller.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from kcore.protocol.errors import ErrorCode
+
+# Kafka's Topic.validate: legal characters and 249 = 255 minus room for
+# "-<partition>" and the ".deleted"-style suffixes in directory names.
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+NO_LEADER = -1
+
+TopicPartition = tuple[str, int]
+
+
+class TopicError(Exception):
+    """A topic operation failed; ``error_code`` is Kafka's code for it."""
+
+    def __init__(self, error_code: int, message: str):
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=dict)
+    # partition -> replica broker ids, preferred leader first.
+    assignment: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    partition_epoch: int = 0
+    controller_epoch: int = 0
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self.topic, self.partition
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    broker_epoch: int = -1
+    listener: str = "PLAINTEXT"
+
+
+def validate_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_NAME:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"topic name is longer than {MAX_TOPIC_NAME} characters")
+    if not TOPIC_NAME.match(name):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
+
+
+def validate_counts(num_partitions: int, replication_factor: int, live_brokers: int) -> None:
+    if num_partitions < 1:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be larger than 0")
+    if replication_factor < 1:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "replication factor must be larger than 0")
+    if replication_factor > live_brokers:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"replication factor {replication_factor} is larger than the "
+                         f"{live_brokers} available broker{'s' if live_brokers != 1 else ''}")

@@ -1,0 +1,175 @@
+"""Kafka's ZooKeeper layout and the JSON of each znode, so operators (and
+Kafka's own tools) recognise a kcore cluster's data. Paths are relative to
+the chroot of ``zookeeper.connect``.
+
+| path | content |
+|---|---|
+| /cluster/id | ``{"version":"1","id":"<cluster id>"}`` |
+| /controller | ephemeral ``{"version":1,"brokerid":N,"timestamp":"ms"}`` |
+| /controller_epoch | the controller epoch, decimal text; its znode version fences writes |
+| /brokers/ids/N | ephemeral ``{"version":5,"host","port","endpoints":["NAME://h:p"],"listener_security_protocol_map","rack","jmx_port":-1,"timestamp"}``; its czxid is the broker epoch |
+| /brokers/topics/T | ``{"version":3,"partitions":{"0":[1,2]},"topic_id":"<base64 uuid>","adding_replicas":{},"removing_replicas":{}}`` |
+| /brokers/topics/T/partitions/P/state | ``{"version":1,"controller_epoch","leader","leader_epoch","isr"}``; its znode version is the partition epoch |
+| /config/topics/T | ``{"version":1,"config":{key: value}}`` |
+| /config/changes/config_change_NNNNNNNNNN | sequential ``{"version":2,"entity_path":"topics/T"}`` |
+| /admin/delete_topics/T | empty: T is to be deleted |
+
+Source: Kafka's ``kafka.zk.ZkData`` (the layout up to Kafka 3.x).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from typing import Any
+
+from kcore.controller.metadata import BrokerInfo
+
+CLUSTER_ID = "/cluster/id"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+DELETE_TOPICS = "/admin/delete_topics"
+# Persistent paths every broker makes sure of at start (Kafka's PersistentZkPaths).
+PERSISTENT_PATHS = ("/cluster", BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_CHANGES,
+                    DELETE_TOPICS)
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}/partitions"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def _dump(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _load(data: bytes) -> Any:
+    try:
+        return json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"znode data is not JSON: {exc}") from None
+
+
+def _now() -> str:
+    return str(int(time.time() * 1000))
+
+
+# -- cluster id and controller ---------------------------------------------------------------
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return _dump({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes) -> str:
+    return str(_load(data)["id"])
+
+
+def encode_controller(broker_id: int) -> bytes:
+    return _dump({"version": 1, "brokerid": broker_id, "timestamp": _now()})
+
+
+def decode_controller(data: bytes) -> int:
+    return int(_load(data)["brokerid"])
+
+
+# -- brokers -------------------------------------------------------------------------------------
+def encode_broker(broker: BrokerInfo) -> bytes:
+    listener = broker.listener
+    return _dump({
+        "version": 5, "host": broker.host, "port": broker.port, "jmx_port": -1,
+        "endpoints": [f"{listener}://{broker.host}:{broker.port}"],
+        "listener_security_protocol_map": {listener: "PLAINTEXT"},
+        "rack": broker.rack, "features": {}, "timestamp": _now()})
+
+
+def decode_broker(broker_id: int, data: bytes, broker_epoch: int) -> BrokerInfo:
+    value = _load(data)
+    listener, host, port = "PLAINTEXT", value.get("host"), value.get("port")
+    endpoints = value.get("endpoints") or []
+    if endpoints:
+        name, _, address = endpoints[0].partition("://")
+        host_part, _, port_part = address.rpartition(":")
+        listener, host, port = name, host_part.strip("[]"), int(port_part)
+    return BrokerInfo(broker_id, host, int(port), value.get("rack"), broker_epoch, listener)
+
+
+# -- topics ----------------------------------------------------------------------------------------
+def uuid_to_base64(value: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: url-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def uuid_from_base64(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID) -> bytes:
+    return _dump({"version": 3, "topic_id": uuid_to_base64(topic_id),
+                  "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+                  "adding_replicas": {}, "removing_replicas": {}})
+
+
+def decode_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | None]:
+    value = _load(data)
+    assignment = {int(p): [int(r) for r in replicas]
+                  for p, replicas in value.get("partitions", {}).items()}
+    topic_id = value.get("topic_id")
+    return assignment, (uuid_from_base64(topic_id) if topic_id else None)
+
+
+def encode_partition_state(controller_epoch: int, leader: int, leader_epoch: int,
+                           isr: list[int] | tuple[int, ...]) -> bytes:
+    return _dump({"version": 1, "controller_epoch": controller_epoch, "leader": leader,
+                  "leader_epoch": leader_epoch, "isr": list(isr)})
+
+
+def decode_partition_state(data: bytes) -> tuple[int, int, int, list[int]]:
+    """(controller_epoch, leader, leader_epoch, isr)."""
+    value = _load(data)
+    return (int(value["controller_epoch"]), int(value["leader"]), int(value["leader_epoch"]),
+            [int(r) for r in value["isr"]])
+
+
+def encode_topic_config(configs: dict[str, str]) -> bytes:
+    return _dump({"version": 1, "config": dict(configs)})
+
+
+def decode_topic_config(data: bytes) -> dict[str, str]:
+    if not data:
+        return {}
+    return {str(k): str(v) for k, v in _load(data).get("config", {}).items()}
+
+
+def encode_config_change(topic: str) -> bytes:
+    return _dump({"version": 2, "entity_path": f"topics/{topic}"})
+
+
+def decode_config_change(data: bytes) -> str | None:
+    """The topic a change notification names, or None for other entities."""
+    entity = str(_load(data).get("entity_path", ""))
+    kind, _, name = entity.partition("/")
+    return name if kind == "topics" and name else None

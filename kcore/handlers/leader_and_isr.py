@@ -1,0 +1,31 @@
+"""LeaderAndIsr (key 4, v4 from kcore controllers): become the leader or a
+follower of each partition named, as the controller decided.
+
+Refused whole with STALE_CONTROLLER_EPOCH from an older controller, or with
+STALE_BROKER_EPOCH when it was meant for an earlier registration of this
+broker (it restarted since); per partition, a state that is not newer than
+the one known is refused with STALE_CONTROLLER_EPOCH (ReplicaManager)."""
+from __future__ import annotations
+
+from kcore.controller import wire
+from kcore.protocol.errors import ErrorCode
+
+
+def stale_broker_epoch(broker, broker_epoch: int) -> bool:
+    """A request addressed to an earlier registration of this broker."""
+    return 0 <= broker_epoch < broker.controller.broker_epoch
+
+
+async def handle(broker, context, request):
+    body = request.body
+    states, leaders = wire.leader_and_isr_states(body)
+    if stale_broker_epoch(broker, body.broker_epoch):
+        return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+    await broker.controller.refresh_topics([s.topic for s in states])
+    errors = broker.replica_manager.on_leader_and_isr(body.controller_id, body.controller_epoch,
+                                                      states, leaders)
+    top = ErrorCode.NONE
+    if errors and all(code == ErrorCode.STALE_CONTROLLER_EPOCH for code in errors.values()) \
+            and body.controller_epoch < broker.replica_manager.controller_epoch:
+        top = ErrorCode.STALE_CONTROLLER_EPOCH
+    return {"error_code": top, "partition_errors": wire.partition_errors(errors)}

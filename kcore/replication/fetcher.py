@@ -1,0 +1,346 @@
+"""Followers copy their leaders: one fetcher task per leader broker.
+
+A follower fetches like a consumer (Fetch v11, pinned here), with
+``replica_id`` set to its broker id, from its log end offset, up to the
+leader's log end offset; the leader learns the follower's progress from
+the fetch offset and answers with its high watermark and log start offset.
+Batches are appended as they are (offsets, leader epochs), the producer
+state follows them, so a follower can lead next without losing its
+deduplication window.
+
+Before fetching from a new leader (or after an error that may mean the
+logs diverged) a partition is truncated to the leader's epoch boundary
+(KIP-101/279): OffsetForLeaderEpoch v3 with our latest epoch; the answer
+(epoch, end offset) cuts our log at min(end offset, our end of that epoch,
+our log end offset). When the leader never had our epoch it answers an
+older one and the exchange repeats with it. Without any epoch to ask for,
+the log is cut at the high watermark, Kafka's fallback.
+
+With flush.messages=1 a follower fsyncs what it appended (group commit)
+before its next fetch reports the new offset: the leader's high watermark,
+hence every acks=all acknowledgement, only covers data on the followers'
+disks too.
+
+Errors: a leader that is down or not yet leader is retried after
+``replica.fetch.backoff.ms``; a FENCED_LEADER_EPOCH means this broker has
+not seen the new LeaderAndIsr yet, which will move the partition.
+
+Not thread-safe: tasks on the broker's event loop. A partition belongs to at
+most one fetcher; ``remove_partitions`` takes it back at once and any answer
+still in flight for it is dropped (its leader epoch no longer matches).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from kcore.client.connection import BrokerConnection
+from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.controller.metadata import BrokerInfo, TopicPartition
+from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.errors import ErrorCode
+from kcore.replication.partition import Partition, PartitionError
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+# Rounds of OffsetForLeaderEpoch before falling back to the high watermark:
+# each round moves to an older epoch, and more than a few never happen.
+MAX_TRUNCATION_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class FetcherConfig:
+    """Kafka's replica.fetch.* settings."""
+    broker_id: int
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 10 * 1024 * 1024
+    partition_max_bytes: int = 1024 * 1024
+    backoff_ms: int = 1000
+    socket_timeout_ms: int = 30_000
+
+
+@dataclass
+class _FetchState:
+    partition: Partition
+    leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0
+    rounds: int = 0  # OffsetForLeaderEpoch exchanges of this truncation
+
+
+class FetcherManager:
+    """Implements ReplicaManager's ``Fetchers``: one ``LeaderFetcher`` per
+    leader broker id."""
+
+    def __init__(self, config: FetcherConfig, syncer: Callable[[], object] = lambda: None):
+        self.config = config
+        self.syncer = syncer
+        self.fetchers: dict[int, LeaderFetcher] = {}
+
+    def add_partitions(self, leader: BrokerInfo, partitions: Sequence[Partition]) -> None:
+        fetcher = self.fetchers.get(leader.broker_id)
+        if fetcher is not None and (fetcher.leader.host, fetcher.leader.port) != (leader.host, leader.port):
+            fetcher.stop()
+            fetcher = None
+        if fetcher is None:
+            fetcher = self.fetchers[leader.broker_id] = LeaderFetcher(leader, self.config, self.syncer)
+        fetcher.add(partitions)
+
+    def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        keys = set(partitions)
+        if not keys:
+            return
+        for leader_id, fetcher in list(self.fetchers.items()):
+            fetcher.remove(keys)
+            if fetcher.idle:
+                fetcher.stop()
+                del self.fetchers[leader_id]
+
+    def lag(self) -> dict[TopicPartition, int]:
+        """Per followed partition, how far behind the leader's last known
+        high watermark its log end is (0 when caught up)."""
+        return {key: state.partition.high_watermark - state.partition.log_end_offset
+                for fetcher in self.fetchers.values() for key, state in fetcher.states.items()}
+
+    async def shutdown(self) -> None:
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        for fetcher in fetchers:
+            fetcher.stop()
+        await asyncio.gather(*(f.wait_stopped() for f in fetchers), return_exceptions=True)
+
+
+class LeaderFetcher:
+    """Fetches every partition this broker follows from one leader."""
+
+    def __init__(self, leader: BrokerInfo, config: FetcherConfig, syncer: Callable[[], object]):
+        self.leader = leader
+        self.config = config
+        self._syncer = syncer
+        self.states: dict[TopicPartition, _FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._connection: BrokerConnection | None = None
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    @property
+    def idle(self) -> bool:
+        return not self.states
+
+    def add(self, partitions: Sequence[Partition]) -> None:
+        for partition in partitions:
+            self.states[partition.topic_partition] = _FetchState(partition, partition.leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, keys: set[TopicPartition]) -> None:
+        for key in keys & self.states.keys():
+            del self.states[key]
+
+    def stop(self) -> None:
+        self._task.cancel()
+        if self._connection is not None:
+            self._connection.close()
+
+    async def wait_stopped(self) -> None:
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+
+    # -- the loop ----------------------------------------------------------------------
+    async def _run(self) -> None:
+        backoff = self.config.backoff_ms / 1000
+        while True:
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except (BrokerConnectionError, KafkaError, OSError) as exc:
+                log.info("fetching from broker %d at %s:%d: %s; retrying in %gs",
+                         self.leader.broker_id, self.leader.host, self.leader.port, exc, backoff)
+                self._drop_connection()
+                await asyncio.sleep(backoff)
+            except Exception:
+                log.exception("replica fetcher for broker %d failed", self.leader.broker_id)
+                self._drop_connection()
+                await asyncio.sleep(backoff)
+
+    async def _round(self) -> None:
+        now = asyncio.get_running_loop().time()
+        ready = {key: s for key, s in self.states.items() if s.delayed_until <= now}
+        if not ready:
+            await self._sleep_until_ready()
+            return
+        connection = await self._connect()
+        truncating = {key: s for key, s in ready.items() if s.truncating}
+        if truncating:
+            await self._truncate(connection, truncating)
+            return
+        await self._fetch(connection, ready)
+
+    async def _sleep_until_ready(self) -> None:
+        self._wakeup.clear()
+        delays = [s.delayed_until for s in self.states.values()]
+        timeout = (min(delays) - asyncio.get_running_loop().time()) if delays else None
+        try:
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    async def _connect(self) -> BrokerConnection:
+        if self._connection is None or self._connection.closed:
+            self._connection = await BrokerConnection.open(
+                self.leader.host, self.leader.port,
+                client_id=f"kcore-replica-fetcher-{self.config.broker_id}",
+                request_timeout_s=self.config.socket_timeout_ms / 1000)
+        return self._connection
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _current(self, key: TopicPartition, state: _FetchState) -> bool:
+        """The answer for ``key`` still concerns this fetcher's leadership."""
+        return (self.states.get(key) is state
+                and state.partition.leader_epoch == state.leader_epoch
+                and not state.partition.is_leader)
+
+    def _delay(self, state: _FetchState) -> None:
+        state.delayed_until = asyncio.get_running_loop().time() + self.config.backoff_ms / 1000
+
+    # -- truncation ----------------------------------------------------------------------
+    async def _truncate(self, connection: BrokerConnection,
+                        states: dict[TopicPartition, _FetchState]) -> None:
+        asked: dict[TopicPartition, int] = {}
+        for key, state in states.items():
+            epoch = state.partition.log.leader_epoch_cache.latest_epoch
+            if epoch is None or epoch < 0:
+                self._truncate_to_high_watermark(state)
+            else:
+                asked[key] = epoch
+        if not asked:
+            return
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), epoch in asked.items():
+            topics.setdefault(topic, []).append({
+                "partition": index, "current_leader_epoch": states[(topic, index)].leader_epoch,
+                "leader_epoch": epoch})
+        response = await connection.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, {
+            "replica_id": self.config.broker_id,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]},
+            version=OFFSET_FOR_LEADER_EPOCH_VERSION)
+        for topic in response.topics:
+            for result in topic.partitions:
+                key = (topic.topic, result.partition)
+                state = states.get(key)
+                if state is None or not self._current(key, state):
+                    continue
+                if result.error_code != ErrorCode.NONE:
+                    log.info("%s-%d: OffsetForLeaderEpoch from broker %d: error %d", *key,
+                             self.leader.broker_id, result.error_code)
+                    self._delay(state)
+                    continue
+                self._apply_epoch_end(state, result.leader_epoch, result.end_offset)
+
+    def _apply_epoch_end(self, state: _FetchState, leader_epoch: int, end_offset: int) -> None:
+        """Kafka's follower rule: cut at min(the leader's end of the epoch it
+        named, our end of that epoch, our log end); if we never had that
+        epoch, cut at our end of the largest epoch below it and ask again."""
+        partition = state.partition
+        if end_offset < 0:
+            self._truncate_to_high_watermark(state)
+            return
+        ours, our_end = partition.end_offset_for_epoch(leader_epoch)
+        if our_end < 0:
+            partition.truncate_to(min(end_offset, partition.log_end_offset))
+        elif ours != leader_epoch:
+            partition.truncate_to(min(our_end, partition.log_end_offset))
+            state.rounds += 1
+            if state.rounds < MAX_TRUNCATION_ROUNDS:
+                return  # still truncating: the next round asks for our older epoch
+        else:
+            partition.truncate_to(min(our_end, end_offset, partition.log_end_offset))
+        state.truncating = False
+
+    def _truncate_to_high_watermark(self, state: _FetchState) -> None:
+        state.partition.truncate_to(state.partition.high_watermark)
+        state.truncating = False
+
+    # -- fetch -----------------------------------------------------------------------------
+    async def _fetch(self, connection: BrokerConnection,
+                     states: dict[TopicPartition, _FetchState]) -> None:
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), state in states.items():
+            topics.setdefault(topic, []).append({
+                "partition": index, "current_leader_epoch": state.leader_epoch,
+                "fetch_offset": state.partition.log_end_offset,
+                "log_start_offset": state.partition.log_start_offset,
+                "partition_max_bytes": self.config.partition_max_bytes})
+        config = self.config
+        response = await connection.request(ApiKey.FETCH, {
+            "replica_id": config.broker_id, "max_wait_ms": config.max_wait_ms,
+            "min_bytes": config.min_bytes, "max_bytes": config.max_bytes,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+            "forgotten_topics_data": [], "rack_id": ""},
+            version=FETCH_VERSION,
+            timeout_s=(config.max_wait_ms + config.socket_timeout_ms) / 1000)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_code, context="replica fetch")
+        durable = []
+        for topic in response.responses:
+            for data in topic.partitions:
+                key = (topic.topic, data.partition_index)
+                state = states.get(key)
+                if state is None or not self._current(key, state):
+                    continue
+                future = self._process(state, data)
+                if future is not None:
+                    durable.append(future)
+        for future in durable:
+            try:
+                await asyncio.shield(future)
+            except Exception as exc:  # LogError from a failed fsync: the partition cut itself
+                log.error("follower fsync failed: %s", exc)
+
+    def _process(self, state: _FetchState, data) -> asyncio.Future | None:
+        partition = state.partition
+        code = data.error_code
+        if code == ErrorCode.NONE:
+            future = None
+            if data.records:
+                try:
+                    future = partition.append_records_as_follower(data.records, self._syncer())
+                except PartitionError as exc:
+                    log.warning("%s-%d: cannot append the leader's batches: %s; checking "
+                                "for divergence", partition.topic, partition.index, exc.message)
+                    state.truncating = True
+                    state.rounds = 0
+                    self._delay(state)
+                    return None
+            partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)
+            return future
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._out_of_range(state, data)
+            return None
+        log.info("%s-%d: fetch from broker %d: error %d", partition.topic, partition.index,
+                 self.leader.broker_id, code)
+        self._delay(state)
+        return None
+
+    def _out_of_range(self, state: _FetchState, data) -> None:
+        """Our log end is outside the leader's log: behind its start (start
+        over there) or past its end (truncate by epoch)."""
+        partition = state.partition
+        if 0 <= partition.log_end_offset < data.log_start_offset:
+            log.info("%s-%d: log end %d is before the leader's log start %d; starting over",
+                     partition.topic, partition.index, partition.log_end_offset,
+                     data.log_start_offset)
+            partition.truncate_fully_and_start_at(data.log_start_offset)
+        else:
+            state.truncating = True
+            state.rounds = 0

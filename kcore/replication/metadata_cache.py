@@ -1,0 +1,57 @@
+"""This broker's view of the cluster, as the controller last sent it.
+
+Fed only by UpdateMetadata (``ReplicaManager.on_update_metadata``, whatever
+the controller); read by Metadata, FindCoordinator, DescribeCluster and
+the follower fetchers (the leader's address). Kafka's ``MetadataCache``.
+
+Not thread-safe; owned by the broker's event loop. Lookups are dict reads:
+Metadata is answered from here on every client refresh.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self.controller_id = -1
+        self.brokers: dict[int, BrokerInfo] = {}
+        self._topics: dict[str, dict[int, PartitionState]] = {}
+
+    def update(self, controller_id: int, brokers: Sequence[BrokerInfo],
+               states: Iterable[PartitionState], deleted: Iterable[str] = ()) -> None:
+        self.controller_id = controller_id
+        self.brokers = {broker.broker_id: broker for broker in brokers}
+        for topic in deleted:
+            self._topics.pop(topic, None)
+        for state in states:
+            self._topics.setdefault(state.topic, {})[state.partition] = state
+
+    # -- queries ------------------------------------------------------------------------
+    def topic_names(self) -> list[str]:
+        return sorted(self._topics)
+
+    def contains(self, topic: str) -> bool:
+        return topic in self._topics
+
+    def partitions(self, topic: str) -> dict[int, PartitionState]:
+        return self._topics.get(topic, {})
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        return self._topics.get(topic, {}).get(partition)
+
+    def broker(self, broker_id: int) -> BrokerInfo | None:
+        return self.brokers.get(broker_id)
+
+    def leader_of(self, topic: str, partition: int) -> BrokerInfo | None:
+        """The live leader's address, or None (unknown partition, no leader,
+        leader not live)."""
+        state = self.partition(topic, partition)
+        if state is None or state.leader == NO_LEADER:
+            return None
+        return self.brokers.get(state.leader)
+
+    def offline_replicas(self, state: PartitionState) -> list[int]:
+        return [replica for replica in state.replicas if replica not in self.brokers]

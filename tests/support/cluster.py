@@ -1,0 +1,228 @@
+"""A real kcore cluster for tests: broker processes on loopback ports,
+coordinated by a real ZooKeeper (tests/support/zookeeper.py).
+
+Settings make failures quick to see: 3 s ZooKeeper sessions (a SIGKILLed
+broker leaves the cluster ~3 s later), a 3 s replica lag limit, short
+controlled-shutdown and fetch back-offs. Metadata is read with
+confluent-kafka's AdminClient, a real client. Every wait is bounded and
+fails with the brokers' log tails.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support import BrokerProcess
+
+SESSION_TIMEOUT_MS = 3000
+CLUSTER_SETTINGS = {
+    "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "replica.lag.time.max.ms": "3000",
+    "replica.fetch.backoff.ms": "200",
+    "controlled.shutdown.retry.backoff.ms": "200",
+    "offsets.topic.num.partitions": "6",
+    "group.initial.rebalance.delay.ms": "0",
+    "replica.high.watermark.checkpoint.interval.ms": "500",
+}
+WAIT_S = 30.0
+
+
+class Cluster:
+    """``n`` brokers with ids 1..n sharing one ZooKeeper chroot."""
+
+    def __init__(self, base: Path, zookeeper_connect: str, n: int = 3,
+                 overrides: dict[str, str] | None = None,
+                 racks: dict[int, str] | None = None):
+        self.base = Path(base)
+        self.connect = f"{zookeeper_connect}/kcore"
+        self.brokers: dict[int, BrokerProcess] = {}
+        for broker_id in range(1, n + 1):
+            settings = {**CLUSTER_SETTINGS, "broker.id": str(broker_id),
+                        "zookeeper.connect": self.connect, **(overrides or {})}
+            if racks and broker_id in racks:
+                settings["broker.rack"] = racks[broker_id]
+            self.brokers[broker_id] = BrokerProcess(self.base / f"broker-{broker_id}", settings)
+        self._admin: AdminClient | None = None
+        self._admin_bootstrap = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def start(self) -> "Cluster":
+        for broker in self.brokers.values():
+            broker.start()
+        self.wait_for(lambda: len(self.metadata().brokers) == len(self.brokers),
+                      "every broker registered")
+        return self
+
+    def kill_all(self) -> None:
+        for broker in self.brokers.values():
+            broker.resume()
+            broker.kill()
+
+    # -- metadata through a real client ----------------------------------------------------
+    @property
+    def admin(self) -> AdminClient:
+        """A client of the brokers that answer now (a paused one would hold
+        its requests until their timeout)."""
+        answering = ",".join(b.bootstrap for b in self.brokers.values() if b.running)
+        if self._admin is None or self._admin_bootstrap != answering:
+            self._admin = AdminClient({"bootstrap.servers": answering,
+                                       "topic.metadata.refresh.interval.ms": "200"})
+            self._admin_bootstrap = answering
+        return self._admin
+
+    def metadata(self, topic: str | None = None):
+        return self.admin.list_topics(topic, timeout=5)
+
+    def partitions(self, topic: str) -> dict:
+        """partition id -> confluent PartitionMetadata (leader, replicas, isrs)."""
+        found = self.metadata(topic).topics.get(topic)
+        return dict(found.partitions) if found is not None and found.error is None else {}
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str] | None = None) -> None:
+        futures = self.admin.create_topics([NewTopic(name, partitions, replication_factor,
+                                                     config=configs or {})])
+        futures[name].result(timeout=WAIT_S)
+        self.wait_for(lambda: self.fully_replicated(name, partitions, replication_factor),
+                      f"{name} has a leader and a full ISR everywhere")
+
+    def fully_replicated(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        found = self.partitions(topic)
+        return len(found) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == replication_factor for p in found.values())
+
+    def leader(self, topic: str, partition: int) -> int:
+        found = self.partitions(topic).get(partition)
+        return found.leader if found is not None else -1
+
+    # -- waiting -------------------------------------------------------------------------------
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if condition():
+                    return
+            except Exception:  # a broker being restarted: ask again
+                pass
+            if time.monotonic() > deadline:
+                logs = "\n".join(f"--- broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())
+                raise AssertionError(f"timed out after {timeout:g}s waiting until {what}\n{logs}")
+            time.sleep(0.1)
+
+
+class ProducerLoad:
+    """An idempotent acks=all confluent-kafka producer writing ``seq`` values
+    "<partition>:<seq>" to each partition as fast as it is acknowledged,
+    from its own thread, until stop(). Bounded: at most ``max_messages``
+    and ``max_seconds``. ``acked[p]`` holds (offset, seq) of every
+    acknowledged message; ``errors`` every delivery error."""
+
+    def __init__(self, cluster: Cluster, topic: str, partitions: int,
+                 max_messages: int = 2_000_000, max_seconds: float = 180.0,
+                 settings: dict | None = None):
+        import threading
+        from confluent_kafka import Producer
+        self.topic = topic
+        self.partitions = partitions
+        self.acked: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
+        self.errors: list = []
+        self.max_messages = max_messages
+        self.max_seconds = max_seconds
+        self._producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                                   "enable.idempotence": True, "linger.ms": 2,
+                                   "message.timeout.ms": 120_000,
+                                   "queue.buffering.max.messages": 20_000,
+                                   **(settings or {})})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "ProducerLoad":
+        self._thread.start()
+        return self
+
+    def acked_count(self) -> int:
+        return sum(len(v) for v in self.acked.values())
+
+    def _deliver(self, err, msg) -> None:
+        if err is not None:
+            self.errors.append(err)
+            return
+        partition, seq = msg.value().decode().split(":")
+        self.acked[int(partition)].append((msg.offset(), int(seq)))
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self.max_seconds
+        sent = [0] * self.partitions  # the next seq of each partition
+        while (not self._stop.is_set() and sum(sent) < self.max_messages
+               and time.monotonic() < deadline):
+            for partition in range(self.partitions):
+                try:
+                    self._producer.produce(self.topic, value=f"{partition}:{sent[partition]}".encode(),
+                                           partition=partition, on_delivery=self._deliver)
+                except BufferError:  # the queue is full: let deliveries drain it
+                    self._producer.poll(0.05)
+                    break
+                sent[partition] += 1
+            self._producer.poll(0)
+        self._producer.flush(120)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(150)
+
+    def finish(self) -> "ProducerLoad":
+        """Wait until max_messages are sent and acknowledged (or max_seconds)."""
+        self._thread.join(self.max_seconds + 150)
+        return self
+
+
+def consume_all(cluster: Cluster, topic: str, partitions: int,
+                timeout: float = WAIT_S) -> dict[int, list[tuple[int, str]]]:
+    """Every message of every partition, from the start to the high
+    watermark each has now: partition -> [(offset, value)]."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"audit-{time.time()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.max.bytes": 16 << 20})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        found: dict[int, list[tuple[int, str]]] = {p: [] for p in range(partitions)}
+        deadline = time.monotonic() + timeout
+        while any((found[p][-1][0] + 1 if found[p] else 0) < ends[p] for p in found):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"consumed {[len(v) for v in found.values()]} of "
+                                     f"{ends} within {timeout:g}s")
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            found[message.partition()].append((message.offset(), message.value().decode()))
+        return found
+    finally:
+        consumer.close()
+
+
+def check_acknowledged_survived(load: ProducerLoad, found: dict[int, list[tuple[int, str]]]) -> int:
+    """Every acknowledged message is in the log at its offset; the log holds
+    each partition's values in order and once (idempotence). Returns the
+    number of acknowledged messages checked."""
+    checked = 0
+    for partition, entries in found.items():
+        values = [int(value.split(":")[1]) for _, value in entries]
+        bad = next((i for i in range(1, len(values)) if values[i] <= values[i - 1]), None)
+        assert bad is None, (f"partition {partition}: seq {values[bad]} at offset "
+                             f"{entries[bad][0]} after {values[bad - 1]}; around it: "
+                             f"{entries[max(bad - 5, 0):bad + 5]}")
+        at = dict((offset, int(value.split(":")[1])) for offset, value in entries)
+        for offset, seq in load.acked[partition]:
+            assert at.get(offset) == seq, (f"partition {partition}: acknowledged seq {seq} at "
+                                          f"offset {offset}, log has {at.get(offset)}")
+            checked += 1
+    return checked
