@@ -136,10 +136,10 @@ def create_topic(bootstrap: str) -> None:
 
 
 def producer_main(bootstrap: str, count: int, first_partition: int, settings: dict, start, results,
-                  rate: float = 0.0) -> None:
-    """One load generator: ``count`` messages, acks=all, as fast as it can
-    or at ``rate`` msg/s; reports (first send, last ack, ack latencies in
-    seconds, failures)."""
+                  rate: float = 0.0, topic: str = TOPIC, partitions: int = PARTITIONS) -> None:
+    """One load generator: ``count`` messages, acks=all unless ``settings``
+    say otherwise, as fast as it can or at ``rate`` msg/s; reports (first
+    send, last ack, ack latencies in seconds, failures, CPU seconds)."""
     from confluent_kafka import Producer
     latencies: list[float] = []
     failures = [0]
@@ -162,16 +162,16 @@ def producer_main(bootstrap: str, count: int, first_partition: int, settings: di
     payloads = [os.urandom(512) + bytes((i + j) % 251 for j in range(512)) for i in range(64)]
     produce = producer.produce
 
-    producer.list_topics(TOPIC, timeout=30)
+    producer.list_topics(topic, timeout=30)
     start.wait()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu_before = usage.ru_utime + usage.ru_stime
     began = clock()
     for i in range(count):
-        value, partition = payloads[i & 63], (first_partition + i) % PARTITIONS
+        value, partition = payloads[i & 63], (first_partition + i) % partitions
         while True:
             try:
-                produce(TOPIC, value, partition=partition)
+                produce(topic, value, partition=partition)
                 break
             except BufferError:
                 producer.poll(0.001)

@@ -105,6 +105,17 @@ def _add_topics_parser(commands, common) -> None:
     delete.add_argument("name")
     delete.set_defaults(run=run, handler=_topics_delete)
 
+    elect = actions.add_parser(
+        "elect-leaders", parents=[common],
+        help="move leadership to the preferred replica (or, --unclean, to any live replica)")
+    elect.add_argument("--topic", help="only this topic (default: every topic)")
+    elect.add_argument("--partition", type=int, action="append", default=[],
+                       help="only this partition of --topic, repeatable")
+    elect.add_argument("--unclean", action="store_true",
+                       help="elect any live replica where no in-sync replica lives "
+                            "(acknowledged data may be lost)")
+    elect.set_defaults(run=run, handler=_topics_elect_leaders)
+
 
 def _add_produce_parser(commands, common) -> None:
     produce = commands.add_parser(
@@ -224,6 +235,28 @@ async def _topics_alter(args) -> int:
                                                       operations)
     print(f"Updated config for topic {args.name}.")
     return 0
+
+
+async def _topics_elect_leaders(args) -> int:
+    async with _client(args) as client:
+        admin = Admin(client)
+        partitions = None
+        if args.topic:
+            indexes = args.partition or [
+                index for t in await admin.describe_topics([args.topic]) for index in t.partitions]
+            partitions = [(args.topic, index) for index in indexes]
+        results = await admin.elect_leaders(partitions, unclean=args.unclean)
+    failed = 0
+    for (topic, index), (code, message) in sorted(results.items()):
+        if code == ErrorCode.NONE:
+            print(f"Elected a new leader for {topic}-{index}.")
+        elif code == ErrorCode.ELECTION_NOT_NEEDED:
+            print(f"{topic}-{index}: its preferred leader leads already.")
+        else:
+            failed += 1
+            print(f"{topic}-{index}: {ErrorCode(code).name}{': ' + message if message else ''}",
+                  file=sys.stderr)
+    return EXIT_ERROR if failed else 0
 
 
 async def _topics_describe(args) -> int:

@@ -158,6 +158,28 @@ class Admin:
         _raise_first((r.error_code, r.error_message, f"resource {r.resource_name}")
                      for r in body.responses)
 
+    async def elect_leaders(self, partitions: Sequence[tuple[str, int]] | None, *,
+                            unclean: bool = False, timeout_ms: int = DEFAULT_TIMEOUT_MS
+                            ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders (KIP-460) on the controller: the preferred replica,
+        or with ``unclean`` any live replica where no ISR member lives.
+        None means every partition. Returns (error code, message) per
+        partition: ELECTION_NOT_NEEDED where the wanted leader leads already."""
+        connection = await self.client.controller_connection()
+        topic_partitions = None
+        if partitions is not None:
+            grouped: dict[str, list[int]] = {}
+            for topic, index in partitions:
+                grouped.setdefault(topic, []).append(index)
+            topic_partitions = [{"topic": t, "partitions": p} for t, p in grouped.items()]
+        body = await connection.request(ApiKey.ELECT_LEADERS, {
+            "election_type": 1 if unclean else 0, "topic_partitions": topic_partitions,
+            "timeout_ms": timeout_ms})
+        if getattr(body, "error_code", ErrorCode.NONE):
+            raise KafkaError(body.error_code, None, "ElectLeaders")
+        return {(r.topic, p.partition_id): (p.error_code, p.error_message)
+                for r in body.replica_election_results for p in r.partition_result}
+
     async def describe_cluster(self) -> ClusterDescription:
         connection = await self.client.any_connection()
         body = await connection.request(ApiKey.DESCRIBE_CLUSTER, {

@@ -90,10 +90,12 @@ def _read_one(partition, fetch, limit: int, read_committed: bool, replica_id: in
         return code, []
     try:
         if replica_id >= 0:
-            code = partition.update_follower_fetch_state(replica_id, fetch.fetch_offset)
-            if code != ErrorCode.NONE:
-                return code, []
-            return code, partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
+            if not partition.is_follower(replica_id):
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+            # Read first: a fetch offset outside the log (a follower with a
+            # divergent tail) must not count as the follower's progress.
+            slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
+            return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset), slices
         return code, partition.read(fetch.fetch_offset, limit, read_committed, min_one_message)
     except PartitionError as exc:
         return exc.error_code, []

@@ -125,7 +125,7 @@ class ProducerLoad:
 
     def __init__(self, cluster: Cluster, topic: str, partitions: int,
                  max_messages: int = 2_000_000, max_seconds: float = 180.0,
-                 settings: dict | None = None):
+                 settings: dict | None = None, first_seq: int = 0):
         import threading
         from confluent_kafka import Producer
         self.topic = topic
@@ -134,6 +134,7 @@ class ProducerLoad:
         self.errors: list = []
         self.max_messages = max_messages
         self.max_seconds = max_seconds
+        self.first_seq = first_seq
         self._producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
                                    "enable.idempotence": True, "linger.ms": 2,
                                    "message.timeout.ms": 120_000,
@@ -158,8 +159,8 @@ class ProducerLoad:
 
     def _run(self) -> None:
         deadline = time.monotonic() + self.max_seconds
-        sent = [0] * self.partitions  # the next seq of each partition
-        while (not self._stop.is_set() and sum(sent) < self.max_messages
+        sent = [self.first_seq] * self.partitions  # the next seq of each partition
+        while (not self._stop.is_set() and sum(sent) - self.first_seq * self.partitions < self.max_messages
                and time.monotonic() < deadline):
             for partition in range(self.partitions):
                 try:
