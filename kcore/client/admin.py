@@ -23,7 +23,7 @@ from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 
 __all__ = ["Admin", "NewTopic", "ConfigEntry", "ConfigResourceType", "ConfigSource",
-           "AlterConfigOp", "ClusterDescription"]
+           "AlterConfigOp", "ClusterDescription", "elect_leaders_body", "election_results"]
 
 DEFAULT_TIMEOUT_MS = 30_000
 
@@ -166,19 +166,11 @@ class Admin:
         None means every partition. Returns (error code, message) per
         partition: ELECTION_NOT_NEEDED where the wanted leader leads already."""
         connection = await self.client.controller_connection()
-        topic_partitions = None
-        if partitions is not None:
-            grouped: dict[str, list[int]] = {}
-            for topic, index in partitions:
-                grouped.setdefault(topic, []).append(index)
-            topic_partitions = [{"topic": t, "partitions": p} for t, p in grouped.items()]
-        body = await connection.request(ApiKey.ELECT_LEADERS, {
-            "election_type": 1 if unclean else 0, "topic_partitions": topic_partitions,
-            "timeout_ms": timeout_ms})
+        body = await connection.request(ApiKey.ELECT_LEADERS, elect_leaders_body(
+            partitions, 1 if unclean else 0, timeout_ms))
         if getattr(body, "error_code", ErrorCode.NONE):
             raise KafkaError(body.error_code, None, "ElectLeaders")
-        return {(r.topic, p.partition_id): (p.error_code, p.error_message)
-                for r in body.replica_election_results for p in r.partition_result}
+        return election_results(body)
 
     async def describe_cluster(self) -> ClusterDescription:
         connection = await self.client.any_connection()
@@ -189,6 +181,25 @@ class Admin:
         brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack)
                    for b in body.brokers}
         return ClusterDescription(body.cluster_id, body.controller_id, brokers)
+
+
+def elect_leaders_body(partitions: Sequence[tuple[str, int]] | None, election_type: int,
+                       timeout_ms: int) -> dict:
+    """An ElectLeaders request (KIP-460); None partitions means all."""
+    topic_partitions = None
+    if partitions is not None:
+        grouped: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            grouped.setdefault(topic, []).append(index)
+        topic_partitions = [{"topic": t, "partitions": p} for t, p in grouped.items()]
+    return {"election_type": election_type, "topic_partitions": topic_partitions,
+            "timeout_ms": timeout_ms}
+
+
+def election_results(body) -> dict[tuple[str, int], tuple[int, str | None]]:
+    """(error code, message) per partition of an ElectLeaders response."""
+    return {(r.topic, p.partition_id): (p.error_code, p.error_message)
+            for r in body.replica_election_results for p in r.partition_result}
 
 
 def _config_entry(config, version: int) -> ConfigEntry:

@@ -30,6 +30,7 @@ from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.exceptions import ProtocolError
+from kcore.protocol.framing import FrameReader, FrameSizeError
 
 __all__ = ["BrokerConnection", "CLIENT_MIN_VERSIONS", "client_versions", "negotiate_version"]
 
@@ -42,6 +43,10 @@ API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "kcore"
 
 _SIZE = struct.Struct(">i")
+# Largest response accepted: far above any fetch (fetch.max.bytes is 50 MiB
+# by default), low enough that a garbled size prefix cannot make the client
+# allocate gigabytes.
+MAX_RESPONSE_BYTES = 512 * 1024 * 1024
 _CORRELATION_AND_ERROR = struct.Struct(">ih")
 
 
@@ -83,7 +88,7 @@ class _Pending:
         self.future = future
 
 
-class BrokerConnection(asyncio.Protocol):
+class BrokerConnection(asyncio.BufferedProtocol):
     """A connection to one broker (see the module doc).
 
     Concurrency contract: owned by the event loop that opened it. Any number
@@ -104,7 +109,9 @@ class BrokerConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._pending: deque[_Pending] = deque()
         self._correlation_ids = itertools.count(1)
-        self._buffer = bytearray()
+        # Large responses (a follower's fetch: megabytes) are received
+        # straight into a buffer of their own (protocol/framing.py).
+        self._frames = FrameReader(MAX_RESPONSE_BYTES)
         self._write_ready = asyncio.Event()
         self._write_ready.set()
         self._closed_error: BrokerConnectionError | None = None
@@ -224,27 +231,25 @@ class BrokerConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._write_ready.set()
 
-    def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
-        position, available = 0, len(buffer)
-        while available - position >= 4:
-            (size,) = _SIZE.unpack_from(buffer, position)
-            if size < 4:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            frames = self._frames.buffer_updated(nbytes)
+        except FrameSizeError as exc:
+            self._fail(BrokerConnectionError(f"{self.address} sent a bad frame: {exc}"))
+            return
+        for frame in frames:
+            if len(frame) < 4:
                 self._fail(BrokerConnectionError(
-                    f"{self.address} sent a frame of {size} bytes"))
+                    f"{self.address} sent a frame of {len(frame)} bytes"))
                 return
-            if available - position - 4 < size:
-                break
-            frame = bytes(buffer[position + 4:position + 4 + size])
-            position += 4 + size
             self._complete(frame)
             if self.closed:
                 return
-        if position:
-            del buffer[:position]
 
-    def _complete(self, frame: bytes) -> None:
+    def _complete(self, frame: bytearray) -> None:
         if not self._pending:
             self._fail(BrokerConnectionError(f"{self.address} sent an unrequested response"))
             return
@@ -269,7 +274,7 @@ class BrokerConnection(asyncio.Protocol):
             pending.future.set_result(body)
 
     @staticmethod
-    def _decode(pending: _Pending, frame: bytes) -> Any:
+    def _decode(pending: _Pending, frame: bytearray) -> Any:
         version = pending.api_version
         if pending.api_key == ApiKey.API_VERSIONS and version > 0 and len(frame) >= 6:
             # KIP-511: an unsupported ApiVersions version is answered in v0 format.

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kcore.client.admin import elect_leaders_body, election_results
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.controller import zk_paths as paths
@@ -124,14 +125,6 @@ class ControllerClient:
 
     async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition] | None
                             ) -> dict[TopicPartition, tuple[int, str | None]]:
-        topic_partitions = None
-        if partitions is not None:
-            grouped: dict[str, list[int]] = {}
-            for topic, index in partitions:
-                grouped.setdefault(topic, []).append(index)
-            topic_partitions = [{"topic": t, "partitions": p} for t, p in grouped.items()]
-        response = await self.send(ApiKey.ELECT_LEADERS, {
-            "election_type": election_type, "topic_partitions": topic_partitions,
-            "timeout_ms": int(REQUEST_TIMEOUT_S * 1000)}, ELECT_LEADERS_VERSION)
-        return {(r.topic, p.partition_id): (p.error_code, p.error_message)
-                for r in response.replica_election_results for p in r.partition_result}
+        response = await self.send(ApiKey.ELECT_LEADERS, elect_leaders_body(
+            partitions, election_type, int(REQUEST_TIMEOUT_S * 1000)), ELECT_LEADERS_VERSION)
+        return election_results(response)

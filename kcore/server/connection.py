@@ -30,7 +30,7 @@ from typing import Any, Awaitable, Callable
 from kcore import protocol
 from kcore._native.sendfile import sendfile
 from kcore.handlers.base import CloseConnection
-from kcore.server.framing import FrameReader, FrameSizeError
+from kcore.protocol.framing import FrameReader, FrameSizeError
 
 log = logging.getLogger(__name__)
 

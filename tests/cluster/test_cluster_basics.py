@@ -171,3 +171,24 @@ def broker_epoch(cluster, broker_id: int) -> int:
     finally:
         client.stop()
         client.close()
+
+
+def test_a_cluster_with_flush_messages_1_acknowledges_only_synced_copies(cluster_factory):
+    """Group commit on every replica: acks=all completes (the followers fsync
+    before their next fetch reports the offset) and everything is readable."""
+    cluster = cluster_factory(3, {"log.flush.interval.messages": "1"})
+    cluster.create_topic("synced", 2, 3, {"min.insync.replicas": "2"})
+    assert produce(cluster, "synced", 500) == [None] * 500
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "synced-reader",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["synced"])
+    seen = 0
+    deadline = time.monotonic() + 30
+    try:
+        while seen < 500 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen += 1
+    finally:
+        consumer.close()
+    assert seen == 500

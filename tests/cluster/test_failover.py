@@ -16,7 +16,8 @@ from kcore import protocol
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
-from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all
+from tests.support.cluster import (ProducerLoad, check_acknowledged_survived, consume_all,
+                                   wait_for_progress)
 from tests.wire import WireClient, produce_body
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
@@ -60,10 +61,6 @@ class HighWatermarkWatch:
                 self.highest[partition] = max(self.highest[partition], high)
             time.sleep(0.02)
 
-
-def wait_for_progress(cluster, load: ProducerLoad, at_least: int, what: str) -> None:
-    target = load.acked_count() + at_least
-    cluster.wait_for(lambda: load.acked_count() >= target, what, timeout=60)
 
 
 def test_acknowledged_writes_survive_leader_kills_including_the_controller(cluster):

@@ -12,14 +12,10 @@ import time
 from confluent_kafka import Consumer
 
 from tests.support.cluster import (Cluster, ProducerLoad, check_acknowledged_survived,
-                                   consume_all)
+                                   consume_all, wait_for_progress)
 
 CONFIGS = {"min.insync.replicas": "2"}
 
-
-def wait_for_progress(cluster, load: ProducerLoad, at_least: int, what: str) -> None:
-    target = load.acked_count() + at_least
-    cluster.wait_for(lambda: load.acked_count() >= target, what, timeout=60)
 
 
 def test_rolling_restart_under_load_loses_nothing_and_moves_leaders_first(cluster):

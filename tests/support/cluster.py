@@ -227,3 +227,9 @@ def check_acknowledged_survived(load: ProducerLoad, found: dict[int, list[tuple[
                                           f"offset {offset}, log has {at.get(offset)}")
             checked += 1
     return checked
+
+
+def wait_for_progress(cluster: Cluster, load: ProducerLoad, at_least: int, what: str) -> None:
+    """Until ``at_least`` more messages of ``load`` are acknowledged (60 s)."""
+    target = load.acked_count() + at_least
+    cluster.wait_for(lambda: load.acked_count() >= target, what, timeout=60)

@@ -136,3 +136,27 @@ def test_reopening_in_fsync_mode_syncs_what_a_crash_left_before_exposing_it(tmp_
     reopened = make_partition(tmp_path, flush_messages=1)
     assert reopened.high_watermark == 5 == reopened.log.recovery_point
     reopened.close()
+
+
+@pytest.mark.parametrize("kind", ["io_uring", "thread"])
+def test_a_follower_with_flush_messages_1_syncs_before_its_high_watermark_moves(tmp_path, kind):
+    """A follower's copy is durable before the fetcher reports it (it awaits
+    the future returned here), and the leader's HW it learns never passes
+    what it has synced."""
+    from kcore.controller.metadata import PartitionState
+
+    async def main():
+        syncer = make_syncer(kind)
+        partition = make_partition(tmp_path)
+        partition.make_follower(PartitionState("t", 0, 1, 3, (0, 1), (0, 1), 0, 1))
+        copied = make_batch(2, base_offset=0, partition_leader_epoch=3)
+        durable = partition.append_records_as_follower(memoryview(copied), syncer)
+        assert durable is not None and not durable.done()
+        partition.update_follower_high_watermark(2, 0)
+        assert partition.high_watermark == 0  # not synced yet
+        await durable
+        partition.update_follower_high_watermark(2, 0)
+        assert partition.high_watermark == 2 and partition.log.leader_epoch_cache.latest_epoch == 3
+        partition.close()
+        await syncer.close()
+    run(main())

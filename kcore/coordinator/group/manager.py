@@ -1,24 +1,25 @@
-"""The `__consumer_offsets` topic: creation, appends and replay at start-up.
+"""The `__consumer_offsets` topic: creation, appends and replay.
 
-The topic is created on first use (FindCoordinator, or the first write)
-with `offsets.topic.num.partitions` partitions and cleanup.policy=compact, so
-the log cleaner keeps the latest record per key (records.py has the key and
-value layouts). A group lives in partition partition_for(group_id).
+The topic is created through the controller on first use (FindCoordinator,
+or a JoinGroup / OffsetCommit that comes without it) with
+`offsets.topic.num.partitions` partitions, `offsets.topic.replication.factor`
+replicas and cleanup.policy=compact, so the log cleaner keeps the latest
+record per key (records.py has the key and value layouts). A group lives in
+partition partition_for(group_id), and its coordinator is that partition's
+leader.
 
 Writes build one whole v2 batch per call (kcore.protocol.records.build_batch)
-and append it through that partition's leader with acks=all; the call
-returns only after the append, so an acknowledged commit is in the log.
+and append it through that partition's leader with acks=all. Offset commits
+(``store_offsets(wait=True)``) return a future that completes once the batch
+is on every in-sync replica (and, with flush.messages=1, fsynced by group
+commit), so an acknowledged commit survives the loss of the coordinator.
+Other writes (group metadata, tombstones) are few: they return after the
+leader's append.
 
-Replay reads every partition from its log start offset to its high
-watermark: the last record per key wins, a null value (tombstone) deletes.
-Transactional offset commits count once their COMMIT marker is read and are
-dropped on ABORT.
-
-With flush.messages=1 on the topic (a broker whose log.flush.interval.messages
-is 1) offset commits share the produce path's group-commit fsync: the broker
-sets ``syncer``, ``store_offsets`` returns the future of that sync and the
-OffsetCommit response waits for it. Other writes (group metadata,
-tombstones) are few and fsync their log before they return.
+Replay reads one partition from its log start offset to its log end
+offset when this broker becomes its leader: the last record per key wins,
+a null value (tombstone) deletes. Transactional offset commits count once
+their COMMIT marker is read and are dropped on ABORT.
 
 Concurrency contract: not thread-safe, not safe across await; the broker's
 event loop owns it. Appends are synchronous (page cache writes).

@@ -1,10 +1,15 @@
-"""Splitting a TCP byte stream into Kafka request frames (`i32 size | body`).
+"""Splitting a TCP byte stream into Kafka frames (`i32 size | body`):
+requests on the broker, responses in kcore's client (a follower's fetch
+responses carry megabytes of records).
 
 Small frames are read into one reused staging buffer and copied out (a
 copy of a few KiB is cheaper than a fresh allocation). A frame larger than
 the staging buffer gets a buffer of its own and the rest of it is received
-straight into that buffer, so a 1 MB produce request is never copied on its
-way in; produce then patches offsets into it in place before the append.
+straight into that buffer, so a 1 MB produce request (or fetch response) is
+never copied on its way in; produce then patches offsets into it in place
+before the append. Fresh memory costs ~2.3 us per 4 KiB page on first touch
+here (PERF.md), so one buffer per large frame instead of a growing buffer,
+a slice and a copy of it is three times fewer page faults too.
 
 Not thread-safe; one per connection.
 """
@@ -16,7 +21,8 @@ STAGING_BYTES = 64 * 1024
 
 
 class FrameSizeError(ValueError):
-    """A size prefix is negative or above socket.request.max.bytes."""
+    """A size prefix is negative or above the limit (the broker's
+    socket.request.max.bytes)."""
 
 
 class FrameReader:

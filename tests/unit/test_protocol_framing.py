@@ -4,7 +4,7 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
-from kcore.server.framing import FrameReader, FrameSizeError
+from kcore.protocol.framing import FrameReader, FrameSizeError
 
 
 def feed(reader: FrameReader, stream: bytes, chunk_sizes) -> list[bytes]:
