@@ -173,13 +173,13 @@ class Producer:
     async def partitions_for(self, topic: str) -> int:
         """Partition count of ``topic``, creating it if the broker auto-creates."""
         info = self.client.metadata.topics.get(topic)
-        if info is not None and info.error_code == 0 and info.partitions:
+        if info is not None and info.error_code == ErrorCode.NONE and info.partitions:
             return info.num_partitions
         for _ in range(METADATA_ATTEMPTS):
             metadata = await self.client.refresh_metadata([topic], allow_auto_topic_creation=True)
             info = metadata.topics.get(topic)
             code = info.error_code if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if code == 0 and info.partitions:
+            if code == ErrorCode.NONE and info.partitions:
                 return info.num_partitions
             if code not in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NONE):
                 raise KafkaError(code, context=f"topic {topic}")
