@@ -40,19 +40,13 @@ import struct
 import sys
 from typing import Iterator, TextIO
 
+from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, LENGTH_OFFSET, LOG_OVERHEAD
 from kcore.protocol.compression import CompressionType
-from kcore.protocol.records import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    CorruptBatchError,
-    Record,
-    RecordBatch,
-)
+from kcore.protocol.records import CorruptBatchError, Record, RecordBatch
 
 _OFFSET_INDEX_ENTRY = struct.Struct(">ii")
 _TIME_INDEX_ENTRY = struct.Struct(">qi")
 _BATCH_LENGTH = struct.Struct(">i")
-_CODEC_MASK = 0x07
 
 
 def add_parser(commands) -> None:
@@ -128,7 +122,7 @@ def _read_batches(fd: int, file_size: int) -> Iterator[tuple[int, RecordBatch | 
         if remaining < BATCH_HEADER_SIZE:
             yield position, None, f"{remaining} bytes are less than a batch header"
             return
-        (batch_length,) = _BATCH_LENGTH.unpack(os.pread(fd, 4, position + 8))
+        (batch_length,) = _BATCH_LENGTH.unpack(os.pread(fd, 4, position + LENGTH_OFFSET))
         size = LOG_OVERHEAD + batch_length
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
             yield position, None, f"batch length {batch_length} at position {position} is impossible"
@@ -155,7 +149,7 @@ def _java_bool(value: bool) -> str:
 
 
 def _codec_name(attributes: int) -> str:
-    codec = attributes & _CODEC_MASK
+    codec = attributes & COMPRESSION_CODEC_MASK
     try:
         return CompressionType(codec).kafka_name
     except ValueError:

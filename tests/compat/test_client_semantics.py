@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import (TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, Producer,
-                             TopicPartition)
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
@@ -26,10 +25,23 @@ from kafka.errors import MessageSizeTooLargeError, NotEnoughReplicasError
 
 from tests.compat import test_confluent_kafka as confluent
 from tests.compat import test_kafka_python as kafka_python
-from tests.compat.common import (BROKER_ID, DEFAULT_SEGMENT_BYTES, PARTITIONS, READ_TIMEOUT_S, Message,
-                                 assert_exactly_once, assert_same_partitions, by_partition,
-                                 idempotence_messages, make_messages, now_ms, received, start_broker,
-                                 unique_topic, wait_until)
+from tests.compat.common import (
+    BROKER_ID,
+    DEFAULT_SEGMENT_BYTES,
+    PARTITIONS,
+    READ_TIMEOUT_S,
+    Message,
+    assert_exactly_once,
+    assert_same_partitions,
+    by_partition,
+    idempotence_messages,
+    make_messages,
+    now_ms,
+    received,
+    start_broker,
+    unique_topic,
+    wait_until,
+)
 
 ADMIN_TIMEOUT_S = confluent.ADMIN_TIMEOUT_S
 LOG_APPEND_TIME = 1  # kafka-python's timestamp_type for LogAppendTime

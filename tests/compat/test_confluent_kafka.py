@@ -10,18 +10,43 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException,
-                             Producer, TopicPartition)
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                   ConfigSource, NewPartitions, NewTopic, OffsetSpec)
+from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
 from confluent_kafka.error import KafkaError
 
-from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_RETENTION_MS,
-                                 DEFAULT_SEGMENT_BYTES, FULL_COUNT, PARTITIONS, READ_TIMEOUT_S,
-                                 Message, assert_exactly_once, assert_same_partitions,
-                                 broker_behind_proxy, first_offset_at_or_after, idempotence_messages,
-                                 make_messages, now_ms, offsets_for_times_messages, received,
-                                 start_broker, timestamp_probes, unique_topic, wait_until)
+from tests.compat.common import (
+    BROKER_ID,
+    CODEC_ACKS,
+    CODEC_COUNT,
+    DEFAULT_RETENTION_MS,
+    DEFAULT_SEGMENT_BYTES,
+    FULL_COUNT,
+    PARTITIONS,
+    READ_TIMEOUT_S,
+    Message,
+    assert_exactly_once,
+    assert_same_partitions,
+    broker_behind_proxy,
+    first_offset_at_or_after,
+    idempotence_messages,
+    make_messages,
+    now_ms,
+    offsets_for_times_messages,
+    received,
+    start_broker,
+    timestamp_probes,
+    unique_topic,
+    wait_until,
+)
 
 PRODUCE_TIMEOUT_S = 90.0
 ADMIN_TIMEOUT_S = 15.0

@@ -14,12 +14,30 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.errors import InvalidConfigurationError, TopicAlreadyExistsError
 
-from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_RETENTION_MS,
-                                 DEFAULT_SEGMENT_BYTES, FULL_COUNT, PARTITIONS, READ_TIMEOUT_S,
-                                 Message, assert_exactly_once, assert_same_partitions,
-                                 broker_behind_proxy, first_offset_at_or_after, idempotence_messages,
-                                 make_messages, now_ms, offsets_for_times_messages, received,
-                                 start_broker, timestamp_probes, unique_topic, wait_until)
+from tests.compat.common import (
+    BROKER_ID,
+    CODEC_ACKS,
+    CODEC_COUNT,
+    DEFAULT_RETENTION_MS,
+    DEFAULT_SEGMENT_BYTES,
+    FULL_COUNT,
+    PARTITIONS,
+    READ_TIMEOUT_S,
+    Message,
+    assert_exactly_once,
+    assert_same_partitions,
+    broker_behind_proxy,
+    first_offset_at_or_after,
+    idempotence_messages,
+    make_messages,
+    now_ms,
+    offsets_for_times_messages,
+    received,
+    start_broker,
+    timestamp_probes,
+    unique_topic,
+    wait_until,
+)
 
 CREATE_TIME = 0
 FLUSH_TIMEOUT_S = 90.0

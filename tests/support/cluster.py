@@ -127,6 +127,7 @@ class ProducerLoad:
                  max_messages: int = 2_000_000, max_seconds: float = 180.0,
                  settings: dict | None = None):
         import threading
+
         from confluent_kafka import Producer
         self.topic = topic
         self.partitions = partitions

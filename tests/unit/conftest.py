@@ -7,9 +7,10 @@ import os
 import hypothesis
 import pytest
 
-from kcore._native import reference
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
+from tests.support.batches import build_batch
+
 
 @contextlib.contextmanager
 def segment_fd_on_a_pipe(segment):
@@ -35,7 +36,7 @@ hypothesis.settings.load_profile("kcore")
 def make_batch(records: int = 1, value_bytes: int = 10, timestamp: int = 1_000, **kwargs) -> bytearray:
     """A valid uncompressed v2 batch of ``records`` values of ``value_bytes``."""
     deltas = kwargs.pop("timestamp_deltas", [0] * records)
-    return reference.build_batch([bytes([65 + i % 26]) * value_bytes for i in range(records)],
+    return build_batch([bytes([65 + i % 26]) * value_bytes for i in range(records)],
                                  base_timestamp=timestamp, timestamp_deltas=deltas, **kwargs)
 
 

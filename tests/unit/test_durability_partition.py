@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend, ThreadBackend
-from kcore.log.log import Log
 from kcore.log.errors import LogError
+from kcore.log.log import Log
 from kcore.replication.partition import Partition
 from kcore.server.config import BrokerConfig
 from tests.unit.conftest import make_batch, segment_fd_on_a_pipe

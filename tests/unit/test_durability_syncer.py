@@ -9,8 +9,7 @@ import errno
 import pytest
 
 from kcore.log.config import LogConfig
-from kcore.log.durability import (GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend,
-                                  open_syncer)
+from kcore.log.durability import GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend, open_syncer
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log
 from tests.unit.conftest import make_batch, segment_fd_on_a_pipe

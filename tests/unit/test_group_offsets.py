@@ -9,9 +9,9 @@ import os
 import pytest
 
 from kcore.coordinator.group import OFFSETS_TOPIC
+from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.manager import StoreError
 from kcore.coordinator.group.offsets import sync_error_code
-from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend
