@@ -208,7 +208,7 @@ def in_process_commits_per_second(commits: int) -> float:
     from kcore.coordinator.group.records import OffsetValue
     from kcore.log.manager import LogManager
     from kcore.replication.replica_manager import ReplicaManager
-    from kcore.server.config import BrokerConfig, parse_topic_configs
+    from kcore.config import BrokerConfig, parse_topic_configs
 
     async def run(directory: Path) -> float:
         config = BrokerConfig({"log.dirs": str(directory)})

@@ -23,7 +23,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from kcore.server.config import BrokerConfig, ConfigError
+    from kcore.config import BrokerConfig, ConfigError
     try:
         config = BrokerConfig.load(args.config, args.override)
     except ConfigError as exc:
@@ -44,7 +44,7 @@ async def _serve(config) -> int:
     from kcore.controller.zk_client import ZkError
     from kcore.controller.zk_controller import ClusterIdMismatch
     from kcore.server.broker import Broker
-    from kcore.server.config import ConfigError
+    from kcore.config import ConfigError
     try:
         broker = Broker(config)
         await broker.start()

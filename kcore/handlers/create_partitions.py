@@ -3,11 +3,12 @@ with the replicas of each new partition."""
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import add_partitions, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     results = []
     for topic in body.topics:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 
 from kcore.controller.base import PREFERRED_ELECTION
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     election_type = body.election_type if request.api_version >= 1 else PREFERRED_ELECTION
     partitions = None

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
 from kcore.handlers.alter_configs import alter
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     responses = []
     for resource in body.resources:

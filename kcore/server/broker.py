@@ -30,7 +30,7 @@ from kcore.log.manager import LogManager
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.server.config import BrokerConfig, ConfigError, parse_topic_configs
+from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.server.connection import KafkaConnection
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ import pytest
 from kcore.log.log import Log
 from kcore.log.manager import LogManager
 from kcore.replication.partition import Partition
-from kcore.server.config import LONG_MAX, BrokerConfig, ConfigError, parse_topic_configs
+from kcore.config import LONG_MAX, BrokerConfig, ConfigError, parse_topic_configs
 from tests.unit.conftest import make_batch
 
 

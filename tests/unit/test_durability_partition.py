@@ -11,7 +11,7 @@ from kcore.log.durability import GroupCommitSyncer, IoUringBackend, ThreadBacken
 from kcore.log.errors import LogError
 from kcore.log.log import Log
 from kcore.replication.partition import Partition
-from kcore.server.config import BrokerConfig
+from kcore.config import BrokerConfig
 from tests.unit.conftest import make_batch, segment_fd_on_a_pipe
 
 PRODUCER_ID = 7

@@ -16,7 +16,7 @@ from kcore.log.durability import GroupCommitSyncer, IoUringBackend
 from kcore.log.manager import LogManager
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.server.config import BrokerConfig
+from kcore.config import BrokerConfig
 from tests.unit.conftest import make_batch
 from tests.wire import produce_body
 

@@ -17,7 +17,7 @@ from kcore.coordinator.group.state import GroupState
 from kcore.log.manager import LogManager
 from kcore.protocol.errors import ErrorCode as E
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.server.config import BrokerConfig, parse_topic_configs
+from kcore.config import BrokerConfig, parse_topic_configs
 
 # Four __consumer_offsets partitions keep each set-up to a few files.
 OFFSETS_PARTITIONS = 4

@@ -37,11 +37,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from kcore.config import BrokerConfig
 from kcore.coordinator.group.group import (GroupMetadata, JoinResult, MemberMetadata,
                                            SyncResult)
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager, StoreError
 from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
+from kcore.replication.partition import Partition
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -84,7 +86,7 @@ class GroupConfig:
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
 
     @classmethod
-    def from_broker_config(cls, config: Any) -> "GroupConfig":
+    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
         """From anything indexed by Kafka's broker config names."""
         return cls(config["group.min.session.timeout.ms"], config["group.max.session.timeout.ms"],
                    config["group.max.size"], config["group.initial.rebalance.delay.ms"],
@@ -133,7 +135,7 @@ class GroupCoordinator(OffsetOperations):
         self.groups.clear()
         self.owned_partitions.clear()
 
-    def on_leadership_change(self, partition: Any, is_leader: bool) -> None:
+    def on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
         """A replica manager listener: this broker became the leader of a
         __consumer_offsets partition (load its groups from the log) or
         stopped being it (drop them; their members find the new
@@ -630,7 +632,7 @@ def _close_group(group: GroupMetadata) -> None:
         _resolve(member.sync_future, SyncResult(ErrorCode.NOT_COORDINATOR))
 
 
-def _cancel(timer: Any) -> None:
+def _cancel(timer: asyncio.TimerHandle | None) -> None:
     if timer is not None:
         timer.cancel()
 

@@ -49,7 +49,7 @@ class MemberMetadata:
     # against (the session timeout, or longer while newly joining), the timer.
     latest_heartbeat: float = 0.0
     heartbeat_timeout_ms: int = 0
-    heartbeat_timer: Any = None
+    heartbeat_timer: asyncio.TimerHandle | None = None
     is_new: bool = False
 
     @property
@@ -122,7 +122,7 @@ class GroupMetadata:
         self.new_member_added = False
         # The join-phase timer, and whether it is the initial delay (which
         # completes only when it expires, never early).
-        self.join_timer: Any = None
+        self.join_timer: asyncio.TimerHandle | None = None
         self.in_initial_delay = False
 
     # -- state -------------------------------------------------------------------------

@@ -8,6 +8,11 @@ start-up before anything touches the data dir.
 Topic-level keys (`retention.ms`, `segment.bytes`, ...) default to their
 broker-level synonym (`log.retention.ms`, `log.segment.bytes`, ...), as in
 Kafka's LogConfig; DescribeConfigs reports where each value came from.
+
+Layer: below every package that reads it (handlers for DescribeConfigs and
+topic validation, coordinator for group settings, server for start-up) and
+beside protocol: the schema is data and parsing only, imports nothing of
+kcore, and does no I/O but reading the properties file it is given.
 """
 from __future__ import annotations
 
