@@ -17,7 +17,7 @@ from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
 from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all
-from tests.wire import WireClient, produce_body
+from tests.support.wire import WireClient, produce_body
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 

@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from tests.compat.common import (
+from tests.support.compat import (
     BROKER_ID,
     CODEC_ACKS,
     CODEC_COUNT,

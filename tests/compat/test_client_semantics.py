@@ -23,9 +23,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import MessageSizeTooLargeError, NotEnoughReplicasError
 
-from tests.compat import test_confluent_kafka as confluent
-from tests.compat import test_kafka_python as kafka_python
-from tests.compat.common import (
+from tests.support import confluent, kafka_python
+from tests.support.compat import (
     BROKER_ID,
     DEFAULT_SEGMENT_BYTES,
     PARTITIONS,

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from tests.compat import test_confluent_kafka as confluent
-from tests.compat.common import (
+from tests.support import confluent
+from tests.support.compat import (
     BROKER_ID,
     CODEC_ACKS,
     CODEC_COUNT,

@@ -12,34 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from kcore._native import records as native_records
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
 from kcore.log.manager import LogManager
-from tests.support.batches import build_batch
+from tests.support.log import assert_prefix_of_written_batches, batch_for
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def batch_for(offset: int, value_bytes: int = 200) -> bytearray:
-    """The batch written at ``offset``: its content says where it belongs."""
-    return build_batch([bytes([offset % 251]) * value_bytes], base_timestamp=1000 + offset)
 
 
-def read_all(log: Log) -> bytes:
-    slices = log.read(log.log_start_offset, 1 << 30) if log.log_end_offset > log.log_start_offset else []
-    return b"".join(os.pread(s.fd, s.size, s.position) for s in slices)
 
 
-def assert_prefix_of_written_batches(log: Log, first_offset: int = 0) -> None:
-    """Every stored batch is valid, consecutive from first_offset, and holds
-    what was written for its offset."""
-    data = read_all(log)
-    infos = native_records.validate_batches(data)
-    assert [info.base_offset for info in infos] == list(range(first_offset, first_offset + len(infos)))
-    for info in infos:
-        assert data[info.position + info.size_in_bytes - 2] == info.base_offset % 251
-    assert log.log_end_offset == first_offset + len(infos)
 
 
 def write_log(directory: Path, count: int, config: LogConfig, sizes=(200,)) -> Log:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_groups_harness import (
+from tests.support.groups import (
     GROUP_BROKER_SETTINGS,
     SESSION_TIMEOUT_MS,
     scenario_broker_restart,

@@ -43,3 +43,14 @@ def test_batch_h_offsets_are_the_python_layout():
     assert len(defines) >= 17
     for name, value in defines.items():
         assert getattr(batch_layout, name) == int(value, 0), name
+
+
+def test_async_unit_tests_run_on_uvloop():
+    import asyncio
+
+    import uvloop
+
+    async def loop_type():
+        return type(asyncio.get_running_loop())
+
+    assert asyncio.run(loop_type()) is uvloop.Loop

@@ -26,8 +26,8 @@ from kafka.protocol.old.types import Schema as OldSchema
 
 from kcore.protocol import decode_struct, encode_struct, to_dict
 from kcore.protocol.schema import Struct
-from tests.unit.test_protocol_schemas import LOCAL_SPECS
-from tests.unit.test_protocol_strategies import all_message_versions, in_version, normalize, values
+from tests.support.protocol_specs import LOCAL_SPECS
+from tests.support.protocol_strategies import all_message_versions, in_version, normalize, values
 
 CASES = all_message_versions()
 CROSS_CHECK = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

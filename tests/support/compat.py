@@ -18,8 +18,8 @@ from typing import Callable, Iterable, Iterator
 
 import pytest
 
-from tests.fault_proxy import FaultProxy
 from tests.support import BrokerProcess, free_port
+from tests.support.fault_proxy import FaultProxy
 
 PARTITIONS = 8
 FULL_COUNT = 100_000
