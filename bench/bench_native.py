@@ -46,6 +46,10 @@ def test_crc32c(compare, size):
 
 
 def test_crc32c_1mib_against_crc32c_package(benchmark, report, measure):
+    """Why the runtime does not depend on the crc32c package: on this
+    machine (Zen 4, best of 9) native/crc32c.h does 57 GB/s at 64 KiB and
+    1 MiB against the package's 27-31 GB/s, 11.7 against 9.0 GB/s at 1 KiB.
+    The package stays a test oracle (tests/unit/test_native_records.py)."""
     import crc32c as package
 
     data = os.urandom(1 << 20)
