@@ -44,7 +44,7 @@ system-deps:
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m mypy.stubtest kcore._native --allowlist .stubtest-allowlist
+	$(BIN)/python -m mypy.stubtest kcore._native
 
 test: install-test system-deps
 	$(BIN)/python -m pytest -q tests

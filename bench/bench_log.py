@@ -112,7 +112,7 @@ def test_random_offset_lookups_on_a_million_batch_log(benchmark, report, measure
 
     elapsed = measure.best_time(lookups, repeat=5)
     benchmark.pedantic(lookups, rounds=3)
-    report("random offset lookups (1M batches, %d segments)" % len(log.segments),
+    report(f"random offset lookups (1M batches, {len(log.segments)} segments)",
            lookups_per_s=len(offsets) / elapsed, us_per_lookup=elapsed / len(offsets) * 1e6)
 
 

@@ -211,6 +211,7 @@ _HEADER_FIELDS = (
 
 
 @cython.final
+@cython.auto_pickle(False)
 @cython.freelist(8)
 cdef class BatchHeader:
     """The v2 header of the batch at ``position`` of the buffer it was read
@@ -451,6 +452,7 @@ _SPAN_FIELDS = (
 
 
 @cython.final
+@cython.auto_pickle(False)
 @cython.freelist(16)
 cdef class RecordSpan:
     """Where one record of a records section lies, and its small fields

@@ -50,6 +50,7 @@ def _plain_ticks(axis) -> None:
     """Log-scale ticks as 2, 5, 10, 20, 50 instead of 2x10^0, 10^1, ...;
     minor ticks other than 2x and 5x stay unlabelled so labels never collide."""
     import math
+
     from matplotlib.ticker import FuncFormatter
 
     def minor(value: float, _) -> str:

@@ -78,6 +78,7 @@ class Control:
 
 def run_producer(spec: dict, control: Control) -> dict:
     from confluent_kafka import Producer
+
     from kcore.bench.payloads import STAMP, pool
     errors = []
     config = dict(spec["config"])
@@ -197,6 +198,7 @@ def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
 
 def _consume_tail(consumer, spec: dict, control: Control) -> dict:
     from hdrh.histogram import HdrHistogram
+
     from kcore.bench.payloads import STAMP
     histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
     cpu0, start = cpu_seconds(), time.time()

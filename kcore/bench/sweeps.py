@@ -89,7 +89,7 @@ class Sweep:
         self.name, self.configs, self.workloads = name, configs, workloads
         self.out, self.rounds, self.progress = Path(out), rounds, progress
         self.targets = brokers.targets(profile_dir)
-        self.sweep_id = f"{name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+        self.sweep_id = f"{name}-{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
         self.machine = measure.machine()
         self._client_versions: dict[str, dict] = {}
         self._install_failures: dict[str, str] = {}
@@ -159,7 +159,7 @@ class Sweep:
     def _record(self, config, target, workload, round_index: int, status: str, reason) -> dict:
         return {"schema": SCHEMA_VERSION, "run_id": uuid.uuid4().hex, "sweep": self.name,
                 "sweep_id": self.sweep_id, "round": round_index,
-                "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 "config": config.label, "target": target.name, "target_version": target.version(),
                 "setup": config.setup.to_dict(), "workload": workload.to_dict(),
                 "durability_via": _durability_via(target, workload),
@@ -262,7 +262,7 @@ class _Environment:
 
 def _listener_address(running) -> str:
     process = running.processes[0]
-    for index, arg in enumerate(process.args):
+    for arg in process.args:
         if isinstance(arg, str) and arg.startswith("listeners=PLAINTEXT://"):
             return arg.split("//", 1)[1]
     raise RuntimeError("no listener address on the broker's command line")

@@ -41,10 +41,10 @@ def run(args) -> int:
 
 
 async def _serve(config) -> int:
+    from kcore.config import ConfigError
     from kcore.controller.zk_client import ZkError
     from kcore.controller.zk_controller import ClusterIdMismatch
     from kcore.server.broker import Broker
-    from kcore.config import ConfigError
     try:
         broker = Broker(config)
         await broker.start()

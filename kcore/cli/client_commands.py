@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 from kcore.client import (
     ACKS_ALL,
+    EARLIEST_TIMESTAMP,
     Admin,
     AlterConfigOp,
     ClientError,
     ConfigResourceType,
-    EARLIEST_TIMESTAMP,
     Consumer,
     KafkaClient,
     KafkaError,
@@ -402,8 +402,8 @@ async def _position(consumer: Consumer, args) -> None:
     if args.partition is not None:
         wanted = TopicPartition(args.topic, args.partition)
         if wanted not in partitions:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {args.topic} has {len(partitions)} partitions",
-                             str(wanted))
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"topic {args.topic} has {len(partitions)} partitions", str(wanted))
         partitions = [wanted]
     offset = args.offset
     if args.from_beginning or offset == "earliest":

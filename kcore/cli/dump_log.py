@@ -38,7 +38,8 @@ import argparse
 import os
 import struct
 import sys
-from typing import Iterator, TextIO
+from collections.abc import Iterator
+from typing import TextIO
 
 from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, LENGTH_OFFSET, LOG_OVERHEAD
 from kcore.protocol.compression import CompressionType
@@ -101,8 +102,9 @@ def dump_log_file(path: str, out: TextIO, *, deep_iteration: bool = False,
         file_size = os.fstat(file.fileno()).st_size
         valid_bytes = 0
         problem = None
-        for position, batch, problem in _read_batches(file.fileno(), file_size):
+        for position, batch, reason in _read_batches(file.fileno(), file_size):
             if batch is None:
+                problem = reason
                 break
             print(_batch_line(batch, position), file=out)
             if deep_iteration:

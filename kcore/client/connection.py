@@ -22,7 +22,8 @@ import asyncio
 import itertools
 import struct
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import kcore
 from kcore import protocol

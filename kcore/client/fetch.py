@@ -22,8 +22,8 @@ it, or -1 when no record is that recent.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from kcore.client.errors import KafkaError
 from kcore.client.metadata import TopicPartition

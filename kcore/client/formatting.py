@@ -13,7 +13,7 @@ is bytes, since keys and values are arbitrary bytes.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["RecordFormatter", "DEFAULT_TEMPLATE", "format_headers"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from kcore.client.client import KafkaClient
 from kcore.client.errors import BrokerConnectionError, KafkaError

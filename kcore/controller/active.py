@@ -34,9 +34,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kcore.controller import election, wire
+from kcore.controller import election, wire, zk_state
 from kcore.controller import zk_paths as paths
-from kcore.controller import zk_state
 from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
 from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition

@@ -43,9 +43,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from kazoo import exceptions as kazoo_errors
 from kazoo.client import KazooClient, KazooState
@@ -282,7 +283,7 @@ class ZkClient:
         await asyncio.to_thread(_stop, self._kazoo)
         self._executor.shutdown(wait=False)
 
-    async def __aenter__(self) -> "ZkClient":
+    async def __aenter__(self) -> ZkClient:
         await self.start()
         return self
 

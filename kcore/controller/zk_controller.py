@@ -36,12 +36,16 @@ from kcore.controller.active import ActiveController, ControllerConfig
 from kcore.controller.base import ControllerEvents
 from kcore.controller.controller_client import ControllerClient
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, write_meta_properties
-from kcore.controller.metadata import (BrokerInfo, TopicError, TopicInfo, TopicPartition,
-                                       validate_counts, validate_topic_name)
+from kcore.controller.metadata import (
+    BrokerInfo,
+    TopicError,
+    TopicInfo,
+    TopicPartition,
+    validate_counts,
+    validate_topic_name,
+)
 from kcore.controller.placement import assign_replicas
-from kcore.controller.zk_client import (CreateOp, NodeExistsError, NoNodeError, SessionEvent,
-                                        Watch, ZkClient, ZkError)
-from kcore.protocol.api_keys import ApiKey
+from kcore.controller.zk_client import CreateOp, NodeExistsError, NoNodeError, SessionEvent, Watch, ZkClient, ZkError
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,16 @@ from dataclasses import dataclass, replace
 
 from kcore.controller import zk_paths as paths
 from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
-from kcore.controller.zk_client import (BadVersionError, CheckOp, CreateOp, NodeExistsError,
-                                        NoNodeError, SetOp, ZkClient, ZkError)
+from kcore.controller.zk_client import (
+    BadVersionError,
+    CheckOp,
+    CreateOp,
+    NodeExistsError,
+    NoNodeError,
+    SetOp,
+    ZkClient,
+    ZkError,
+)
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ async def handle(broker: BrokerFacade, context, request):
     except TimeoutError:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.REQUEST_TIMED_OUT,
                 "replica_election_results": []}
-    except Exception as exc:  # no controller reachable
+    except Exception:  # no controller reachable
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
                 "replica_election_results": []}
     topics: dict[str, list[dict]] = {}

@@ -19,7 +19,7 @@ async def handle(broker: BrokerFacade, context, request):
     for resource in body.resources:
         defaults = broker.config.topic_defaults()
         code, message = await alter(broker, resource, body.validate_only,
-                                    lambda current, r=resource: _apply(current, r.configs, defaults))
+                                    lambda current, r=resource, d=defaults: _apply(current, r.configs, d))
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})

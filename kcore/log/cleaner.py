@@ -46,8 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from kcore.log.checkpoints import OffsetCheckpointFile
-from kcore.log.cleaner_task import (MAX_MAP_ENTRIES, CleaningTask, CleanResult, Offload,
-                                    run_steps)
+from kcore.log.cleaner_task import MAX_MAP_ENTRIES, CleaningTask, CleanResult, Offload, run_steps
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log, now_ms
 

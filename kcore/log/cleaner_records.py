@@ -25,8 +25,14 @@ from typing import NamedTuple
 from typing_extensions import Buffer
 
 from kcore._native import records as native_records
-from kcore._native.batch_layout import (ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK,
-                                        CRC_OFFSET, HEADER, LOG_OVERHEAD)
+from kcore._native.batch_layout import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER_SIZE,
+    COMPRESSION_CODEC_MASK,
+    CRC_OFFSET,
+    HEADER,
+    LOG_OVERHEAD,
+)
 from kcore._native.records import BatchHeader, crc32c, encode_varint, walk_records
 from kcore.protocol.compression import compress, decompress
 

@@ -55,12 +55,23 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kcore._native import segment as native_segment
-from kcore._native.batch_layout import (ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, CURRENT_MAGIC,
-                                        DELETE_HORIZON_FLAG_MASK, LENGTH_OFFSET, LOG_OVERHEAD)
+from kcore._native.batch_layout import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER_SIZE,
+    CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+)
 from kcore._native.records import BatchHeader, crc32c, parse_batch_header
-from kcore.log.cleaner_records import (build_batch, empty_batch,
-                                       filter_records, index_keys, rebase_timestamps,
-                                       records_section)
+from kcore.log.cleaner_records import (
+    build_batch,
+    empty_batch,
+    filter_records,
+    index_keys,
+    rebase_timestamps,
+    records_section,
+)
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import CLEANED_SUFFIX
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name

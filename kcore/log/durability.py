@@ -70,8 +70,9 @@ import logging
 import os
 import weakref
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from kcore.log.errors import KafkaStorageError, SyncFailedError
 from kcore.log.journal import DEFAULT_JOURNAL_BYTES
@@ -136,7 +137,7 @@ class IoUringBackend:
             self._uring.io_uring_submit(self._ring)
             self._uring.io_uring_wait_cqe(self._ring, self._cqe)
             try:
-                self._cqe[0].res  # a negative result is raised as OSError
+                _ = self._cqe[0].res  # reading it raises OSError for a negative result
             finally:
                 self._uring.io_uring_cq_advance(self._ring, 1)
                 os.eventfd_read(self._eventfd)

@@ -37,8 +37,7 @@ from kcore._native import segment as native_segment
 from kcore.log.checkpoints import fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.leader_epoch import LeaderEpochCache
-from kcore.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
-                               LogSegment)
+from kcore.log.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 

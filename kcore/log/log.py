@@ -37,13 +37,11 @@ from kcore._native.batch_layout import TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
 from kcore.log.config import LogConfig
-from kcore.log.errors import (CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError,
-                              RecordTooLargeError)
+from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
 from kcore.log.file_slice import FileSlice
 from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.loader import learn_leader_epochs, load_segments
-from kcore.log.segment import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
-                               segment_name)
+from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"

@@ -15,7 +15,8 @@ Array counts are checked against the bytes left before any allocation.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcore.protocol import primitives
 from kcore.protocol.schema import FIXED_FORMATS, Field, Struct

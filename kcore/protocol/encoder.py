@@ -15,7 +15,8 @@ ProtocolEncodeError; callers turn all of them into ProtocolEncodeError.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcore.protocol import primitives
 from kcore.protocol.schema import FIXED_FORMATS, Field, Struct

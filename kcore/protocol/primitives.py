@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcore.protocol.exceptions import ProtocolDecodeError, ProtocolEncodeError
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import enum
 import struct
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
 
 from kcore._native.batch_layout import (
     ATTRIBUTES_OFFSET,

@@ -19,7 +19,8 @@ null Metadata topic list asks for every topic), so null must be explicit.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from kcore.protocol.primitives import ZERO_UUID
 

@@ -51,7 +51,6 @@ from kcore.controller.metadata import PartitionState
 from kcore.log.cleaner_records import has_null_key
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
-from kcore.log.file_slice import FileSlice
 from kcore.log.log import AppendInfo, Log
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.protocol import records as record_codec

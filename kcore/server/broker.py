@@ -16,11 +16,12 @@ import os
 from pathlib import Path
 
 from kcore import protocol
+from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
 from kcore.controller.metadata import BrokerInfo
-from kcore.controller.zk_controller import ZkController
 from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
+from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
@@ -30,7 +31,6 @@ from kcore.log.manager import LogManager
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.server.connection import KafkaConnection
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,8 @@ import logging
 import os
 import socket
 from collections import deque
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kcore import protocol
 from kcore._native.sendfile import sendfile
@@ -58,7 +59,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     """asyncio protocol for one Kafka client connection (see module doc)."""
 
     def __init__(self, dispatch: Dispatch, listener: str, max_request_bytes: int,
-                 connection_id: int, on_close: Callable[["KafkaConnection"], None]):
+                 connection_id: int, on_close: Callable[[KafkaConnection], None]):
         self._dispatch = dispatch
         self._listener = listener
         self._connection_id = connection_id

@@ -77,7 +77,7 @@ def test_acknowledged_writes_survive_leader_kills_including_the_controller(clust
             for victim in victims:
                 broker = cluster.brokers[victim]
                 broker.kill()
-                cluster.wait_for(lambda: all(cluster.leader("events", p) not in (-1, victim)
+                cluster.wait_for(lambda victim=victim: all(cluster.leader("events", p) not in (-1, victim)
                                              for p in range(3)), f"leaders moved off {victim}")
                 wait_for_progress(cluster, load, 1000, f"acks flow without broker {victim}")
                 broker.start()

@@ -275,7 +275,7 @@ def test_concurrent_producers_interleave_without_losing_or_reordering(shared_bro
         thread.join(120)
     assert not failures, failures
     consumed = confluent.consume(shared_broker.bootstrap, topic)
-    for n, batch in enumerate(batches):
+    for batch in batches:
         wanted = set(batch)
         mine = [m for m in consumed if m in wanted]
         assert_same_partitions(batch, mine)

@@ -1,4 +1,5 @@
-"""An in-process group coordinator on a real log (one broker's storage, restartable), and helpers to join and sync members."""
+"""An in-process group coordinator on a real log (one broker's storage,
+restartable), and helpers to join and sync members."""
 from __future__ import annotations
 
 import asyncio

@@ -264,7 +264,7 @@ class History:
     revocations: dict[str, list[float]] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, workers: dict[str, Path]) -> "History":
+    def read(cls, workers: dict[str, Path]) -> History:
         history = cls()
         for name, path in workers.items():
             history.assignments[name] = []
@@ -548,7 +548,7 @@ def scenario_broker_restart(broker, tmp_path: Path, client: str) -> None:
         worker = start_worker(tmp_path, second, client=client, bootstrap=broker.bootstrap,
                               topic=topic, group=group)
         try:
-            wait_for(lambda: len(History.read(logs).processed()) >= total, 40,
+            wait_for(lambda total=total: len(History.read(logs).processed()) >= total, 40,
                      f"{total} messages after restart")
         finally:
             worker.close()

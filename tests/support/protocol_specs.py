@@ -1,4 +1,5 @@
-"""Kafka's JSON message specs (kafka-python's copy, plus tests/unit/specs/) and views of them comparable with kcore's schemas."""
+"""Kafka's JSON message specs (kafka-python's copy, plus tests/unit/specs/)
+and views of them comparable with kcore's schemas."""
 from __future__ import annotations
 
 import json

@@ -121,7 +121,7 @@ def test_appends_to_many_logs_share_one_journal_write_and_fdatasync(tmp_path, ki
         # Each entry holds the batch as the log holds it (offsets assigned).
         entries = list(read_entries(tmp_path / JOURNAL_FILE))
         assert [(name, base) for name, base, _ in entries] == [("t-0", 1), ("t-1", 0), ("t-2", 0), ("t-3", 0)]
-        for (name, base, data), log in zip(entries, logs):
+        for (_, base, data), log in zip(entries, logs):
             assert data == read_slices(log.read(base, 1 << 20))
         for log in logs:
             log.close()

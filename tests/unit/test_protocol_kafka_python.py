@@ -179,10 +179,12 @@ def _as_tuple(schema: Struct, version: int, value: dict, old_schema) -> tuple:
         if item is not None and field.struct is not None:
             inner = old_type.array_of if field.kind == "array" else old_type
             if isinstance(inner, OldSchema):
-                convert = lambda element, inner=inner: _as_tuple(field.struct, version, element, inner)
+                def convert(element, inner=inner, struct=field.struct):
+                    return _as_tuple(struct, version, element, inner)
             else:
                 (only,) = [f.name for f in field.struct.fields if f.present(version)]
-                convert = lambda element, only=only: element[only]
+                def convert(element, only=only):
+                    return element[only]
             item = [convert(element) for element in item] if field.kind == "array" else convert(item)
         elif old_type is OldBitField:
             item = _bits_to_set(item)

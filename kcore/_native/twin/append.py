@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 
-from typing_extensions import Buffer
-
 from kcore._native.twin.records import check_batch
 
 # The native kernel overlaps the check with the write from this size on.

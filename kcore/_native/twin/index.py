@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import struct
 
-from typing_extensions import Buffer
-
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
 

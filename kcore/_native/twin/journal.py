@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import struct
 
-from typing_extensions import Buffer
-
 from kcore._native.twin.records import as_int64, crc32c
 
 _MAX_U64 = (1 << 64) - 1

@@ -38,13 +38,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcore.config import BrokerConfig
-from kcore.coordinator.group.group import (GroupMetadata, JoinResult, MemberMetadata,
-                                           SyncResult)
+from kcore.coordinator.group.group import GroupMetadata, JoinResult, MemberMetadata, SyncResult
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager, StoreError
 from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
-from kcore.replication.partition import Partition
 from kcore.protocol.errors import ErrorCode
+from kcore.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 

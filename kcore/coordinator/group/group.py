@@ -324,7 +324,7 @@ class GroupMetadata:
                           self.leader_id, self.current_state_timestamp, members)
 
     @classmethod
-    def from_value(cls, group_id: str, value: GroupValue) -> "GroupMetadata":
+    def from_value(cls, group_id: str, value: GroupValue) -> GroupMetadata:
         """A group as the log last recorded it: Stable with its members, or Empty."""
         group = cls(group_id, GroupState.STABLE if value.members else GroupState.EMPTY)
         group.generation_id = value.generation

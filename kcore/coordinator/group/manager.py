@@ -29,17 +29,17 @@ import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from kcore.controller.base import Controller
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
-from kcore.log.durability import GroupCommitSyncer
 from kcore.replication.partition import Partition, PartitionError
 from kcore.replication.replica_manager import ReplicaManager
 
