@@ -46,7 +46,9 @@ lint: install-test
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest kcore._native
 
-test: install-test system-deps
+# The static checks run first: a lint or type regression fails CI before
+# the ~10 minutes of tests.
+test: lint system-deps
 	$(BIN)/python -m pytest -q tests
 
 test-fast: install-test

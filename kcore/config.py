@@ -17,7 +17,7 @@ kcore, and does no I/O but reading the properties file it is given.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -374,7 +374,7 @@ def _parse_value(name: str, parse: Callable[[str], Any], text: str) -> Any:
         raise ConfigError(f"invalid value {text!r} for configuration {name}: {exc}") from None
 
 
-def parse_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:
+def parse_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     """Validate topic-level overrides; raises ConfigError naming the key."""
     parsed: dict[str, Any] = {}
     for name, text in configs.items():

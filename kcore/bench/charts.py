@@ -37,7 +37,8 @@ def for_section(sweep: str, sweep_id: str, workload: str, items: list[dict], dir
 
 
 def _whiskers(items: list[dict], name: str) -> tuple[list, list]:
-    medians, spans = [], [[], []]
+    medians: list = []
+    spans: list[list] = [[], []]
     for item in items:
         median, low, high, _ = item.get(name, (0.0, 0.0, 0.0, 0))
         medians.append(median or 0.0)

@@ -9,6 +9,8 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def add_parser(commands) -> None:
@@ -31,7 +33,7 @@ def run(args) -> int:
         return 2
     try:
         import uvloop
-        runner = uvloop.run
+        runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
     try:

@@ -19,7 +19,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcore.client import (
     ACKS_ALL,
@@ -174,7 +176,7 @@ def _start_offset(text: str) -> int | str:
 def _run(coroutine) -> int:
     try:
         import uvloop
-        runner = uvloop.run
+        runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
     try:

@@ -215,7 +215,7 @@ def _size(data: bytes | None) -> int:
 
 
 def _record_sequence(batch: RecordBatch, record: Record) -> int:
-    if batch.base_sequence == -1:
+    if batch.base_sequence == -1 or record.offset is None:
         return -1
     delta = record.offset - batch.base_offset
     return (batch.base_sequence + delta) % (2**31)

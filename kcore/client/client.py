@@ -172,7 +172,7 @@ class KafkaClient:
         connection = await self.any_connection()
         version = connection.version_for(ApiKey.METADATA)
         if topics is None:
-            requested = None if version >= 1 else []
+            requested: list[dict[str, str]] | None = None if version >= 1 else []
         else:
             if not topics and version == 0:
                 raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,

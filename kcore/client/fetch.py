@@ -159,7 +159,8 @@ def records_from(fetched: FetchedPartition, fetch_offset: int, *,
         if batch.base_offset >= fetch_offset:
             result.records.extend(batch.records())
         else:
-            result.records.extend(r for r in batch.records() if r.offset >= fetch_offset)
+            result.records.extend(r for r in batch.records()
+                                  if r.offset is not None and r.offset >= fetch_offset)
     result.partial_batch = consumed < len(fetched.records)
     return result
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kcore.protocol.records import Record
+
 __all__ = ["RecordFormatter", "DEFAULT_TEMPLATE", "format_headers"]
 
 DEFAULT_TEMPLATE = "%s\\n"
 
 _ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "\\": b"\\"}
 
-Piece = Callable[[str, int, object], bytes]
+Piece = Callable[[str, int, Record], bytes]
 
 
 def _length(data: bytes | None) -> bytes:

@@ -178,7 +178,9 @@ class Producer:
         for _ in range(METADATA_ATTEMPTS):
             metadata = await self.client.refresh_metadata([topic], allow_auto_topic_creation=True)
             info = metadata.topics.get(topic)
-            code = info.error_code if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if info is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, context=f"topic {topic}")
+            code = info.error_code
             if code == ErrorCode.NONE and info.partitions:
                 return info.num_partitions
             if code not in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NONE):

@@ -255,7 +255,7 @@ class ZkController:
         self._topics[name] = info
         if name not in self._topic_watches:
             self._topic_watches[name] = [await self.zk.watch_data(
-                paths.topic_path(name), lambda data, stat, n=name: self._on_assignment(n, data))]
+                paths.topic_path(name), lambda data, stat: self._on_assignment(name, data))]
         return info
 
     def _on_assignment(self, name: str, data: bytes | None) -> None:

@@ -41,7 +41,8 @@ def describe_topic(broker: BrokerFacade, info: TopicInfo, keys: Collection[str] 
         if keys is not None and name not in keys:
             continue
         synonym = TOPIC_KEYS[name][1]
-        synonyms = []
+        synonyms: list[dict] = []
+        value: str | None
         if name in info.configs:
             value, source = info.configs[name], TOPIC_CONFIG
             synonyms.append({"name": name, "value": value, "source": TOPIC_CONFIG})

@@ -12,7 +12,8 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     results = []
     for topic in body.topics:
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: str | None = None
         assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
             info = await add_partitions(broker, topic.name, topic.count, assignment,

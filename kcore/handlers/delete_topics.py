@@ -10,7 +10,8 @@ from kcore.protocol.errors import ErrorCode
 async def handle(broker: BrokerFacade, context, request):
     results = []
     for name in request.body.topic_names:
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: str | None = None
         if not broker.config["delete.topic.enable"]:
             code, message = ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false"
         else:

@@ -366,9 +366,9 @@ class CleaningTask:
             return None
         if header.is_transactional:
             self._txn_has_data[producer_id] = True
-        stamp = kept.tombstones and horizon is None
+        stamp = kept.tombstones > 0 and horizon is None
         if kept.tombstones:
-            horizon = self.now_ms + self.config.delete_retention_ms if stamp else horizon
+            horizon = self.now_ms + self.config.delete_retention_ms if horizon is None else horizon
             self._note_horizon(horizon)
         if kept.retained == kept.total and not stamp:
             return batch
@@ -376,7 +376,7 @@ class CleaningTask:
             records: bytes | bytearray = section[kept.runs[0][0]:kept.runs[0][1]]
         else:
             records = b"".join([section[start:end] for start, end in kept.runs])
-        if not stamp:
+        if not stamp or horizon is None:
             return build_batch(header, records, kept.retained, header.attributes,
                                header.base_timestamp)
         records = rebase_timestamps(records, header.base_timestamp - horizon)

@@ -139,6 +139,7 @@ class JournalRounds:
             state.checkpointed_offset = base_offset
             state.journal_name = state.log.dir.name.encode()
         self._in_generation.add(state)
+        assert self.journal is not None  # accepts() let this log in: the journal is open
         self._buffer.append(state.journal_name, base_offset, records, self.journal.generation)
         self._waiters.append((state, offset, future))
 
@@ -345,6 +346,7 @@ class JournalRounds:
             if all(segment.fd >= 0 for segment in state.log.segments):
                 state.log.flush()
                 state.checkpointed_offset = state.log.log_end_offset
+        assert self.journal is not None  # checkpoints run on an open journal only
         self.journal.checkpoint_header()
         self._in_generation.clear()
         self.checkpoints += 1

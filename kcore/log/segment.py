@@ -310,8 +310,10 @@ class LogSegment:
             batch_position, size = found[0], found[1]
             batch = RecordBatch(os.pread(self.fd, size, batch_position))
             for record in batch.records():
-                if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    return record.offset, record.timestamp
+                found_offset, found_timestamp = record.offset, record.timestamp
+                assert found_offset is not None and found_timestamp is not None  # decoded
+                if found_timestamp >= timestamp and found_offset >= starting_offset:
+                    return found_offset, found_timestamp
             position = batch_position + size
 
     @property

@@ -493,11 +493,10 @@ def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: 
         raise ValueError(f"last_offset_delta {last_offset_delta} is before the last record "
                          f"(delta {records_last_delta})")
 
-    section = bytearray()
+    encoded = bytearray()
     for record, offset, timestamp in zip(records, offsets, timestamps):
-        _encode_record(section, record, offset - base_offset, timestamp - base_timestamp)
-    if codec != CompressionType.NONE:
-        section = compress(codec, section)
+        _encode_record(encoded, record, offset - base_offset, timestamp - base_timestamp)
+    section = compress(codec, encoded) if codec != CompressionType.NONE else encoded
 
     attributes = (codec | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
                   | (TRANSACTIONAL_FLAG_MASK if is_transactional else 0)

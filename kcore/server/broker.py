@@ -26,7 +26,7 @@ from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadata
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
-from kcore.log.durability import open_syncer
+from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
@@ -71,12 +71,12 @@ class Broker:
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
                              if key in HANDLERS}
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaConnection] = set()
         self._tasks: list[asyncio.Task] = []
         self._connection_ids = itertools.count()
         self._stopped = asyncio.Event()
-        self.log_syncer = None  # group commit for flush.messages=1, made in start()
+        self.log_syncer: GroupCommitSyncer | None = None  # flush.messages=1 group commit, made in start()
 
     # -- start / stop -------------------------------------------------------
     async def start(self) -> None:

@@ -62,7 +62,7 @@ STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
 
 # storeGroup error translation (Kafka GroupMetadataManager.storeGroup).
-_STORE_GROUP_ERRORS = {
+_STORE_GROUP_ERRORS: dict[int, int] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -337,8 +337,10 @@ class GroupCoordinator(OffsetOperations):
     def _replace_static_member(self, group: GroupMetadata, request: JoinRequest,
                                old_member_id: str, new_member_id: str):
         """A static member restarted: it takes over its old member's place."""
+        instance_id = request.group_instance_id
+        assert instance_id is not None  # only static members are replaced
         previous_leader = group.leader_id or ""
-        member = group.replace_static_member(request.group_instance_id, old_member_id,
+        member = group.replace_static_member(instance_id, old_member_id,
                                              new_member_id, ErrorCode.FENCED_INSTANCE_ID)
         self._schedule_heartbeat(group, member)
         if not group.is_state(STABLE):
@@ -358,7 +360,7 @@ class GroupCoordinator(OffsetOperations):
             self._store_group(group, {m.member_id: m.assignment for m in group.members.values()})
         except StoreError as exc:
             group.update_member(member, *old, None)
-            group.replace_static_member(request.group_instance_id, new_member_id,
+            group.replace_static_member(instance_id, new_member_id,
                                         old_member_id, ErrorCode.FENCED_INSTANCE_ID)
             return JoinResult(exc.error_code, "", group.generation_id, group.protocol_name,
                               previous_leader)

@@ -160,7 +160,7 @@ class GroupMetadata:
             self.leader_id = member.member_id
         member.join_future = join_future
         self.members[member.member_id] = member
-        if member.is_static:
+        if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         self.pending_members.discard(member.member_id)
 
@@ -168,7 +168,8 @@ class GroupMetadata:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
+        if member.group_instance_id is not None \
+                and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
@@ -339,7 +340,7 @@ class GroupMetadata:
                                     item.session_timeout, value.protocol_type,
                                     [(value.protocol or "", item.subscription)], item.assignment)
             group.members[item.member_id] = member
-            if member.is_static:
+            if member.group_instance_id is not None:
                 group.static_members[member.group_instance_id] = member.member_id
         group.subscribed_topics = group._compute_subscribed_topics()
         return group
