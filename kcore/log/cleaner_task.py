@@ -73,7 +73,7 @@ from kcore.log.cleaner_records import (
     records_section,
 )
 from kcore.log.errors import KafkaStorageError
-from kcore.log.log import CLEANED_SUFFIX
+from kcore.log.log import CLEANED_SUFFIX, Log
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 from kcore.protocol.records import ControlType, RecordBatch
 
@@ -136,7 +136,7 @@ class CleaningTask:
     """See the module docstring. Build on the Log's thread; then drive
     ``steps()`` with ``run_steps`` or an asynchronous driver."""
 
-    def __init__(self, log: Any, first_dirty_offset: int, first_uncleanable_offset: int,
+    def __init__(self, log: Log, first_dirty_offset: int, first_uncleanable_offset: int,
                  now_ms: int, *, max_map_entries: int = MAX_MAP_ENTRIES):
         self.log = log
         self.config = log.config

@@ -20,7 +20,6 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from kcore.coordinator.group import consumer_protocol
 from kcore.coordinator.group.records import GroupValue, MemberValue, OffsetValue
@@ -210,7 +209,7 @@ class GroupMetadata:
         return known is not None and known != member_id
 
     def replace_static_member(self, group_instance_id: str, old_member_id: str,
-                              new_member_id: str, fenced: Any) -> MemberMetadata:
+                              new_member_id: str, fenced: int) -> MemberMetadata:
         """Move a static member under its new member id; the old id's pending
         JoinGroup or SyncGroup is answered with `fenced` (FENCED_INSTANCE_ID)."""
         member = self.members.pop(old_member_id)
