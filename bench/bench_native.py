@@ -145,7 +145,12 @@ def test_produce_header_named_reads(compare):
     """BatchHeader (C fields, ints made on access) on the produce path.
     Measured when it replaced the 10-tuple (same machine, best of 15 x
     100k): validate + 9 reads 0.18 us -> 0.29 us, validate alone 0.10 ->
-    0.07 us, batch_infos of 10 batches 0.58 -> 0.20 us."""
+    0.07 us, batch_infos of 10 batches 0.58 -> 0.20 us. On the whole
+    Partition.append_records_to_leader (20k batches of 10 keyed 100 B
+    records, base commit and this one interleaved, 3 pairs each): CreateTime
+    11.2-11.5 us -> 11.2-11.8 us (noise), LogAppendTime 14.5-15.8 ->
+    12.7-13.3 us (native stamp in place, no copy), compacted topic 16.6-16.8
+    -> 12.1-13.7 us (native has_null_key)."""
     compare("validate + named header reads (1 KiB produce)",
             lambda: _produce_header_reads(records), lambda: _produce_header_reads(records_twin),
             number=100)
