@@ -6,7 +6,7 @@ SOURCES := pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*
 BASE_STAMP := $(VENV)/.installed-base
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test broker test test-fast bench native system-deps clean
+.PHONY: install install-test broker lint test test-fast bench native system-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,7 +39,16 @@ system-deps:
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
 
-test: install-test system-deps
+# Static checks: ruff (lint + import order), mypy on kcore/ and stubtest of
+# the .pyi stubs against the built kernels; see pyproject.toml.
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest kcore._native
+
+# The static checks run first: a lint or type regression fails CI before
+# the ~10 minutes of tests.
+test: lint system-deps
 	$(BIN)/python -m pytest -q tests
 
 test-fast: install-test

@@ -229,7 +229,8 @@ def run_once(root: Path, mode: str, args) -> dict:
 
 
 def summarize(runs: list[dict], modes: list[str]) -> list[str]:
-    lines = [f"{'mode':16} {'msg/s':>9} {'MB/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'cpu s':>6}  (medians of {len(runs) // len(modes)})"]
+    lines = [f"{'mode':16} {'msg/s':>9} {'MB/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'cpu s':>6}"
+             f"  (medians of {len(runs) // len(modes)})"]
     medians = {}
     for mode in modes:
         mine = [r for r in runs if r["mode"] == mode]

@@ -39,7 +39,7 @@ from pathlib import Path
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from tests.support import BrokerProcess
-from tests.wire import WireClient
+from tests.support.wire import WireClient
 
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", -1)
@@ -203,12 +203,12 @@ def commits_per_second(port: int, commits: int, connections: int) -> float:
 
 def in_process_commits_per_second(commits: int) -> float:
     """GroupCoordinator.commit_offsets on real logs: coordinator + append cost."""
+    from kcore.config import BrokerConfig, parse_topic_configs
     from kcore.controller.local import LocalController
     from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
     from kcore.coordinator.group.records import OffsetValue
     from kcore.log.manager import LogManager
     from kcore.replication.replica_manager import ReplicaManager
-    from kcore.server.config import BrokerConfig, parse_topic_configs
 
     async def run(directory: Path) -> float:
         config = BrokerConfig({"log.dirs": str(directory)})
@@ -239,7 +239,7 @@ def in_process_commits_per_second(commits: int) -> float:
 
 
 def confluent_takeover_s(broker: BrokerProcess, directory: Path) -> float:
-    from tests.integration.test_groups_harness import scenario_member_killed
+    from tests.support.groups import scenario_member_killed
     return scenario_member_killed(broker, directory, "confluent")
 
 

@@ -25,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from kcore._native import records, reference, segment
+from kcore._native import records, segment
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
+from tests.support.batches import build_batch
 
 ROUND_BYTES = 32 << 20
 # A handful of distinct buffers, as a broker reuses receive buffers: the
@@ -37,7 +38,7 @@ BUFFERS = 4
 
 
 def make_batches(batch_bytes: int) -> list[bytearray]:
-    return [reference.build_batch([os.urandom(batch_bytes - 80)]) for _ in range(BUFFERS)]
+    return [build_batch([os.urandom(batch_bytes - 80)]) for _ in range(BUFFERS)]
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_append_throughput_against_os_write(benchmark, report, measure, work_dir
 def million_batch_log():
     directory = Path(tempfile.mkdtemp(prefix="kcore-bench-", dir=os.environ.get("TMPDIR", "/tmp")))
     log = Log.open(directory / "lookups-0", LogConfig(segment_bytes=64 << 20))
-    batch = reference.build_batch([b"x" * 20])
+    batch = build_batch([b"x" * 20])
     for _ in range(1_000_000):
         log.append(batch, 0)
     yield log
@@ -111,7 +112,7 @@ def test_random_offset_lookups_on_a_million_batch_log(benchmark, report, measure
 
     elapsed = measure.best_time(lookups, repeat=5)
     benchmark.pedantic(lookups, rounds=3)
-    report("random offset lookups (1M batches, %d segments)" % len(log.segments),
+    report(f"random offset lookups (1M batches, {len(log.segments)} segments)",
            lookups_per_s=len(offsets) / elapsed, us_per_lookup=elapsed / len(offsets) * 1e6)
 
 
@@ -119,7 +120,7 @@ def test_random_offset_lookups_on_a_million_batch_log(benchmark, report, measure
 def segment_files(request):
     """~256 MiB of batches in 64 MiB segment files, in the page cache."""
     directory = Path(tempfile.mkdtemp(prefix="kcore-bench-", dir=os.environ.get("TMPDIR", "/tmp")))
-    batch = reference.build_batch([os.urandom(request.param - 80)])
+    batch = build_batch([os.urandom(request.param - 80)])
     per_segment = (64 << 20) // len(batch)
     files = []
     for n in range(4):
@@ -160,7 +161,7 @@ def test_recovery_scan_against_plain_read(benchmark, report, measure, segment_fi
 
 def test_log_open_with_full_recovery_against_plain_read(benchmark, report, measure, work_dir):
     """The whole unclean-restart path: scan, truncate check, index rewrite."""
-    batch = reference.build_batch([os.urandom(16384 - 80)])
+    batch = build_batch([os.urandom(16384 - 80)])
     log = Log.open(work_dir / "recover-0", LogConfig(segment_bytes=64 << 20))
     for _ in range((128 << 20) // len(batch)):
         log.append(batch, 0)

@@ -17,7 +17,7 @@ kafka-python's JSON-driven codec on the same messages is the baseline.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from kafka.protocol.consumer import FetchResponse as KafkaPythonFetchResponse

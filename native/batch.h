@@ -18,22 +18,28 @@
 #include "kbytes.h"
 #include "crc32c.h"
 
-#define KC_BATCH_HEADER_SIZE 61
+/* Kafka DefaultRecordBatch names; kcore/_native/batch_layout.py holds the
+ * same numbers for Python (a unit test compares the two). */
+#define KC_BATCH_HEADER_SIZE 61 /* RECORD_BATCH_OVERHEAD */
 #define KC_LOG_OVERHEAD 12 /* baseOffset + batchLength */
+#define KC_CURRENT_MAGIC 2
 
-#define KC_OFF_BASE_OFFSET 0
-#define KC_OFF_BATCH_LENGTH 8
-#define KC_OFF_PARTITION_LEADER_EPOCH 12
-#define KC_OFF_MAGIC 16
-#define KC_OFF_CRC 17
-#define KC_OFF_ATTRIBUTES 21
-#define KC_OFF_LAST_OFFSET_DELTA 23
-#define KC_OFF_BASE_TIMESTAMP 27
-#define KC_OFF_MAX_TIMESTAMP 35
-#define KC_OFF_PRODUCER_ID 43
-#define KC_OFF_PRODUCER_EPOCH 51
-#define KC_OFF_BASE_SEQUENCE 53
-#define KC_OFF_RECORDS_COUNT 57
+#define KC_BASE_OFFSET_OFFSET 0
+#define KC_LENGTH_OFFSET 8
+#define KC_PARTITION_LEADER_EPOCH_OFFSET 12
+#define KC_MAGIC_OFFSET 16
+#define KC_CRC_OFFSET 17
+#define KC_ATTRIBUTES_OFFSET 21
+#define KC_LAST_OFFSET_DELTA_OFFSET 23
+#define KC_BASE_TIMESTAMP_OFFSET 27
+#define KC_MAX_TIMESTAMP_OFFSET 35
+#define KC_PRODUCER_ID_OFFSET 43
+#define KC_PRODUCER_EPOCH_OFFSET 51
+#define KC_BASE_SEQUENCE_OFFSET 53
+#define KC_RECORDS_COUNT_OFFSET 57
+#define KC_RECORDS_OFFSET 61
+
+#define KC_TIMESTAMP_TYPE_MASK 0x08
 
 enum {
     KC_BATCH_OK = 0,
@@ -47,7 +53,7 @@ enum {
  * too small to hold a v2 header. Needs 12 readable bytes. */
 static inline int64_t kc_batch_size(const unsigned char *p)
 {
-    int32_t batch_length = (int32_t)kc_load_be32(p + KC_OFF_BATCH_LENGTH);
+    int32_t batch_length = (int32_t)kc_load_be32(p + KC_LENGTH_OFFSET);
     if (batch_length < KC_BATCH_HEADER_SIZE - KC_LOG_OVERHEAD)
         return -1;
     return (int64_t)batch_length + KC_LOG_OVERHEAD;
@@ -71,8 +77,8 @@ static inline int kc_batch_check_size(const unsigned char *p, size_t avail,
  * and lastOffsetDelta >= 0 (compaction may leave fewer records than offsets). */
 static inline int kc_batch_count_ok(const unsigned char *p, int check_count)
 {
-    int32_t count = (int32_t)kc_load_be32(p + KC_OFF_RECORDS_COUNT);
-    int32_t last_offset_delta = (int32_t)kc_load_be32(p + KC_OFF_LAST_OFFSET_DELTA);
+    int32_t count = (int32_t)kc_load_be32(p + KC_RECORDS_COUNT_OFFSET);
+    int32_t last_offset_delta = (int32_t)kc_load_be32(p + KC_LAST_OFFSET_DELTA_OFFSET);
     if (check_count)
         return count >= 1 && last_offset_delta == count - 1;
     return count >= 0 && last_offset_delta >= 0;
@@ -89,11 +95,11 @@ static inline int kc_batch_validate(const unsigned char *p, size_t avail,
     int status = kc_batch_check_size(p, avail, &size);
     if (status != KC_BATCH_OK)
         return status;
-    if (p[KC_OFF_MAGIC] != 2)
+    if (p[KC_MAGIC_OFFSET] != KC_CURRENT_MAGIC)
         return KC_BATCH_MAGIC;
     if (check_crc) {
-        uint32_t stored = kc_load_be32(p + KC_OFF_CRC);
-        if (kc_crc32c(0, p + KC_OFF_ATTRIBUTES, (size_t)size - KC_OFF_ATTRIBUTES) != stored)
+        uint32_t stored = kc_load_be32(p + KC_CRC_OFFSET);
+        if (kc_crc32c(0, p + KC_ATTRIBUTES_OFFSET, (size_t)size - KC_ATTRIBUTES_OFFSET) != stored)
             return KC_BATCH_CRC;
     }
     if (!kc_batch_count_ok(p, check_count))

@@ -50,63 +50,49 @@ cdef inline int64_t _ts(const unsigned char *base, Py_ssize_t slot) noexcept nog
     return <int64_t>kc_load_be64(base + slot * 12)
 
 
-def offset_index_lookup(buf, Py_ssize_t entries, int64_t target_relative_offset):
-    """Slot of the largest entry whose relative offset is <= target, or -1
-    when the first entry is already greater (or there are none)."""
+cdef inline int64_t _key(const unsigned char *base, Py_ssize_t slot, Py_ssize_t entry_size,
+                         Py_ssize_t field, bint wide) noexcept nogil:
+    """The i32 (or i64 when ``wide``) at ``field`` of entry ``slot``."""
+    cdef const unsigned char *p = base + slot * entry_size + field
+    return <int64_t>kc_load_be64(p) if wide else <int32_t>kc_load_be32(p)
+
+
+cdef Py_ssize_t _largest_at_or_below(object buf, Py_ssize_t entries, Py_ssize_t entry_size,
+                                     Py_ssize_t field, bint wide, int64_t target) except -2:
+    """Binary search: slot of the largest entry whose key is <= target, or
+    -1 when the first entry is already greater (or there are none)."""
     cdef Py_buffer view
-    cdef const unsigned char *base = _acquire(buf, &view, entries, 8)
+    cdef const unsigned char *base = _acquire(buf, &view, entries, entry_size)
     cdef Py_ssize_t lo = 0, hi = entries - 1, mid
     try:
-        if entries == 0 or _rel(base, 0) > target_relative_offset:
+        if entries == 0 or _key(base, 0, entry_size, field, wide) > target:
             return -1
         while lo < hi:
             mid = hi - (hi - lo) // 2
-            if _rel(base, mid) <= target_relative_offset:
+            if _key(base, mid, entry_size, field, wide) <= target:
                 lo = mid
             else:
                 hi = mid - 1
         return lo
     finally:
         PyBuffer_Release(&view)
+
+
+def offset_index_lookup(buf, Py_ssize_t entries, int64_t target_relative_offset):
+    """Slot of the largest entry whose relative offset is <= target, or -1
+    when the first entry is already greater (or there are none)."""
+    return _largest_at_or_below(buf, entries, 8, 0, False, target_relative_offset)
 
 
 def time_index_lookup(buf, Py_ssize_t entries, int64_t target_timestamp):
     """Slot of the largest entry whose timestamp is <= target, or -1."""
-    cdef Py_buffer view
-    cdef const unsigned char *base = _acquire(buf, &view, entries, 12)
-    cdef Py_ssize_t lo = 0, hi = entries - 1, mid
-    try:
-        if entries == 0 or _ts(base, 0) > target_timestamp:
-            return -1
-        while lo < hi:
-            mid = hi - (hi - lo) // 2
-            if _ts(base, mid) <= target_timestamp:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-    finally:
-        PyBuffer_Release(&view)
+    return _largest_at_or_below(buf, entries, 12, 0, True, target_timestamp)
 
 
 def offset_index_position_lookup(buf, Py_ssize_t entries, int64_t target_position):
     """Slot of the largest entry whose position is <= target, or -1 (the
     positions of an offset index increase with its offsets)."""
-    cdef Py_buffer view
-    cdef const unsigned char *base = _acquire(buf, &view, entries, 8)
-    cdef Py_ssize_t lo = 0, hi = entries - 1, mid
-    try:
-        if entries == 0 or _pos(base, 0) > target_position:
-            return -1
-        while lo < hi:
-            mid = hi - (hi - lo) // 2
-            if _pos(base, mid) <= target_position:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-    finally:
-        PyBuffer_Release(&view)
+    return _largest_at_or_below(buf, entries, 8, 4, False, target_position)
 
 
 def offset_index_entry(buf, Py_ssize_t slot):

@@ -1,8 +1,10 @@
 # cython: language_level=3
 """RecordBatch v2 kernels: CRC-32C, zigzag varints, batch header parse,
-validate and in-place patch.
+validate and in-place patch, and the record walk.
 
-Batch layout (KIP-98, Kafka ``DefaultRecordBatch``), big-endian::
+Batch layout (KIP-98, Kafka ``DefaultRecordBatch``), big-endian; the offsets
+are native/batch.h's ``KC_*_OFFSET`` (kcore/_native/batch_layout.py for
+Python)::
 
      0 baseOffset i64 | 8 batchLength i32 (bytes after it; total = +12)
     12 partitionLeaderEpoch i32 | 16 magic i8 = 2 | 17 crc u32 (CRC-32C)
@@ -13,7 +15,10 @@ Batch layout (KIP-98, Kafka ``DefaultRecordBatch``), big-endian::
 The CRC-32C covers attributes..end: baseOffset and partitionLeaderEpoch are
 rewritten in place without touching it. Varints are protobuf base-128
 (Kafka ``ByteUtils``): record fields are zigzag-signed, flexible-protocol
-lengths unsigned. Pure-Python twins live in ``kcore._native.reference``.
+lengths unsigned. Headers come back as ``BatchHeader`` and records as
+``RecordSpan``: small immutable objects holding C integers, so building one
+allocates no int objects (bench/bench_native.py measures it against a
+tuple). The pure-Python twin is ``kcore._native.twin.records``.
 
 All functions are stateless; those that release the GIL read or write only
 the buffer they were given, which the caller must not resize meanwhile.
@@ -22,6 +27,8 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release,
                              PyBUF_SIMPLE, PyBUF_WRITABLE)
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+
+cimport cython
 
 
 cdef extern from "crc32c.h" nogil:
@@ -38,12 +45,16 @@ cdef extern from "kbytes.h" nogil:
 
 cdef extern from "batch.h" nogil:
     int KC_BATCH_OK, KC_BATCH_SIZE, KC_BATCH_MAGIC, KC_BATCH_CRC, KC_BATCH_COUNT
+    int KC_BATCH_HEADER_SIZE, KC_LOG_OVERHEAD, KC_TIMESTAMP_TYPE_MASK
+    int KC_BASE_OFFSET_OFFSET, KC_LENGTH_OFFSET, KC_PARTITION_LEADER_EPOCH_OFFSET
+    int KC_MAGIC_OFFSET, KC_CRC_OFFSET, KC_ATTRIBUTES_OFFSET, KC_LAST_OFFSET_DELTA_OFFSET
+    int KC_BASE_TIMESTAMP_OFFSET, KC_MAX_TIMESTAMP_OFFSET, KC_PRODUCER_ID_OFFSET
+    int KC_PRODUCER_EPOCH_OFFSET, KC_BASE_SEQUENCE_OFFSET, KC_RECORDS_COUNT_OFFSET
     int kc_batch_validate(const unsigned char *p, size_t avail, int check_count,
                           int check_crc, int64_t *size_out)
     int kc_batch_check_size(const unsigned char *p, size_t avail, int64_t *size_out)
 
 
-BATCH_HEADER_SIZE = 61
 # True when the crc32 instruction (SSE4.2) is compiled in.
 CRC32C_HARDWARE = bool(KC_CRC32C_HARDWARE)
 # 'vpclmulqdq' (AVX-512 folding), 'sse4.2' (crc32 instruction) or 'table'.
@@ -192,36 +203,115 @@ def decode_varint(buf, Py_ssize_t pos=0):
     return <int64_t>((u >> 1) ^ (0 - (u & 1))), pos
 
 
-cdef tuple _header_tuple(const unsigned char *p):
-    return (
-        <int64_t>kc_load_be64(p),
-        <int32_t>kc_load_be32(p + 8),
-        <int32_t>kc_load_be32(p + 12),
-        <signed char>p[16],
-        kc_load_be32(p + 17),
-        <int16_t>kc_load_be16(p + 21),
-        <int32_t>kc_load_be32(p + 23),
-        <int64_t>kc_load_be64(p + 27),
-        <int64_t>kc_load_be64(p + 35),
-        <int64_t>kc_load_be64(p + 43),
-        <int16_t>kc_load_be16(p + 51),
-        <int32_t>kc_load_be32(p + 53),
-        <int32_t>kc_load_be32(p + 57),
-    )
+_HEADER_FIELDS = (
+    "position", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc",
+    "attributes", "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+    "producer_epoch", "base_sequence", "records_count",
+)
+
+
+@cython.final
+@cython.auto_pickle(False)
+@cython.freelist(8)
+cdef class BatchHeader:
+    """The v2 header of the batch at ``position`` of the buffer it was read
+    from, with Kafka's field names. Immutable; made by the kernels."""
+    cdef readonly Py_ssize_t position
+    cdef readonly int64_t base_offset
+    cdef readonly int32_t batch_length
+    cdef readonly int32_t partition_leader_epoch
+    cdef readonly signed char magic
+    cdef readonly uint32_t crc
+    cdef readonly int16_t attributes
+    cdef readonly int32_t last_offset_delta
+    cdef readonly int64_t base_timestamp
+    cdef readonly int64_t max_timestamp
+    cdef readonly int64_t producer_id
+    cdef readonly int16_t producer_epoch
+    cdef readonly int32_t base_sequence
+    cdef readonly int32_t records_count
+
+    @property
+    def size_in_bytes(self):
+        return <int64_t>self.batch_length + KC_LOG_OVERHEAD
+
+    @property
+    def last_offset(self):
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression_codec(self):
+        return self.attributes & 0x07
+
+    @property
+    def timestamp_type(self):
+        """0 CreateTime, 1 LogAppendTime."""
+        return 1 if self.attributes & KC_TIMESTAMP_TYPE_MASK else 0
+
+    @property
+    def is_transactional(self):
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self):
+        return bool(self.attributes & 0x20)
+
+    @property
+    def delete_horizon_ms(self):
+        """KIP-534: with attribute bit 6, baseTimestamp is the delete horizon."""
+        return self.base_timestamp if self.attributes & 0x40 else None
+
+    def __eq__(self, other):
+        return _same_fields(self, other, _HEADER_FIELDS)
+
+    def __repr__(self):
+        return _repr(self, _HEADER_FIELDS)
+
+
+cdef object _same_fields(object a, object b, tuple names):
+    """Equal when ``b`` has the same values under ``names`` (so a native
+    value equals its pure-Python twin)."""
+    for name in names:
+        if not hasattr(b, name):
+            return NotImplemented
+        if getattr(a, name) != getattr(b, name):
+            return False
+    return True
+
+
+cdef str _repr(object value, tuple names):
+    fields = ", ".join([f"{name}={getattr(value, name)!r}" for name in names])
+    return f"{type(value).__name__}({fields})"
+
+
+cdef BatchHeader _header_at(const unsigned char *p, Py_ssize_t position):
+    cdef BatchHeader h = BatchHeader.__new__(BatchHeader)
+    h.position = position
+    h.base_offset = <int64_t>kc_load_be64(p + KC_BASE_OFFSET_OFFSET)
+    h.batch_length = <int32_t>kc_load_be32(p + KC_LENGTH_OFFSET)
+    h.partition_leader_epoch = <int32_t>kc_load_be32(p + KC_PARTITION_LEADER_EPOCH_OFFSET)
+    h.magic = <signed char>p[KC_MAGIC_OFFSET]
+    h.crc = kc_load_be32(p + KC_CRC_OFFSET)
+    h.attributes = <int16_t>kc_load_be16(p + KC_ATTRIBUTES_OFFSET)
+    h.last_offset_delta = <int32_t>kc_load_be32(p + KC_LAST_OFFSET_DELTA_OFFSET)
+    h.base_timestamp = <int64_t>kc_load_be64(p + KC_BASE_TIMESTAMP_OFFSET)
+    h.max_timestamp = <int64_t>kc_load_be64(p + KC_MAX_TIMESTAMP_OFFSET)
+    h.producer_id = <int64_t>kc_load_be64(p + KC_PRODUCER_ID_OFFSET)
+    h.producer_epoch = <int16_t>kc_load_be16(p + KC_PRODUCER_EPOCH_OFFSET)
+    h.base_sequence = <int32_t>kc_load_be32(p + KC_BASE_SEQUENCE_OFFSET)
+    h.records_count = <int32_t>kc_load_be32(p + KC_RECORDS_COUNT_OFFSET)
+    return h
 
 
 def parse_batch_header(buf, Py_ssize_t pos=0):
-    """The 61-byte v2 header at ``pos`` as a 13-tuple in layout order:
-    (base_offset, batch_length, partition_leader_epoch, magic, crc,
-    attributes, last_offset_delta, base_timestamp, max_timestamp,
-    producer_id, producer_epoch, base_sequence, records_count).
-    Nothing is checked but that 61 bytes are there (CorruptBatchError 'size')."""
+    """The BatchHeader of the v2 header at ``pos``. Nothing is checked but
+    that 61 bytes are there (CorruptBatchError 'size')."""
     cdef Py_buffer view
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
-        if pos < 0 or view.len - pos < BATCH_HEADER_SIZE:
+        if pos < 0 or view.len - pos < KC_BATCH_HEADER_SIZE:
             raise CorruptBatchError("size", pos)
-        return _header_tuple(<const unsigned char *>view.buf + pos)
+        return _header_at(<const unsigned char *>view.buf + pos, pos)
     finally:
         PyBuffer_Release(&view)
 
@@ -242,15 +332,12 @@ cdef int _check_one(const unsigned char *p, size_t avail, int check_count,
 def validate_batches(buf, bint check_count=True, bint check_crc=True):
     """Check every consecutive batch in ``buf`` (size >= 61 and inside the
     buffer, magic 2, CRC-32C unless ``check_crc`` is false, record count)
-    and return one tuple per batch:
-    (position, size, last_offset_delta, records_count, attributes,
-    base_timestamp, max_timestamp, producer_id, producer_epoch,
-    base_sequence). Raises CorruptBatchError at the first failure; the
-    buffer is never modified. check_count: recordsCount >= 1 and
-    lastOffsetDelta == recordsCount - 1 (Kafka's produce rule)."""
+    and return the BatchHeader of each. Raises CorruptBatchError at the
+    first failure; the buffer is never modified. check_count:
+    recordsCount >= 1 and lastOffsetDelta == recordsCount - 1 (Kafka's
+    produce rule)."""
     cdef Py_buffer view
     cdef const unsigned char *base
-    cdef const unsigned char *p
     cdef Py_ssize_t position = 0
     cdef int64_t size = 0
     cdef int status
@@ -259,18 +346,10 @@ def validate_batches(buf, bint check_count=True, bint check_crc=True):
     try:
         base = <const unsigned char *>view.buf
         while position < view.len:
-            p = base + position
-            status = _check_one(p, view.len - position, check_count, check_crc, &size)
+            status = _check_one(base + position, view.len - position, check_count, check_crc, &size)
             if status != KC_BATCH_OK:
                 raise_corrupt(status, position)
-            out.append((
-                position, size,
-                <int32_t>kc_load_be32(p + 23), <int32_t>kc_load_be32(p + 57),
-                <int16_t>kc_load_be16(p + 21),
-                <int64_t>kc_load_be64(p + 27), <int64_t>kc_load_be64(p + 35),
-                <int64_t>kc_load_be64(p + 43), <int16_t>kc_load_be16(p + 51),
-                <int32_t>kc_load_be32(p + 53),
-            ))
+            out.append(_header_at(base + position, position))
             position += size
     finally:
         PyBuffer_Release(&view)
@@ -278,12 +357,11 @@ def validate_batches(buf, bint check_count=True, bint check_crc=True):
 
 
 def batch_infos(buf):
-    """The tuples of validate_batches, checking only that the batches'
+    """The headers of validate_batches, checking only that the batches'
     sizes tile the buffer (CorruptBatchError 'size' otherwise): for batches
     already validated elsewhere."""
     cdef Py_buffer view
     cdef const unsigned char *base
-    cdef const unsigned char *p
     cdef Py_ssize_t position = 0
     cdef int64_t size = 0
     cdef list out = []
@@ -291,21 +369,25 @@ def batch_infos(buf):
     try:
         base = <const unsigned char *>view.buf
         while position < view.len:
-            p = base + position
-            if kc_batch_check_size(p, view.len - position, &size) != KC_BATCH_OK:
+            if kc_batch_check_size(base + position, view.len - position, &size) != KC_BATCH_OK:
                 raise CorruptBatchError("size", position)
-            out.append((
-                position, size,
-                <int32_t>kc_load_be32(p + 23), <int32_t>kc_load_be32(p + 57),
-                <int16_t>kc_load_be16(p + 21),
-                <int64_t>kc_load_be64(p + 27), <int64_t>kc_load_be64(p + 35),
-                <int64_t>kc_load_be64(p + 43), <int16_t>kc_load_be16(p + 51),
-                <int32_t>kc_load_be32(p + 53),
-            ))
+            out.append(_header_at(base + position, position))
             position += size
     finally:
         PyBuffer_Release(&view)
     return out
+
+
+cdef int _check_sizes(Py_buffer *view) except -1:
+    """CorruptBatchError('size') unless the batches' sizes tile the buffer."""
+    cdef Py_ssize_t position = 0
+    cdef int64_t size = 0
+    while position < view.len:
+        if kc_batch_check_size(<const unsigned char *>view.buf + position,
+                               view.len - position, &size) != KC_BATCH_OK:
+            raise CorruptBatchError("size", position)
+        position += size
+    return 0
 
 
 def patch_batches(buf, int64_t base_offset, int32_t partition_leader_epoch):
@@ -314,23 +396,18 @@ def patch_batches(buf, int64_t base_offset, int32_t partition_leader_epoch):
     Returns the next offset (last offset + 1). Sizes are checked first:
     CorruptBatchError('size') leaves the buffer untouched."""
     cdef Py_buffer view
-    cdef unsigned char *base
+    cdef unsigned char *p
     cdef Py_ssize_t position = 0
-    cdef int64_t size = 0
     cdef int64_t offset = base_offset
     PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
     try:
-        base = <unsigned char *>view.buf
+        _check_sizes(&view)
         while position < view.len:
-            if kc_batch_check_size(base + position, view.len - position, &size) != KC_BATCH_OK:
-                raise CorruptBatchError("size", position)
-            position += size
-        position = 0
-        while position < view.len:
-            kc_store_be64(base + position, <uint64_t>offset)
-            kc_store_be32(base + position + 12, <uint32_t>partition_leader_epoch)
-            offset += <int32_t>kc_load_be32(base + position + 23) + 1
-            position += <int32_t>kc_load_be32(base + position + 8) + 12
+            p = <unsigned char *>view.buf + position
+            kc_store_be64(p + KC_BASE_OFFSET_OFFSET, <uint64_t>offset)
+            kc_store_be32(p + KC_PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>partition_leader_epoch)
+            offset += <int32_t>kc_load_be32(p + KC_LAST_OFFSET_DELTA_OFFSET) + 1
+            position += <int32_t>kc_load_be32(p + KC_LENGTH_OFFSET) + KC_LOG_OVERHEAD
     finally:
         PyBuffer_Release(&view)
     return offset
@@ -342,30 +419,158 @@ def stamp_log_append_time(buf, int64_t timestamp):
     ``DefaultRecordBatch.setMaxTimestamp``). Returns the number of batches.
     Sizes are checked first: CorruptBatchError('size') leaves it untouched."""
     cdef Py_buffer view
-    cdef unsigned char *base
     cdef unsigned char *p
     cdef Py_ssize_t position = 0
-    cdef int64_t size = 0
+    cdef int64_t size
     cdef Py_ssize_t count = 0
     cdef uint32_t attributes
     PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
     try:
-        base = <unsigned char *>view.buf
+        _check_sizes(&view)
         while position < view.len:
-            if kc_batch_check_size(base + position, view.len - position, &size) != KC_BATCH_OK:
-                raise CorruptBatchError("size", position)
-            position += size
-        position = 0
-        while position < view.len:
-            p = base + position
-            size = <int32_t>kc_load_be32(p + 8) + 12
-            attributes = kc_load_be16(p + 21) | 0x08
-            p[21] = <unsigned char>(attributes >> 8)
-            p[22] = <unsigned char>attributes
-            kc_store_be64(p + 35, <uint64_t>timestamp)
-            kc_store_be32(p + 17, kc_crc32c(0, p + 21, <size_t>(size - 21)))
+            p = <unsigned char *>view.buf + position
+            size = <int32_t>kc_load_be32(p + KC_LENGTH_OFFSET) + KC_LOG_OVERHEAD
+            attributes = kc_load_be16(p + KC_ATTRIBUTES_OFFSET) | KC_TIMESTAMP_TYPE_MASK
+            p[KC_ATTRIBUTES_OFFSET] = <unsigned char>(attributes >> 8)
+            p[KC_ATTRIBUTES_OFFSET + 1] = <unsigned char>attributes
+            kc_store_be64(p + KC_MAX_TIMESTAMP_OFFSET, <uint64_t>timestamp)
+            kc_store_be32(p + KC_CRC_OFFSET, kc_crc32c(0, p + KC_ATTRIBUTES_OFFSET,
+                                                       <size_t>(size - KC_ATTRIBUTES_OFFSET)))
             position += size
             count += 1
     finally:
         PyBuffer_Release(&view)
     return count
+
+
+# ------------------------------------------------------------------ records
+
+_SPAN_FIELDS = (
+    "position", "end", "attributes", "timestamp_delta", "offset_delta_position",
+    "offset_delta", "key_position", "key_length", "value_length",
+)
+
+
+@cython.final
+@cython.auto_pickle(False)
+@cython.freelist(16)
+cdef class RecordSpan:
+    """Where one record of a records section lies, and its small fields
+    (Kafka ``DefaultRecord``): it occupies [position, end); its key is
+    section[key_position:key_position + key_length] (key_length -1: null
+    key); value_length -1 is a null value (a tombstone);
+    offset_delta_position is where the fields after timestampDelta start."""
+    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t end
+    cdef readonly int attributes
+    cdef readonly int64_t timestamp_delta
+    cdef readonly Py_ssize_t offset_delta_position
+    cdef readonly int64_t offset_delta
+    cdef readonly Py_ssize_t key_position
+    cdef readonly int64_t key_length
+    cdef readonly int64_t value_length
+
+    def __eq__(self, other):
+        return _same_fields(self, other, _SPAN_FIELDS)
+
+    def __repr__(self):
+        return _repr(self, _SPAN_FIELDS)
+
+
+cdef int _varint(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos,
+                 int64_t *value) noexcept nogil:
+    """The zigzag varint at pos[0], which must end before ``end``: 0 with
+    pos[0] moved past it, or -1 when it is truncated or overlong."""
+    cdef uint64_t u = 0
+    cdef unsigned int shift = 0
+    cdef Py_ssize_t i = pos[0]
+    cdef unsigned char b
+    while True:
+        if i >= end:
+            return -1
+        b = p[i]
+        i += 1
+        if shift == 63 and b > 1:
+            return -1
+        u |= <uint64_t>(b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            return -1
+    pos[0] = i
+    value[0] = <int64_t>((u >> 1) ^ (0 - (u & 1)))
+    return 0
+
+
+cdef int _nullable_length(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos,
+                          int64_t *length) noexcept nogil:
+    if _varint(p, end, pos, length) < 0 or length[0] < -1 or length[0] > end - pos[0]:
+        return -1
+    return 0
+
+
+cdef int _record_at(const unsigned char *p, Py_ssize_t section_end, Py_ssize_t position,
+                    RecordSpan span) noexcept:
+    """Fill ``span`` with the record at ``position``: 0, or -1 when the
+    record is malformed or runs past ``section_end``."""
+    cdef int64_t length
+    cdef Py_ssize_t i = position
+    span.position = position
+    if _varint(p, section_end, &i, &length) < 0 or length < 1 or length > section_end - i:
+        return -1
+    span.end = i + length
+    span.attributes = p[i]
+    i += 1
+    if _varint(p, span.end, &i, &span.timestamp_delta) < 0:
+        return -1
+    span.offset_delta_position = i
+    if _varint(p, span.end, &i, &span.offset_delta) < 0:
+        return -1
+    if _nullable_length(p, span.end, &i, &span.key_length) < 0:
+        return -1
+    span.key_position = i
+    if span.key_length > 0:
+        i += span.key_length
+    return _nullable_length(p, span.end, &i, &span.value_length)
+
+
+def walk_records(section):
+    """The RecordSpan of every record in an uncompressed records section,
+    in order; ValueError at the first record that is malformed or runs
+    past the section."""
+    cdef Py_buffer view
+    cdef Py_ssize_t position = 0
+    cdef RecordSpan span
+    cdef list out = []
+    PyObject_GetBuffer(section, &view, PyBUF_SIMPLE)
+    try:
+        while position < view.len:
+            span = RecordSpan.__new__(RecordSpan)
+            if _record_at(<const unsigned char *>view.buf, view.len, position, span) < 0:
+                raise ValueError(f"malformed record at position {position} of a "
+                                 f"{view.len}-byte records section")
+            out.append(span)
+            position = span.end
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def has_null_key(section):
+    """True when a record of the uncompressed records section has a null
+    key, or the records cannot be read: a compacted topic refuses both
+    (Kafka ``LogValidator``: INVALID_RECORD)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t position = 0
+    cdef RecordSpan span = RecordSpan.__new__(RecordSpan)
+    PyObject_GetBuffer(section, &view, PyBUF_SIMPLE)
+    try:
+        while position < view.len:
+            if _record_at(<const unsigned char *>view.buf, view.len, position, span) < 0 \
+                    or span.key_length < 0:
+                return True
+            position = span.end
+    finally:
+        PyBuffer_Release(&view)
+    return False

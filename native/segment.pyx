@@ -40,10 +40,12 @@ cdef extern from "kbytes.h" nogil:
 
 cdef extern from "batch.h" nogil:
     int64_t kc_batch_size(const unsigned char *p)
+    int KC_CURRENT_MAGIC, KC_MAGIC_OFFSET, KC_CRC_OFFSET, KC_ATTRIBUTES_OFFSET
+    int KC_LAST_OFFSET_DELTA_OFFSET, KC_MAX_TIMESTAMP_OFFSET, KC_RECORDS_COUNT_OFFSET
 
 
 cdef enum:
-    HEADER = 61
+    HEADER = 61  # KC_BATCH_HEADER_SIZE, as a compile-time array size
     # Recovery reads 1 MiB at a time: a default-sized largest batch
     # (max.message.bytes ~1 MiB) then takes one pread, the syscall is <1% of
     # the copy, and the chunk stays in a Zen 4 core's 1 MiB L2 for the CRC.
@@ -209,14 +211,14 @@ cdef int _check_batch(Reader *r, Scan *s, int64_t base_offset,
     size = kc_batch_size(header)
     if size < 0 or size > r.limit - s.position:
         return STOP_SIZE
-    if header[16] != 2:
+    if header[KC_MAGIC_OFFSET] != KC_CURRENT_MAGIC:
         return STOP_MAGIC
-    if _crc_streaming(r, s.position + 21, s.position + size, &crc) < 0:
+    if _crc_streaming(r, s.position + KC_ATTRIBUTES_OFFSET, s.position + size, &crc) < 0:
         return STOP_IO if r.error else STOP_SIZE
-    if crc != kc_load_be32(header + 17):
+    if crc != kc_load_be32(header + KC_CRC_OFFSET):
         return STOP_CRC
-    count = <int32_t>kc_load_be32(header + 57)
-    last_offset_delta = <int32_t>kc_load_be32(header + 23)
+    count = <int32_t>kc_load_be32(header + KC_RECORDS_COUNT_OFFSET)
+    last_offset_delta = <int32_t>kc_load_be32(header + KC_LAST_OFFSET_DELTA_OFFSET)
     if count < 0 or last_offset_delta < 0:
         return STOP_COUNT
     batch_base = <int64_t>kc_load_be64(header)
@@ -237,8 +239,8 @@ cdef void _scan(Reader *r, Scan *s, int64_t base_offset,
         s.stop = _check_batch(r, s, base_offset, header, &size)
         if s.stop != STOP_END:
             return
-        last_offset = <int64_t>kc_load_be64(header) + <int32_t>kc_load_be32(header + 23)
-        max_timestamp = <int64_t>kc_load_be64(header + 35)
+        last_offset = <int64_t>kc_load_be64(header) + <int32_t>kc_load_be32(header + KC_LAST_OFFSET_DELTA_OFFSET)
+        max_timestamp = <int64_t>kc_load_be64(header + KC_MAX_TIMESTAMP_OFFSET)
         if s.batches == 0 or max_timestamp > s.max_timestamp:
             s.max_timestamp = max_timestamp
             s.offset_of_max_timestamp = last_offset
@@ -331,8 +333,8 @@ cdef int _header(Reader *r, int64_t position, Walk *w) noexcept nogil:
         return -1
     w.position = position
     w.base_offset = <int64_t>kc_load_be64(p)
-    w.last_offset = w.base_offset + <int32_t>kc_load_be32(p + 23)
-    w.max_timestamp = <int64_t>kc_load_be64(p + 35)
+    w.last_offset = w.base_offset + <int32_t>kc_load_be32(p + KC_LAST_OFFSET_DELTA_OFFSET)
+    w.max_timestamp = <int64_t>kc_load_be64(p + KC_MAX_TIMESTAMP_OFFSET)
     return 1
 
 

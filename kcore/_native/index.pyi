@@ -1,5 +1,5 @@
 """Type stubs for kcore._native.index (native/index.pyx)."""
-from collections.abc import Buffer
+from typing_extensions import Buffer
 
 OFFSET_ENTRY_SIZE: int
 TIME_ENTRY_SIZE: int

@@ -1,5 +1,5 @@
 """Type stubs for kcore._native.journal (native/journal.pyx)."""
-from collections.abc import Buffer
+from typing_extensions import Buffer
 
 ENTRY_HEADER_SIZE: int
 

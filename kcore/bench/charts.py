@@ -37,7 +37,8 @@ def for_section(sweep: str, sweep_id: str, workload: str, items: list[dict], dir
 
 
 def _whiskers(items: list[dict], name: str) -> tuple[list, list]:
-    medians, spans = [], [[], []]
+    medians: list = []
+    spans: list[list] = [[], []]
     for item in items:
         median, low, high, _ = item.get(name, (0.0, 0.0, 0.0, 0))
         medians.append(median or 0.0)
@@ -50,6 +51,7 @@ def _plain_ticks(axis) -> None:
     """Log-scale ticks as 2, 5, 10, 20, 50 instead of 2x10^0, 10^1, ...;
     minor ticks other than 2x and 5x stay unlabelled so labels never collide."""
     import math
+
     from matplotlib.ticker import FuncFormatter
 
     def minor(value: float, _) -> str:

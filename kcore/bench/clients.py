@@ -39,12 +39,15 @@ class Client:
         env = {**os.environ, "PYTHONPATH": KCORE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
         command = (prefix or []) + [python or sys.executable, "-m", "kcore.bench.loadgen"]
         self.process = procs.spawn(command, log_path, env=env, pipes=True)
-        self.process.stdin.write(json.dumps(spec) + "\n")
-        self.process.stdin.flush()
+        # pipes=True: both are text pipes.
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._stdin, self._stdout = self.process.stdin, self.process.stdout
+        self._stdin.write(json.dumps(spec) + "\n")
+        self._stdin.flush()
         threading.Thread(target=self._follow, daemon=True).start()
 
     def _follow(self) -> None:
-        for line in self.process.stdout:
+        for line in self._stdout:
             word, _, rest = line.rstrip("\n").partition(" ")
             if word == "ready":
                 self.ready.set()
@@ -61,8 +64,8 @@ class Client:
 
     def send(self, command: str) -> None:
         try:
-            self.process.stdin.write(command + "\n")
-            self.process.stdin.flush()
+            self._stdin.write(command + "\n")
+            self._stdin.flush()
         except (BrokenPipeError, OSError):
             pass
 
@@ -78,6 +81,7 @@ class Client:
         if self.error:
             raise LoadGenError(f"{self.spec['role']}: {self.error}")
         self.process.wait(10)
+        assert self.outcome is not None  # done is set with an outcome or an error
         return self.outcome
 
     def stop(self) -> None:
@@ -89,7 +93,7 @@ def run_once(spec: dict, python: str | None = None, timeout: float = 90.0,
     """A loadgen role that needs no go/drain (wait-topic): run, return its result."""
     client = Client(spec, python, log_path=log_path)
     try:
-        client.process.stdin.close()
+        client._stdin.close()
         return client.result(timeout)
     finally:
         client.stop()

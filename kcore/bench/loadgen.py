@@ -78,8 +78,9 @@ class Control:
 
 def run_producer(spec: dict, control: Control) -> dict:
     from confluent_kafka import Producer
+
     from kcore.bench.payloads import STAMP, pool
-    errors = []
+    errors: list[str] = []
     config = dict(spec["config"])
     config["delivery.report.only.error"] = True
     config["on_delivery"] = lambda err, msg: errors.append(str(err)) if err else None
@@ -170,7 +171,7 @@ def _assign_at_log_end(consumer, topic: str, partitions: list) -> None:
 def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
     expected = spec["expected"]
     seen = seen_bytes = 0
-    errors = []
+    errors: list[str] = []
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     next_progress = time.monotonic() + PROGRESS_INTERVAL_S
     last_message = time.monotonic()
@@ -197,11 +198,12 @@ def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
 
 def _consume_tail(consumer, spec: dict, control: Control) -> dict:
     from hdrh.histogram import HdrHistogram
+
     from kcore.bench.payloads import STAMP
     histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
     cpu0, start = cpu_seconds(), time.time()
     seen = seen_bytes = 0
-    errors = []
+    errors: list[str] = []
     last_message = time.monotonic()
     drain_deadline = None
     next_progress = time.monotonic() + PROGRESS_INTERVAL_S

@@ -43,7 +43,7 @@ class NetnsPair:
         self._veth = (f"kb{os.getpid() % 100000}{tag}s"[:15], f"kb{os.getpid() % 100000}{tag}c"[:15])
         self._created: list[str] = []
 
-    def create(self) -> "NetnsPair":
+    def create(self) -> NetnsPair:
         server_veth, client_veth = self._veth
         try:
             for ns in (self.server_ns, self.client_ns):

@@ -139,6 +139,9 @@ class _PipPeer:
     binary = ""
     client_config: dict = {}
 
+    def version(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} names its version")
+
     @property
     def home(self) -> Path:
         return cache_dir() / self.name

@@ -37,7 +37,7 @@ def spawn(command: list[str], log_path: Path | None = None, cwd: Path | None = N
                                 stderr=subprocess.STDOUT, cwd=cwd, env=env,
                                 preexec_fn=_die_with_parent)
     finally:
-        if log_path:
+        if not isinstance(out, int):
             out.close()
 
 
@@ -66,7 +66,8 @@ def wait_for_port(host: str, port: int, process: subprocess.Popen, timeout: floa
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}: {tail(log_path)}")
+            name = process.args[0] if isinstance(process.args, list) else process.args
+            raise RuntimeError(f"{name!s} exited with {process.returncode}: {tail(log_path)}")
         if _connects(host, port, netns):
             return
         time.sleep(0.1)

@@ -51,7 +51,7 @@ def _label(key: tuple) -> str:
 
 def summarize(prof_path: Path, title: str, broker_cpu_s: float | None = None, top: int = 25) -> str:
     stats = pstats.Stats(str(prof_path))
-    rows = stats.stats  # key -> (primitive calls, calls, tottime, cumtime, callers)
+    rows = stats.stats  # type: ignore[attr-defined]  # key -> (calls, calls, tottime, cumtime, callers); not in typeshed
     total = sum(row[2] for row in rows.values()) or 1e-9
     by_area: dict[str, float] = {}
     for key, row in rows.items():

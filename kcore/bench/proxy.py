@@ -19,6 +19,8 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 # Larger reads mean fewer trips through the queue per MB: the proxy shares
 # the machine's 2 cores with broker and clients, so its CPU per MB matters.
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     host, port = args.target.rsplit(":", 1)
     try:
         import uvloop
-        runner = uvloop.run
+        runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
     try:

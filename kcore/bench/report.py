@@ -63,7 +63,8 @@ def aggregate(spark, run_files: list[Path]) -> tuple[list[dict], list[dict]]:
     from pyspark.sql import functions as F
     runs = spark.read.json([str(path) for path in run_files])
     keys = [F.col("sweep"), F.col("sweep_id"), F.col("workload.name").alias("workload"),
-            F.col("workload.rate").alias("rate"), F.col("workload.partitions").alias("partitions"), F.col("config"), F.col("target"), F.col("target_version")]
+            F.col("workload.rate").alias("rate"), F.col("workload.partitions").alias("partitions"),
+            F.col("config"), F.col("target"), F.col("target_version")]
     metric_names = [field.name for field in runs.schema["metrics"].dataType.fields] \
         if "metrics" in runs.columns and hasattr(runs.schema["metrics"].dataType, "fields") else []
     ok = runs.where(F.col("status") == "ok").select(
@@ -116,7 +117,8 @@ def build_report(run_files: list[Path], out_dir: Path, notes: str = "", spark=No
         written += charts.codecs(codec_items, out_dir / "charts" / "codecs.png")
         lines += _codec_table(codec_items)
     if not_run:
-        lines += ["## Runs not measured", "", "| sweep | workload | config | status | reason |", "|---|---|---|---|---|"]
+        lines += ["## Runs not measured", "", "| sweep | workload | config | status | reason |",
+                  "|---|---|---|---|---|"]
         for row in sorted(not_run, key=lambda r: (r["sweep_id"], r["workload"], r["config"])):
             reason = (row["reason"] or "").replace("\n", " ").replace("|", "/")[:300]
             lines.append(f"| {row['sweep']} | {row['workload']} | {row['config']} | {row['status']} | {reason} |")
@@ -264,7 +266,8 @@ def _latency_goals(workload: str, pairs: list) -> list[tuple]:
 def _codec_table(items: list[dict]) -> list[str]:
     lines = ["## Codecs: ratio and speed", "",
              "Compression ratio = message bytes / bytes in the broker's segment files (batch headers included).",
-             "", "| corpus codec | n | ratio | produce MB/s | consume MB/s | producer CPU-s/GB | broker CPU-s/GB produce |",
+             "", "| corpus codec | n | ratio | produce MB/s | consume MB/s | producer CPU-s/GB "
+             "| broker CPU-s/GB produce |",
              "|---|---|---|---|---|---|---|"]
     for item in sorted(items, key=lambda a: a["config"]):
         lines.append(f"| {item['config']} | {item['runs']} | " + " | ".join(

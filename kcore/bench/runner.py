@@ -214,6 +214,7 @@ def _check_delivered(results: list[dict]) -> None:
 
 def _rate_limited(context: _Context, sampler) -> dict:
     from hdrh.histogram import HdrHistogram
+
     from kcore.bench.loadgen import HISTOGRAM_RANGE_US
     w = context.workload
     total = w.total_messages

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kcore.bench import brokers, measure, procs
 from kcore.bench.brokers import Setup, Unsupported
@@ -89,7 +90,7 @@ class Sweep:
         self.name, self.configs, self.workloads = name, configs, workloads
         self.out, self.rounds, self.progress = Path(out), rounds, progress
         self.targets = brokers.targets(profile_dir)
-        self.sweep_id = f"{name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+        self.sweep_id = f"{name}-{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
         self.machine = measure.machine()
         self._client_versions: dict[str, dict] = {}
         self._install_failures: dict[str, str] = {}
@@ -159,7 +160,7 @@ class Sweep:
     def _record(self, config, target, workload, round_index: int, status: str, reason) -> dict:
         return {"schema": SCHEMA_VERSION, "run_id": uuid.uuid4().hex, "sweep": self.name,
                 "sweep_id": self.sweep_id, "round": round_index,
-                "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 "config": config.label, "target": target.name, "target_version": target.version(),
                 "setup": config.setup.to_dict(), "workload": workload.to_dict(),
                 "durability_via": _durability_via(target, workload),
@@ -193,6 +194,10 @@ def _client_versions(python: str) -> dict:
     return {"library": "confluent-kafka", "version": version, "librdkafka": librdkafka}
 
 
+if TYPE_CHECKING:  # imported where used: it needs root tools
+    from kcore.bench.network import NetnsPair
+
+
 class _Environment:
     """Storage and network around one broker start: a tmpfs mount, a netns
     pair, a delaying proxy. ``exit`` undoes whatever ``enter``/``start`` made."""
@@ -200,8 +205,8 @@ class _Environment:
     def __init__(self, setup: Setup, workdir: Path, tag: int, workloads: list):
         self.setup, self.workdir, self.tag, self.workloads = setup, workdir, tag, workloads
         self.mounted: Path | None = None
-        self.netns = None
-        self.proxy = None
+        self.netns: NetnsPair | None = None
+        self.proxy: subprocess.Popen | None = None
 
     def enter(self) -> None:
         if self.setup.storage == "tmpfs":
@@ -209,12 +214,12 @@ class _Environment:
         if self.setup.network == "veth":
             from kcore.bench.network import NetnsPair, NetnsUnavailable
             try:
-                self.netns = NetnsPair(self.tag).create()
+                self.netns = netns = NetnsPair(self.tag).create()
             except NetnsUnavailable as error:
                 raise Unsupported(f"network namespaces not permitted here: {error}") from error
             if self.setup.delay_ms:
                 try:
-                    self.netns.add_netem_delay(self.setup.delay_ms)
+                    netns.add_netem_delay(self.setup.delay_ms)
                 except NetnsUnavailable as error:
                     raise Unsupported(f"no tc netem in this kernel ({error}); "
                                       "the proxy configs add delay instead") from error
@@ -246,10 +251,10 @@ class _Environment:
         running = target.start(workdir, self.setup, workload, advertised=f"127.0.0.1:{proxy_port}")
         broker_address = _listener_address(running)
         log_path = self.workdir / "proxy.log"
-        self.proxy = procs.spawn([sys.executable, "-m", "kcore.bench.proxy", "--listen-port", str(proxy_port),
+        self.proxy = proxy = procs.spawn([sys.executable, "-m", "kcore.bench.proxy", "--listen-port", str(proxy_port),
                                   "--target", broker_address, "--delay-ms", str(self.setup.delay_ms),
                                   "--rate-mbit", str(self.setup.rate_mbit)], log_path)
-        procs.wait_for_port("127.0.0.1", proxy_port, self.proxy, 30, log_path=log_path)
+        procs.wait_for_port("127.0.0.1", proxy_port, proxy, 30, log_path=log_path)
         return running
 
     def exit(self) -> None:
@@ -262,7 +267,7 @@ class _Environment:
 
 def _listener_address(running) -> str:
     process = running.processes[0]
-    for index, arg in enumerate(process.args):
+    for arg in process.args:
         if isinstance(arg, str) and arg.startswith("listeners=PLAINTEXT://"):
             return arg.split("//", 1)[1]
     raise RuntimeError("no listener address on the broker's command line")

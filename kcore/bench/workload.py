@@ -74,7 +74,7 @@ class Workload:
     def total_messages(self) -> int:
         return self.messages if self.max_rate else int(self.rate * self.duration_s)
 
-    def with_changes(self, **changes) -> "Workload":
+    def with_changes(self, **changes) -> Workload:
         """A copy with fields replaced (values from the command line may be strings)."""
         fields = {field.name: field.type for field in dataclasses.fields(self)}
         typed = {}

@@ -9,6 +9,8 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def add_parser(commands) -> None:
@@ -23,7 +25,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from kcore.server.config import BrokerConfig, ConfigError
+    from kcore.config import BrokerConfig, ConfigError
     try:
         config = BrokerConfig.load(args.config, args.override)
     except ConfigError as exc:
@@ -31,7 +33,7 @@ def run(args) -> int:
         return 2
     try:
         import uvloop
-        runner = uvloop.run
+        runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
     try:
@@ -41,10 +43,10 @@ def run(args) -> int:
 
 
 async def _serve(config) -> int:
+    from kcore.config import ConfigError
     from kcore.controller.zk_client import ZkError
     from kcore.controller.zk_controller import ClusterIdMismatch
     from kcore.server.broker import Broker
-    from kcore.server.config import ConfigError
     try:
         broker = Broker(config)
         await broker.start()

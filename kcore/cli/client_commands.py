@@ -19,15 +19,17 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcore.client import (
     ACKS_ALL,
+    EARLIEST_TIMESTAMP,
     Admin,
     AlterConfigOp,
     ClientError,
     ConfigResourceType,
-    EARLIEST_TIMESTAMP,
     Consumer,
     KafkaClient,
     KafkaError,
@@ -185,7 +187,7 @@ def _start_offset(text: str) -> int | str:
 def _run(coroutine) -> int:
     try:
         import uvloop
-        runner = uvloop.run
+        runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
     try:
@@ -435,8 +437,8 @@ async def _position(consumer: Consumer, args) -> None:
     if args.partition is not None:
         wanted = TopicPartition(args.topic, args.partition)
         if wanted not in partitions:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {args.topic} has {len(partitions)} partitions",
-                             str(wanted))
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"topic {args.topic} has {len(partitions)} partitions", str(wanted))
         partitions = [wanted]
     offset = args.offset
     if args.from_beginning or offset == "earliest":

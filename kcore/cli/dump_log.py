@@ -38,21 +38,16 @@ import argparse
 import os
 import struct
 import sys
-from typing import Iterator, TextIO
+from collections.abc import Iterator
+from typing import TextIO
 
+from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, LENGTH_OFFSET, LOG_OVERHEAD
 from kcore.protocol.compression import CompressionType
-from kcore.protocol.records import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    CorruptBatchError,
-    Record,
-    RecordBatch,
-)
+from kcore.protocol.records import CorruptBatchError, Record, RecordBatch
 
 _OFFSET_INDEX_ENTRY = struct.Struct(">ii")
 _TIME_INDEX_ENTRY = struct.Struct(">qi")
 _BATCH_LENGTH = struct.Struct(">i")
-_CODEC_MASK = 0x07
 
 
 def add_parser(commands) -> None:
@@ -107,8 +102,9 @@ def dump_log_file(path: str, out: TextIO, *, deep_iteration: bool = False,
         file_size = os.fstat(file.fileno()).st_size
         valid_bytes = 0
         problem = None
-        for position, batch, problem in _read_batches(file.fileno(), file_size):
+        for position, batch, reason in _read_batches(file.fileno(), file_size):
             if batch is None:
+                problem = reason
                 break
             print(_batch_line(batch, position), file=out)
             if deep_iteration:
@@ -128,7 +124,7 @@ def _read_batches(fd: int, file_size: int) -> Iterator[tuple[int, RecordBatch | 
         if remaining < BATCH_HEADER_SIZE:
             yield position, None, f"{remaining} bytes are less than a batch header"
             return
-        (batch_length,) = _BATCH_LENGTH.unpack(os.pread(fd, 4, position + 8))
+        (batch_length,) = _BATCH_LENGTH.unpack(os.pread(fd, 4, position + LENGTH_OFFSET))
         size = LOG_OVERHEAD + batch_length
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
             yield position, None, f"batch length {batch_length} at position {position} is impossible"
@@ -155,7 +151,7 @@ def _java_bool(value: bool) -> str:
 
 
 def _codec_name(attributes: int) -> str:
-    codec = attributes & _CODEC_MASK
+    codec = attributes & COMPRESSION_CODEC_MASK
     try:
         return CompressionType(codec).kafka_name
     except ValueError:
@@ -219,7 +215,7 @@ def _size(data: bytes | None) -> int:
 
 
 def _record_sequence(batch: RecordBatch, record: Record) -> int:
-    if batch.base_sequence == -1:
+    if batch.base_sequence == -1 or record.offset is None:
         return -1
     delta = record.offset - batch.base_offset
     return (batch.base_sequence + delta) % (2**31)

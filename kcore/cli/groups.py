@@ -71,7 +71,7 @@ def run_describe(args) -> int:
             ends = await _offsets(client, partitions, LATEST_TIMESTAMP)
             print(f"Group {group.group_id} is {group.state} with {len(group.members)} member(s)"
                   + (f", protocol {group.protocol}" if group.protocol else ""))
-            rows = [COLUMNS]
+            rows: list[tuple[object, ...]] = [COLUMNS]
             for tp in partitions:
                 current = committed.get(tp)
                 end = ends.get(tp)

@@ -4,9 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kcore.cli import bench
+from kcore.cli import bench, client_commands, dump_log, groups
 from kcore.cli import broker as broker_cmd
-from kcore.cli import client_commands, dump_log, groups
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,8 +13,8 @@ properties file), 5 default, 6 dynamic broker logger. v0 only reports
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from kcore.client.client import KafkaClient
 from kcore.client.errors import KafkaError

@@ -8,7 +8,8 @@ pool when they close, so the next use reconnects.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
@@ -171,7 +172,7 @@ class KafkaClient:
         connection = await self.any_connection()
         version = connection.version_for(ApiKey.METADATA)
         if topics is None:
-            requested = None if version >= 1 else []
+            requested: list[dict[str, str]] | None = None if version >= 1 else []
         else:
             if not topics and version == 0:
                 raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,

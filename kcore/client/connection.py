@@ -22,7 +22,8 @@ import asyncio
 import itertools
 import struct
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, cast
 
 import kcore
 from kcore import protocol
@@ -175,14 +176,16 @@ class BrokerConnection(asyncio.BufferedProtocol):
                       timeout_s: float | None = None) -> Any:
         """Send one request and return the decoded response body."""
         future = await self._send(api_key, body, version, expect_response=True)
+        assert future is not None  # expect_response=True always makes one
         timeout_s = self.request_timeout_s if timeout_s is None else timeout_s
         try:
             async with asyncio.timeout(timeout_s):
                 return await asyncio.shield(future)
         except TimeoutError:
-            self._fail(BrokerConnectionError(
-                f"{_api_name(api_key)} to {self.address} got no answer in {timeout_s:g}s"))
-            raise self._closed_error from None
+            error = BrokerConnectionError(
+                f"{_api_name(api_key)} to {self.address} got no answer in {timeout_s:g}s")
+            self._fail(error)
+            raise self._closed_error or error from None
 
     async def send_without_response(self, api_key: int, body: Any, *,
                                     version: int | None = None) -> None:
@@ -195,7 +198,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             version = self.version_for(api_key)
         while not self._write_ready.is_set() and not self.closed:
             await self._write_ready.wait()
-        if self.closed:
+        if self._closed_error is not None:
             raise self._closed_error
         correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
         frame = protocol.encode_request(api_key, version, correlation_id, self.client_id, body)
@@ -203,6 +206,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._pending.append(_Pending(correlation_id, int(api_key), version, future))
+        assert self._transport is not None  # _write_ready is set once connected
         self._transport.write(frame)
         return future
 
@@ -216,8 +220,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------ asyncio.Protocol
 
-    def connection_made(self, transport: asyncio.Transport) -> None:
-        self._transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # a stream connection
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._lost.done():

@@ -9,7 +9,7 @@ the first of them brings, so a leader that has nothing (and long-polls
 from __future__ import annotations
 
 import asyncio
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from kcore.client.client import KafkaClient
 from kcore.client.errors import BrokerConnectionError, KafkaError

@@ -22,8 +22,8 @@ it, or -1 when no record is that recent.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from kcore.client.errors import KafkaError
 from kcore.client.metadata import TopicPartition
@@ -159,7 +159,8 @@ def records_from(fetched: FetchedPartition, fetch_offset: int, *,
         if batch.base_offset >= fetch_offset:
             result.records.extend(batch.records())
         else:
-            result.records.extend(r for r in batch.records() if r.offset >= fetch_offset)
+            result.records.extend(r for r in batch.records()
+                                  if r.offset is not None and r.offset >= fetch_offset)
     result.partial_batch = consumed < len(fetched.records)
     return result
 

@@ -13,7 +13,9 @@ is bytes, since keys and values are arbitrary bytes.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+
+from kcore.protocol.records import Record
 
 __all__ = ["RecordFormatter", "DEFAULT_TEMPLATE", "format_headers"]
 
@@ -21,7 +23,7 @@ DEFAULT_TEMPLATE = "%s\\n"
 
 _ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "\\": b"\\"}
 
-Piece = Callable[[str, int, object], bytes]
+Piece = Callable[[str, int, Record], bytes]
 
 
 def _length(data: bytes | None) -> bytes:

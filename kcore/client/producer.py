@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from kcore.client.client import KafkaClient
 from kcore.client.errors import BrokerConnectionError, KafkaError
@@ -173,13 +173,15 @@ class Producer:
     async def partitions_for(self, topic: str) -> int:
         """Partition count of ``topic``, creating it if the broker auto-creates."""
         info = self.client.metadata.topics.get(topic)
-        if info is not None and info.error_code == 0 and info.partitions:
+        if info is not None and info.error_code == ErrorCode.NONE and info.partitions:
             return info.num_partitions
         for _ in range(METADATA_ATTEMPTS):
             metadata = await self.client.refresh_metadata([topic], allow_auto_topic_creation=True)
             info = metadata.topics.get(topic)
-            code = info.error_code if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if code == 0 and info.partitions:
+            if info is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, context=f"topic {topic}")
+            code = info.error_code
+            if code == ErrorCode.NONE and info.partitions:
                 return info.num_partitions
             if code not in (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NONE):
                 raise KafkaError(code, context=f"topic {topic}")

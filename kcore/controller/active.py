@@ -34,9 +34,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kcore.controller import election, wire
+from kcore.controller import election, wire, zk_state
 from kcore.controller import zk_paths as paths
-from kcore.controller import zk_state
 from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
 from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
@@ -95,6 +94,12 @@ class ActiveController:
         self._topic_watches: dict[str, Watch] = {}
         self.active = False
         self.on_resign: Callable[[], None] | None = None
+
+    @property
+    def _state_writer(self) -> zk_state.StateWriter:
+        """The writer of this controller's epoch, made by start()."""
+        assert self.writer is not None
+        return self.writer
 
     # -- office --------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -189,7 +194,7 @@ class ActiveController:
         self.states.update(await zk_state.read_partition_states(self.zk, topic))
         if name not in self._topic_watches:
             self._topic_watches[name] = await self.zk.watch_data(
-                paths.topic_path(name), lambda data, stat, n=name: self.post("partition_change", n))
+                paths.topic_path(name), lambda data, stat: self.post("partition_change", name))
 
     # -- brokers -------------------------------------------------------------------------------
     async def _on_broker_change(self) -> None:
@@ -291,7 +296,7 @@ class ActiveController:
                                                  tuple(replicas), 0, self.epoch.epoch))
         if not new_states:
             return
-        for state in await self.writer.create(new_states):
+        for state in await self._state_writer.create(new_states):
             self.states[state.topic_partition] = state
             batch.tell_replicas(state, self.brokers)
         missing = [s for s in new_states if s.topic_partition not in self.states]
@@ -348,7 +353,7 @@ class ActiveController:
         for key, leader_epoch, new_isr, partition_epoch in items:
             state = self.states.get(key)
             code = self._check_isr_change(state, broker_id, leader_epoch, new_isr, partition_epoch)
-            if code != ErrorCode.NONE:
+            if code != ErrorCode.NONE or state is None:
                 results[key] = (code, state)
                 continue
             changes.append((state, replace(state, isr=tuple(new_isr),
@@ -472,7 +477,7 @@ class ActiveController:
         for state in self.states.values():
             if state.replicas:
                 by_preferred.setdefault(state.replicas[0], []).append(state)
-        chosen = []
+        chosen: list[TopicPartition] = []
         for preferred, states in by_preferred.items():
             if preferred not in live:
                 continue
@@ -488,7 +493,7 @@ class ActiveController:
                      batch: RequestBatch, tell_replicas: bool = True) -> list[PartitionState]:
         if not changes:
             return []
-        written = await self.writer.update(changes)
+        written = await self._state_writer.update(changes)
         moved = [s for s in written if s.leader != self.states[s.topic_partition].leader]
         if moved:
             log.info("leaders changed for %d partitions: %s%s", len(moved),

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
+
+if TYPE_CHECKING:  # active.py imports this module
+    from kcore.controller.active import ActiveController
 
 # ElectLeaders election types (KIP-460).
 PREFERRED_ELECTION = 0
@@ -85,7 +88,7 @@ class Controller(Protocol):
         view of a just-created topic)."""
         ...
 
-    def active_controller(self) -> Any:
+    def active_controller(self) -> ActiveController | None:
         """The ActiveController when this broker holds that office (it
         answers AlterPartition and ControlledShutdown), else None."""
         ...

@@ -21,8 +21,8 @@ from kcore.client.admin import elect_leaders_body, election_results
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.controller import zk_paths as paths
-from kcore.controller.zk_client import NoNodeError
 from kcore.controller.metadata import TopicPartition
+from kcore.controller.zk_client import NoNodeError
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 
@@ -42,7 +42,7 @@ class NoControllerError(Exception):
 
 
 class ControllerClient:
-    def __init__(self, owner: "ZkController"):
+    def __init__(self, owner: ZkController):
         self.owner = owner
         self._connection: BrokerConnection | None = None
         self._connected_to = -1

@@ -28,8 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from kcore.controller.base import ControllerEvents, StopReplicaPartition
-from kcore.controller.metadata import (BrokerInfo, PartitionState, TopicError, TopicInfo,
-                                       TopicPartition, validate_counts, validate_topic_name)
+from kcore.controller.metadata import (
+    BrokerInfo,
+    PartitionState,
+    TopicError,
+    TopicInfo,
+    TopicPartition,
+    validate_counts,
+    validate_topic_name,
+)
 from kcore.protocol.errors import ErrorCode
 
 METADATA_FILE = "__cluster_metadata.json"

@@ -55,7 +55,7 @@ def _interleave_by_rack(brokers: Sequence[BrokerInfo]) -> list[int]:
     if len(by_rack) <= 1:
         return [b.broker_id for b in sorted(brokers, key=lambda b: b.broker_id)]
     columns = [by_rack[rack] for rack in sorted(by_rack, key=lambda r: (r is None, r or ""))]
-    ordered = []
+    ordered: list[int] = []
     for row in range(max(len(column) for column in columns)):
         ordered.extend(column[row] for column in columns if row < len(column))
     return ordered

@@ -43,9 +43,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from kazoo import exceptions as kazoo_errors
 from kazoo.client import KazooClient, KazooState
@@ -135,6 +136,11 @@ class Stat:
 def _stat(kazoo_stat: Any) -> Stat | None:
     if kazoo_stat is None:
         return None
+    return _existing_stat(kazoo_stat)
+
+
+def _existing_stat(kazoo_stat: Any) -> Stat:
+    """The Stat of a node a request just read or wrote (never None)."""
     return Stat(kazoo_stat.version, kazoo_stat.czxid, kazoo_stat.ephemeralOwner,
                 kazoo_stat.numChildren)
 
@@ -241,6 +247,13 @@ class ZkClient:
     def remove_session_listener(self, listener: Callable[[SessionEvent], None]) -> None:
         self._listeners.remove(listener)
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop start() ran on, which every callback is delivered to."""
+        if self._loop is None:
+            raise ZkConnectionError("the ZooKeeper client is not started")
+        return self._loop
+
     async def start(self) -> None:
         """Connect, creating the chroot first when it is missing (as Kafka
         does); ZkUnreachableError when no server answers in time."""
@@ -282,7 +295,7 @@ class ZkClient:
         await asyncio.to_thread(_stop, self._kazoo)
         self._executor.shutdown(wait=False)
 
-    async def __aenter__(self) -> "ZkClient":
+    async def __aenter__(self) -> ZkClient:
         await self.start()
         return self
 
@@ -301,25 +314,25 @@ class ZkClient:
             event = SessionEvent.SUSPENDED
         else:
             event, self._expired = SessionEvent.EXPIRED, True
-        _deliver(self._loop, self._notify, event)
+        _deliver(self.loop, self._notify, event)
 
     def _notify(self, event: SessionEvent) -> None:
         for listener in list(self._listeners):
             try:
                 listener(event)
             except Exception as exc:  # a failing listener must not starve the others
-                self._loop.call_exception_handler(
+                self.loop.call_exception_handler(
                     {"message": f"ZooKeeper session listener failed on {event}", "exception": exc})
 
     async def _blocking(self, call: Callable, *args) -> Any:
-        return await self._loop.run_in_executor(self._executor, call, *args)
+        return await self.loop.run_in_executor(self._executor, call, *args)
 
     async def _request(self, path: str | None, send: Callable, *args, **kwargs) -> Any:
         """`send(*args, **kwargs)` (a kazoo *_async method); its result, on the loop."""
-        future = self._loop.create_future()
+        future = self.loop.create_future()
 
         def completed(async_result) -> None:  # kazoo's completion thread
-            _deliver(self._loop, _settle, future, async_result)
+            _deliver(self.loop, _settle, future, async_result)
 
         try:
             send(*args, **kwargs).rawlink(completed)
@@ -333,7 +346,7 @@ class ZkClient:
 
     async def get(self, path: str) -> tuple[bytes, Stat]:
         data, stat = await self._request(path, self._kazoo.get_async, path)
-        return data, _stat(stat)
+        return data, _existing_stat(stat)
 
     async def get_children(self, path: str) -> list[str]:
         return await self._request(path, self._kazoo.get_children_async, path)
@@ -349,7 +362,7 @@ class ZkClient:
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         """Write if the node's version is `version` (-1: any)."""
-        return _stat(await self._request(path, self._kazoo.set_async, path, data, version))
+        return _existing_stat(await self._request(path, self._kazoo.set_async, path, data, version))
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         """Delete if the node's version is `version` (-1: any). `recursive`
@@ -394,7 +407,7 @@ class ZkClient:
         """`callback(children)` on the loop now and after each change, until
         cancelled or the node is deleted (then silently, as kazoo's
         ChildrenWatch does). NoNodeError if the node does not exist."""
-        watch = Watch(self._loop, callback)
+        watch = Watch(self.loop, callback)
         await self._arm(ChildrenWatch, path, watch)
         if not watch.armed:
             raise NoNodeError(f"NoNodeError on {path}", path)
@@ -404,7 +417,7 @@ class ZkClient:
                          callback: Callable[[bytes | None, Stat | None], None]) -> Watch:
         """`callback(data, stat)` on the loop now and after each change,
         (None, None) while the node does not exist; until cancelled."""
-        watch = Watch(self._loop, lambda data, stat, _event: callback(data, _stat(stat)))
+        watch = Watch(self.loop, lambda data, stat, _event: callback(data, _stat(stat)))
         await self._arm(DataWatch, path, watch)
         return watch
 

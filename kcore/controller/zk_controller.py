@@ -36,12 +36,16 @@ from kcore.controller.active import ActiveController, ControllerConfig
 from kcore.controller.base import ControllerEvents
 from kcore.controller.controller_client import ControllerClient
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, write_meta_properties
-from kcore.controller.metadata import (BrokerInfo, TopicError, TopicInfo, TopicPartition,
-                                       validate_counts, validate_topic_name)
+from kcore.controller.metadata import (
+    BrokerInfo,
+    TopicError,
+    TopicInfo,
+    TopicPartition,
+    validate_counts,
+    validate_topic_name,
+)
 from kcore.controller.placement import assign_replicas
-from kcore.controller.zk_client import (CreateOp, NodeExistsError, NoNodeError, SessionEvent,
-                                        Watch, ZkClient, ZkError)
-from kcore.protocol.api_keys import ApiKey
+from kcore.controller.zk_client import CreateOp, NodeExistsError, NoNodeError, SessionEvent, Watch, ZkClient, ZkError
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -251,7 +255,7 @@ class ZkController:
         self._topics[name] = info
         if name not in self._topic_watches:
             self._topic_watches[name] = [await self.zk.watch_data(
-                paths.topic_path(name), lambda data, stat, n=name: self._on_assignment(n, data))]
+                paths.topic_path(name), lambda data, stat: self._on_assignment(name, data))]
         return info
 
     def _on_assignment(self, name: str, data: bytes | None) -> None:

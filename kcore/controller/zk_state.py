@@ -19,8 +19,16 @@ from dataclasses import dataclass, replace
 
 from kcore.controller import zk_paths as paths
 from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
-from kcore.controller.zk_client import (BadVersionError, CheckOp, CreateOp, NodeExistsError,
-                                        NoNodeError, SetOp, ZkClient, ZkError)
+from kcore.controller.zk_client import (
+    BadVersionError,
+    CheckOp,
+    CreateOp,
+    NodeExistsError,
+    NoNodeError,
+    SetOp,
+    ZkClient,
+    ZkError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +120,7 @@ class StateWriter:
             await _ensure(self.zk, paths.partitions_path(topic))
         for state in states:
             await _ensure(self.zk, f"{paths.partitions_path(state.topic)}/{state.partition}")
-        written = []
+        written: list[PartitionState] = []
         for chunk in _chunks(states):
             ops = [CreateOp(paths.partition_state_path(s.topic, s.partition), self._data(s))
                    for s in chunk]

@@ -1,14 +1,39 @@
 """One module per Kafka API; HANDLERS maps an ApiKey to its handle()."""
 from __future__ import annotations
 
-from kcore.handlers import (alter_configs, alter_partition, api_versions, controlled_shutdown,
-                            create_partitions, create_topics, delete_groups, delete_topics,
-                            describe_cluster, describe_configs, describe_groups, elect_leaders,
-                            fetch, find_coordinator, heartbeat, incremental_alter_configs,
-                            init_producer_id, join_group, leader_and_isr, leave_group, list_groups,
-                            list_offsets, metadata, offset_commit, offset_delete, offset_fetch,
-                            offset_for_leader_epoch, produce, stop_replica, sync_group,
-                            update_metadata)
+from kcore.handlers import (
+                            alter_configs,
+                            alter_partition,
+                            api_versions,
+                            controlled_shutdown,
+                            create_partitions,
+                            create_topics,
+                            delete_groups,
+                            delete_topics,
+                            describe_cluster,
+                            describe_configs,
+                            describe_groups,
+                            elect_leaders,
+                            fetch,
+                            find_coordinator,
+                            heartbeat,
+                            incremental_alter_configs,
+                            init_producer_id,
+                            join_group,
+                            leader_and_isr,
+                            leave_group,
+                            list_groups,
+                            list_offsets,
+                            metadata,
+                            offset_commit,
+                            offset_delete,
+                            offset_fetch,
+                            offset_for_leader_epoch,
+                            produce,
+                            stop_replica,
+                            sync_group,
+                            update_metadata,
+)
 from kcore.protocol.api_keys import ApiKey
 
 HANDLERS = {

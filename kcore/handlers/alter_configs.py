@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
 from kcore.handlers import configs
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import set_topic_configs
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     responses = []
     for resource in body.resources:

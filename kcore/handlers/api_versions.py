@@ -4,10 +4,11 @@ Clients pick the highest version both sides know, so these ranges decide
 what the other handlers must implement (PROTOCOL.md section 1)."""
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     return {
         "error_code": ErrorCode.NONE,
         "api_keys": [

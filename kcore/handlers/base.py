@@ -1,23 +1,48 @@
-"""What every handler shares: the broker facade it is given and the
-exception that asks the server to drop a connection.
+"""What every handler shares: the broker seen through ``BrokerFacade`` and
+the exception that asks the server to drop a connection.
 
 A handler is `async def handle(broker, context, request) -> body | None`:
-`broker` is the Broker (kcore.server.broker) seen through the attributes
-below, `context` the ConnectionContext, `request` the decoded request; the
+`broker` is the Broker (kcore.server.broker) seen through ``BrokerFacade``,
+`context` the ConnectionContext, `request` the decoded request; the
 returned body is encoded with the request's version, None sends nothing.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
+
+from kcore.config import BrokerConfig
+from kcore.controller.base import Controller
+from kcore.coordinator.group.coordinator import GroupCoordinator
+from kcore.log.durability import GroupCommitSyncer
+from kcore.protocol.api_keys import ApiKey
+from kcore.replication.replica_manager import ReplicaManager
 
 
 class CloseConnection(Exception):
     """Drop this connection without answering (acks=0 produce errors)."""
 
 
+class ProducerIds(Protocol):
+    """Hands out producer ids (InitProducerId): a file on a single node,
+    a ZooKeeper block in a cluster (kcore.controller.producer_ids)."""
+
+    async def next_id(self) -> int: ...
+
+
 class BrokerFacade(Protocol):
-    config: Any              # kcore.server.config.BrokerConfig
-    controller: Any          # kcore.controller.local.LocalController
-    replica_manager: Any     # kcore.replication.replica_manager.ReplicaManager
-    producer_ids: Any        # kcore.controller.producer_ids.ProducerIdManager
-    group_coordinator: Any   # kcore.coordinator.group.coordinator.GroupCoordinator
+    """The part of the Broker that handlers use; nothing else of it."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def controller(self) -> Controller: ...
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+    @property
+    def producer_ids(self) -> ProducerIds: ...
+    @property
+    def group_coordinator(self) -> GroupCoordinator: ...
+    @property
+    def log_syncer(self) -> GroupCommitSyncer | None: ...
+    @property
+    def api_versions(self) -> dict[ApiKey, tuple[int, int]]: ...

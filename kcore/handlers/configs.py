@@ -7,9 +7,12 @@ listed (PROTOCOL.md section 4: clients expect the full set with sources).
 Broker configs are static (read from server.properties at start)."""
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
-from kcore.server.config import BROKER_KEYS, TOPIC_KEYS
+from kcore.config import BROKER_KEYS, TOPIC_KEYS
+from kcore.controller.metadata import TopicInfo
+from kcore.handlers.base import BrokerFacade
 
 TOPIC = 2
 BROKER = 4
@@ -30,14 +33,16 @@ def render(value: Any) -> str | None:
     return str(value)
 
 
-def describe_topic(broker, info, keys, include_synonyms: bool) -> list[dict]:
+def describe_topic(broker: BrokerFacade, info: TopicInfo, keys: Collection[str] | None,
+                   include_synonyms: bool) -> list[dict]:
     defaults = broker.config.topic_defaults()
     entries = []
     for name in sorted(TOPIC_KEYS):
         if keys is not None and name not in keys:
             continue
         synonym = TOPIC_KEYS[name][1]
-        synonyms = []
+        synonyms: list[dict] = []
+        value: str | None
         if name in info.configs:
             value, source = info.configs[name], TOPIC_CONFIG
             synonyms.append({"name": name, "value": value, "source": TOPIC_CONFIG})
@@ -53,7 +58,7 @@ def describe_topic(broker, info, keys, include_synonyms: bool) -> list[dict]:
     return entries
 
 
-def describe_broker(broker, keys, include_synonyms: bool) -> list[dict]:
+def describe_broker(broker: BrokerFacade, keys: Collection[str] | None, include_synonyms: bool) -> list[dict]:
     entries = []
     for name in sorted(BROKER_KEYS):
         if keys is not None and name not in keys:

@@ -6,10 +6,11 @@ STALE_BROKER_EPOCH for an earlier registration of the asking broker."""
 from __future__ import annotations
 
 from kcore.controller.zk_state import ControllerMovedError
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     active = broker.controller.active_controller()
     if active is None:

@@ -3,15 +3,17 @@ with the replicas of each new partition."""
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import add_partitions, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     results = []
     for topic in body.topics:
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: str | None = None
         assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
             info = await add_partitions(broker, topic.name, topic.count, assignment,

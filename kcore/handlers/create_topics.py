@@ -6,11 +6,12 @@ client may use the topic right away."""
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import create_topic, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     results = []
     created = []

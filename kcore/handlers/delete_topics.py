@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import delete_topic
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     results = []
     for name in request.body.topic_names:
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: str | None = None
         if not broker.config["delete.topic.enable"]:
             code, message = ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false"
         else:

@@ -2,12 +2,13 @@
 controller, from this broker's metadata cache."""
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 BROKER_ENDPOINT = 1
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     cache = broker.replica_manager.metadata_cache
     return {
         "throttle_time_ms": 0,

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from kcore.handlers import configs
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     include_synonyms = request.api_version >= 1 and body.include_synonyms
     results = []

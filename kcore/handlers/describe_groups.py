@@ -8,10 +8,12 @@ ACLs), so they are reported as omitted.
 """
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
+
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     described = []
     for group_id in request.body.groups:
         error, summary = broker.group_coordinator.describe_group(group_id)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 
 from kcore.controller.base import PREFERRED_ELECTION
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     election_type = body.election_type if request.api_version >= 1 else PREFERRED_ELECTION
     partitions = None
@@ -25,7 +26,7 @@ async def handle(broker, context, request):
     except TimeoutError:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.REQUEST_TIMED_OUT,
                 "replica_election_results": []}
-    except Exception as exc:  # no controller reachable
+    except Exception:  # no controller reachable
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
                 "replica_election_results": []}
     topics: dict[str, list[dict]] = {}

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import asyncio
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import PartitionError
 
 READ_COMMITTED = 1
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000

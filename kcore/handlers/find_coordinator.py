@@ -15,6 +15,7 @@ import logging
 
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     key_type = body.key_type if request.api_version >= 1 else GROUP_KEY_TYPE
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):

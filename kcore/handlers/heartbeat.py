@@ -2,10 +2,12 @@
 tells it to rejoin. v3 carries group_instance_id (KIP-345)."""
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
+
 FIRST_STATIC_VERSION = 3
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     error = broker.group_coordinator.heartbeat(
         body.group_id, body.member_id,

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
 from kcore.handlers.alter_configs import alter
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     responses = []
     for resource in body.resources:
         defaults = broker.config.topic_defaults()
         code, message = await alter(broker, resource, body.validate_only,
-                                    lambda current, r=resource: _apply(current, r.configs, defaults))
+                                    lambda current, r=resource, d=defaults: _apply(current, r.configs, d))
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})

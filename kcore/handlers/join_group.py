@@ -8,12 +8,13 @@ The response is sent when the coordinator completes the join phase.
 from __future__ import annotations
 
 from kcore.coordinator.group import JoinRequest
+from kcore.handlers.base import BrokerFacade
 
 FIRST_VERSION_REQUIRING_MEMBER_ID = 4
 FIRST_STATIC_VERSION = 5
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version

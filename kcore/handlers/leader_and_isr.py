@@ -8,6 +8,7 @@ the one known is refused with STALE_CONTROLLER_EPOCH (ReplicaManager)."""
 from __future__ import annotations
 
 from kcore.controller import wire
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
@@ -16,7 +17,7 @@ def stale_broker_epoch(broker, broker_epoch: int) -> bool:
     return 0 <= broker_epoch < broker.controller.broker_epoch
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     states, leaders = wire.leader_and_isr_states(body)
     if stale_broker_epoch(broker, body.broker_epoch):

@@ -7,12 +7,13 @@ member.
 """
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 FIRST_BATCH_VERSION = 3
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     if request.api_version >= FIRST_BATCH_VERSION:
         members = [(member.member_id, member.group_instance_id) for member in body.members]

@@ -8,13 +8,14 @@ answers OFFSET_NOT_AVAILABLE (KIP-207), so a consumer never sees the
 latest offset go backwards across a leader change."""
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 LATEST = -1
 READ_COMMITTED = 1
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     read_committed = request.api_version >= 2 and body.isolation_level == READ_COMMITTED
     topics = []

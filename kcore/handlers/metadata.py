@@ -14,13 +14,14 @@ suites assume. Names that could never be a topic get INVALID_TOPIC_EXCEPTION.
 from __future__ import annotations
 
 from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
 from kcore.protocol.errors import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     cache = broker.replica_manager.metadata_cache
     if body.topics is None or (request.api_version == 0 and not body.topics):

@@ -19,6 +19,7 @@ import time
 from kcore.coordinator.group.manager import StoreError
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
+from kcore.handlers.base import BrokerFacade
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 
@@ -29,7 +30,7 @@ FIRST_LEADER_EPOCH_VERSION = 6
 FIRST_STATIC_VERSION = 7
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version

@@ -8,10 +8,11 @@ response lists no partitions, as in Kafka.
 """
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     errors: dict[tuple[str, int], int] = {}
     partitions: list[tuple[str, int]] = []

@@ -7,12 +7,13 @@ returns each commit's leader epoch.
 """
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 FIRST_TOP_LEVEL_ERROR_VERSION = 2
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     version = request.api_version
     if body.topics is None:

@@ -8,11 +8,12 @@ is the current epoch; an epoch the leader never had gets the largest epoch
 below it and that epoch's end. Only the leader answers."""
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.list_offsets import leader_error
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     topics = []
     for topic in request.body.topics:
         results = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kcore.handlers.base import CloseConnection
+from kcore.handlers.base import BrokerFacade, CloseConnection
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import PartitionError
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 FIRST_V2_VERSION = 3
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     acks = body.acks
     responses = []

@@ -6,11 +6,12 @@ FENCED_LEADER_EPOCH and is left alone."""
 from __future__ import annotations
 
 from kcore.controller import wire
+from kcore.handlers.base import BrokerFacade
 from kcore.handlers.leader_and_isr import stale_broker_epoch
 from kcore.protocol.errors import ErrorCode
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     if stale_broker_epoch(broker, body.broker_epoch):
         return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}

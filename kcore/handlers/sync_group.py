@@ -4,10 +4,12 @@ assignment is in `__consumer_offsets`; a Stable group answers at once.
 v3 carries group_instance_id (KIP-345)."""
 from __future__ import annotations
 
+from kcore.handlers.base import BrokerFacade
+
 FIRST_STATIC_VERSION = 3
 
 
-async def handle(broker, context, request):
+async def handle(broker: BrokerFacade, context, request):
     body = request.body
     result = await broker.group_coordinator.sync_group(
         body.group_id, body.generation_id, body.member_id,

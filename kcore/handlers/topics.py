@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kcore.config import ConfigError, parse_topic_configs
 from kcore.controller.metadata import TopicError, TopicInfo
+from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
-from kcore.server.config import ConfigError, parse_topic_configs
 
 # How often a CreateTopics waiting for the new partitions' leaders looks at
 # the metadata cache: a cluster controller takes a few ms per change.
@@ -24,7 +25,7 @@ def check_configs(configs: dict[str, Any]) -> dict[str, Any]:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-async def create_topic(broker: Any, name: str, num_partitions: int, replication_factor: int,
+async def create_topic(broker: BrokerFacade, name: str, num_partitions: int, replication_factor: int,
                        configs: dict[str, str], assignment: dict[int, list[int]] | None = None,
                        validate_only: bool = False) -> TopicInfo:
     """Raises TopicError with Kafka's error code."""
@@ -33,13 +34,13 @@ async def create_topic(broker: Any, name: str, num_partitions: int, replication_
                                                 dict(configs), assignment, validate_only)
 
 
-async def auto_create_topic(broker: Any, name: str) -> TopicInfo:
+async def auto_create_topic(broker: BrokerFacade, name: str) -> TopicInfo:
     config = broker.config
     return await create_topic(broker, name, config["num.partitions"],
                               config["default.replication.factor"], {})
 
 
-async def wait_for_leaders(broker: Any, name: str, num_partitions: int, timeout_s: float) -> bool:
+async def wait_for_leaders(broker: BrokerFacade, name: str, num_partitions: int, timeout_s: float) -> bool:
     """Until every partition of the topic has a leader in this broker's
     metadata cache (Kafka answers CreateTopics once its metadata shows the
     topic), or the timeout; returns whether it happened."""
@@ -59,16 +60,16 @@ def topic_overrides(info: TopicInfo) -> dict[str, Any]:
     return parse_topic_configs(info.configs)
 
 
-async def add_partitions(broker: Any, name: str, total: int,
+async def add_partitions(broker: BrokerFacade, name: str, total: int,
                          assignment: list[list[int]] | None, validate_only: bool) -> TopicInfo:
     return await broker.controller.create_partitions(name, total, assignment, validate_only)
 
 
-async def delete_topic(broker: Any, name: str) -> None:
+async def delete_topic(broker: BrokerFacade, name: str) -> None:
     await broker.controller.delete_topic(name)
 
 
-async def set_topic_configs(broker: Any, name: str, configs: dict[str, str],
+async def set_topic_configs(broker: BrokerFacade, name: str, configs: dict[str, str],
                             validate_only: bool) -> None:
     """Replace a topic's overrides (AlterConfigs semantics)."""
     if broker.controller.topic(name) is None:

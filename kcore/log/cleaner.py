@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from kcore.log.checkpoints import OffsetCheckpointFile
-from kcore.log.cleaner_task import (MAX_MAP_ENTRIES, CleaningTask, CleanResult, Offload,
-                                    run_steps)
+from kcore.log.cleaner_task import MAX_MAP_ENTRIES, CleaningTask, CleanResult, Offload, run_steps
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log, now_ms
+from kcore.log.manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class LogToClean:
 class LogCleaner:
     """See the module docstring."""
 
-    def __init__(self, log_manager: Any, backoff_ms: int = DEFAULT_BACKOFF_MS, *,
+    def __init__(self, log_manager: LogManager, backoff_ms: int = DEFAULT_BACKOFF_MS, *,
                  enabled: bool = True, clock: Callable[[], int] = now_ms,
                  max_map_entries: int = MAX_MAP_ENTRIES,
                  high_watermark_of: Callable[[str, int], int | None] | None = None):

@@ -55,12 +55,25 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kcore._native import segment as native_segment
-from kcore._native.records import BATCH_HEADER_SIZE, crc32c, parse_batch_header
-from kcore.log.cleaner_records import (DELETE_HORIZON_BIT, BatchHeader, build_batch, empty_batch,
-                                       filter_records, index_keys, rebase_timestamps,
-                                       records_section)
+from kcore._native.batch_layout import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER_SIZE,
+    CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+)
+from kcore._native.records import BatchHeader, crc32c, parse_batch_header
+from kcore.log.cleaner_records import (
+    build_batch,
+    empty_batch,
+    filter_records,
+    index_keys,
+    rebase_timestamps,
+    records_section,
+)
 from kcore.log.errors import KafkaStorageError
-from kcore.log.log import CLEANED_SUFFIX
+from kcore.log.log import CLEANED_SUFFIX, Log
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 from kcore.protocol.records import ControlType, RecordBatch
 
@@ -76,7 +89,6 @@ WRITE_CHUNK = 1 << 20
 # Batch headers fetched per native call in the producer scan.
 HEADER_WALK_BATCHES = 4096
 INT32_MAX = 2**31 - 1
-_LOG_OVERHEAD = 12
 
 
 class CleaningAbortedError(Exception):
@@ -124,7 +136,7 @@ class CleaningTask:
     """See the module docstring. Build on the Log's thread; then drive
     ``steps()`` with ``run_steps`` or an asynchronous driver."""
 
-    def __init__(self, log: Any, first_dirty_offset: int, first_uncleanable_offset: int,
+    def __init__(self, log: Log, first_dirty_offset: int, first_uncleanable_offset: int,
                  now_ms: int, *, max_map_entries: int = MAX_MAP_ENTRIES):
         self.log = log
         self.config = log.config
@@ -184,15 +196,16 @@ class CleaningTask:
             at = position - buffer_start
             if len(buffer) - at < BATCH_HEADER_SIZE:
                 buffer, buffer_start, at = os.pread(fd, min(READ_CHUNK, size - position), position), position, 0
-            batch_size = int.from_bytes(buffer[at + 8:at + 12], "big", signed=True) + _LOG_OVERHEAD
+            batch_size = int.from_bytes(buffer[at + LENGTH_OFFSET:at + LENGTH_OFFSET + 4], "big",
+                                        signed=True) + LOG_OVERHEAD
             if batch_size < BATCH_HEADER_SIZE or position + batch_size > size:
                 raise self._corrupt(index, position, "batch length")
             if len(buffer) - at < batch_size:
                 buffer = os.pread(fd, max(batch_size, min(READ_CHUNK, size - position)), position)
                 buffer_start, at = position, 0
             batch = buffer[at:at + batch_size]
-            header = BatchHeader(*parse_batch_header(batch, 0))
-            if header.magic != 2 or crc32c(memoryview(batch)[21:]) != header.crc:
+            header = parse_batch_header(batch, 0)
+            if header.magic != CURRENT_MAGIC or crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]) != header.crc:
                 raise self._corrupt(index, position, "magic or CRC-32C")
             self.stats.bytes_read += batch_size
             yield batch, header
@@ -213,11 +226,9 @@ class CleaningTask:
                 if not headers:
                     break
                 for _, raw in headers:
-                    producer_id = int.from_bytes(raw[43:51], "big", signed=True)
-                    if producer_id >= 0:
-                        self._producer_last_offsets[producer_id] = (
-                            int.from_bytes(raw[0:8], "big", signed=True)
-                            + int.from_bytes(raw[23:27], "big", signed=True))
+                    header = parse_batch_header(raw)
+                    if header.producer_id >= 0:
+                        self._producer_last_offsets[header.producer_id] = header.last_offset
                 yield None
 
     def _build_offset_map(self) -> Generator[None, Any, int]:
@@ -247,7 +258,7 @@ class CleaningTask:
                 target = (pending.setdefault(header.producer_id, {})
                           if header.is_transactional else offset_map)
                 self.stats.map_records += index_keys(section, header.base_offset, target)
-                self.stats.map_bytes += header.size
+                self.stats.map_bytes += header.size_in_bytes
                 yield None
         return len(self.segments)
 
@@ -355,9 +366,9 @@ class CleaningTask:
             return None
         if header.is_transactional:
             self._txn_has_data[producer_id] = True
-        stamp = kept.tombstones and horizon is None
+        stamp = kept.tombstones > 0 and horizon is None
         if kept.tombstones:
-            horizon = self.now_ms + self.config.delete_retention_ms if stamp else horizon
+            horizon = self.now_ms + self.config.delete_retention_ms if horizon is None else horizon
             self._note_horizon(horizon)
         if kept.retained == kept.total and not stamp:
             return batch
@@ -365,11 +376,11 @@ class CleaningTask:
             records: bytes | bytearray = section[kept.runs[0][0]:kept.runs[0][1]]
         else:
             records = b"".join([section[start:end] for start, end in kept.runs])
-        if not stamp:
+        if not stamp or horizon is None:
             return build_batch(header, records, kept.retained, header.attributes,
                                header.base_timestamp)
         records = rebase_timestamps(records, header.base_timestamp - horizon)
-        return build_batch(header, records, kept.retained, header.attributes | DELETE_HORIZON_BIT,
+        return build_batch(header, records, kept.retained, header.attributes | DELETE_HORIZON_FLAG_MASK,
                            horizon)
 
     def _clean_control_batch(self, batch: bytes, header: BatchHeader) -> bytes | bytearray | None:
@@ -387,7 +398,7 @@ class CleaningTask:
         section = records_section(batch, header.attributes)
         records = rebase_timestamps(section, header.base_timestamp - horizon)
         return build_batch(header, records, header.records_count,
-                           header.attributes | DELETE_HORIZON_BIT, horizon)
+                           header.attributes | DELETE_HORIZON_FLAG_MASK, horizon)
 
     def _note_horizon(self, horizon: int) -> None:
         if self._next_horizon is None or horizon < self._next_horizon:

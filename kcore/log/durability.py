@@ -66,16 +66,21 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import os
 import weakref
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from pathlib import Path
+
+from typing_extensions import Buffer
 
 from kcore.log.errors import KafkaStorageError, SyncFailedError
 from kcore.log.journal import DEFAULT_JOURNAL_BYTES
 from kcore.log.journal_rounds import JournalRounds
+from kcore.log.log import Log
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +141,7 @@ class IoUringBackend:
             self._uring.io_uring_submit(self._ring)
             self._uring.io_uring_wait_cqe(self._ring, self._cqe)
             try:
-                self._cqe[0].res  # a negative result is raised as OSError
+                _ = self._cqe[0].res  # reading it raises OSError for a negative result
             finally:
                 self._uring.io_uring_cq_advance(self._ring, 1)
                 os.eventfd_read(self._eventfd)
@@ -334,7 +339,7 @@ class _LogState:
     __slots__ = ("log", "synced_offset", "newest_synced_base", "in_flight", "queued", "waiters",
                  "journaled", "checkpointed_offset", "journal_name", "listener")
 
-    def __init__(self, log: Any):
+    def __init__(self, log: Log):
         self.log = log
         # Below the recovery point everything was fsynced by Log.flush.
         self.synced_offset = log.recovery_point
@@ -369,15 +374,15 @@ class _Round:
 class GroupCommitSyncer:
     """Group commit over a backend; see the module docstring."""
 
-    def __init__(self, backend: Any, loop: asyncio.AbstractEventLoop,
-                 journal_dir: Any = None, journal_bytes: int = DEFAULT_JOURNAL_BYTES):
+    def __init__(self, backend: IoUringBackend | ThreadBackend, loop: asyncio.AbstractEventLoop,
+                 journal_dir: Path | str | None = None, journal_bytes: int = DEFAULT_JOURNAL_BYTES):
         self.backend = backend
         self._loop = loop
         # One journal for all partitions, in the first log dir; None: every
         # round fdatasyncs the partitions' own files.
-        self.journal = JournalRounds(self, journal_dir, journal_bytes) \
+        self.journal = JournalRounds(self, Path(journal_dir), journal_bytes) \
             if journal_dir is not None and journal_bytes > 0 else None
-        self._states: weakref.WeakKeyDictionary[Any, _LogState] = weakref.WeakKeyDictionary()
+        self._states: weakref.WeakKeyDictionary[Log, _LogState] = weakref.WeakKeyDictionary()
         self._ready: list[_LogState] = []
         self._tick_scheduled = False
         self._rounds_in_flight = 0
@@ -398,7 +403,7 @@ class GroupCommitSyncer:
     def closed(self) -> bool:
         return self._closed
 
-    def listen(self, log: Any, listener: Callable[[int, BaseException | None], None]) -> None:
+    def listen(self, log: Log, listener: Callable[[int, BaseException | None], None]) -> None:
         """Call ``listener(synced_offset, error)`` synchronously whenever a
         sync of ``log`` completes (error None) or fails, before its waiters'
         futures are resolved; one call per round, however many waiters."""
@@ -407,11 +412,12 @@ class GroupCommitSyncer:
             state = self._states[log] = _LogState(log)
         state.listener = listener
 
-    def synced_offset(self, log: Any) -> int:
+    def synced_offset(self, log: Log) -> int:
         state = self._states.get(log)
         return state.synced_offset if state is not None else log.recovery_point
 
-    def sync(self, log: Any, offset: int, records: Any = None, base_offset: int = -1) -> asyncio.Future:
+    def sync(self, log: Log, offset: int, records: Buffer | None = None,
+             base_offset: int = -1) -> asyncio.Future:
         """A future resolved with the log's synced offset once everything
         below ``offset`` is on disk; it fails with SyncFailedError if an
         fsync fails and with KafkaStorageError if the log was closed.
@@ -451,7 +457,7 @@ class GroupCommitSyncer:
         if self.journal is not None and self.journal.busy:
             self._schedule_tick()
 
-    def forget(self, log: Any) -> None:
+    def forget(self, log: Log) -> None:
         """Before ``log`` is deleted or truncated: a journal checkpoint if the
         journal holds entries of it (they must not be replayed later)."""
         state = self._states.get(log)
@@ -513,7 +519,7 @@ class GroupCommitSyncer:
             return
         for fd, datasync in round_.fds:
             self.fsyncs += 1
-            self.backend.submit(fd, datasync, lambda error, fd=fd: self._op_done(round_, fd, error))
+            self.backend.submit(fd, datasync, functools.partial(self._op_done, round_, fd))
 
     def _op_done(self, round_: _Round, fd: int, error: int) -> None:
         os.close(fd)
@@ -583,7 +589,7 @@ class GroupCommitSyncer:
 
 
 def open_syncer(loop: asyncio.AbstractEventLoop, choice: str | None = None,
-                journal_dir: Any = None,
+                journal_dir: Path | str | None = None,
                 journal_bytes: int = DEFAULT_JOURNAL_BYTES) -> tuple[GroupCommitSyncer | None, str]:
     """The syncer for ``choice`` (default: ``$KCORE_SYNCER`` or ``auto``)
     and a sentence saying which implementation serves flush.messages=1.

@@ -2,17 +2,13 @@
 (``Errors.java``) so a handler can answer with it directly."""
 from __future__ import annotations
 
-CORRUPT_MESSAGE = 2
-OFFSET_OUT_OF_RANGE = 1
-MESSAGE_TOO_LARGE = 10
-KAFKA_STORAGE_ERROR = 56
-INVALID_RECORD = 87
+from kcore.protocol.errors import ErrorCode
 
 
 class LogError(Exception):
     """Base of the log's errors; ``error_code`` is Kafka's."""
 
-    error_code = -1  # UNKNOWN_SERVER_ERROR
+    error_code: int = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class CorruptRecordError(LogError):
@@ -26,27 +22,28 @@ class CorruptRecordError(LogError):
     def __init__(self, reason: str, message: str | None = None, position: int = 0):
         self.reason = reason
         self.position = position
-        self.error_code = INVALID_RECORD if reason in ("count", "offset") else CORRUPT_MESSAGE
+        self.error_code = (ErrorCode.INVALID_RECORD if reason in ("count", "offset")
+                           else ErrorCode.CORRUPT_MESSAGE)
         super().__init__(message or f"corrupt record batch at position {position}: {reason}")
 
 
 class OffsetOutOfRangeError(LogError):
     """A read or lookup offset outside [log_start_offset, log_end_offset]."""
 
-    error_code = OFFSET_OUT_OF_RANGE
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 class RecordTooLargeError(LogError):
     """A batch larger than max.message.bytes (or than a whole segment)."""
 
-    error_code = MESSAGE_TOO_LARGE
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class KafkaStorageError(LogError):
     """The log's files cannot be read or written (I/O error, corrupt data
     found where it was trusted). The partition goes offline in Kafka."""
 
-    error_code = KAFKA_STORAGE_ERROR
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 class SyncFailedError(KafkaStorageError):

@@ -118,9 +118,10 @@ class IndexFile(ABC):
         self.length = length
 
     # -- active / inactive --------------------------------------------------------------
-    def preallocate(self) -> None:
+    def preallocate(self) -> bytearray:
         """Make the index appendable: entries in memory, file grown to
-        ``max_index_size`` (the active segment's state)."""
+        ``max_index_size`` (the active segment's state). Returns the
+        in-memory entries."""
         if self._image is None:
             self._image = bytearray(self.buffer[:self.entries * self.entry_size])
             self._unmap()
@@ -128,6 +129,7 @@ class IndexFile(ABC):
         if self.length < wanted:
             self._truncate_file(wanted)
         self.capacity = wanted // self.entry_size
+        return self._image
 
     def trim(self) -> None:
         """Write pending entries, shrink the file to them and map it (on
@@ -159,16 +161,14 @@ class IndexFile(ABC):
 
     # -- entries ----------------------------------------------------------------------------
     def _append_entry(self, packed: bytes, decoded: tuple[int, int]) -> None:
-        if self._image is None:
-            self.preallocate()
-        self._image += packed
+        image = self._image if self._image is not None else self.preallocate()
+        image += packed
         self.entries += 1
         self._last = decoded
 
     def truncate_entries(self, entries: int) -> None:
         if entries < self.entries:
-            self.preallocate()
-            del self._image[entries * self.entry_size:]
+            del self.preallocate()[entries * self.entry_size:]
             self._file_entries = max(self._file_entries, self._synced)
             self._synced = min(self._synced, entries)
             self.entries = entries

@@ -50,6 +50,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Buffer
+
 from kcore._native import journal as native_journal
 from kcore._native import records as native_records
 from kcore.log.checkpoints import fsync_dir
@@ -109,7 +111,7 @@ class RoundBuffer:
     def padded_size(self) -> int:
         return self.fill + _padding_size(self.fill) if self.fill else 0
 
-    def append(self, name: bytes, base_offset: int, records: Any, generation: int) -> None:
+    def append(self, name: bytes, base_offset: int, records: Buffer, generation: int) -> None:
         """Add the entry of ``records`` (appended at ``base_offset`` to the
         partition directory ``name``, encoded), of ``generation``: entries
         already pending of an older one (added while a checkpoint ran) are
@@ -157,7 +159,7 @@ class RoundBuffer:
         self._map.close()
 
 
-def encode_entry(generation: int, name: str, base_offset: int, records: Any) -> bytearray:
+def encode_entry(generation: int, name: str, base_offset: int, records: Buffer) -> bytearray:
     """One sealed entry, unpadded (for tests and tools)."""
     encoded_name = name.encode()
     entry = bytearray(_ENTRY.size + len(encoded_name) + memoryview(records).nbytes)

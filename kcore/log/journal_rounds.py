@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import os
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import Buffer
 
 from kcore.log.errors import KafkaStorageError, LogError, SyncFailedError
 from kcore.log.journal import Journal, RoundBuffer
+
+if TYPE_CHECKING:  # durability.py imports this module
+    from kcore.log.durability import GroupCommitSyncer, _LogState
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +72,7 @@ class JournalRounds:
     """The journal side of a GroupCommitSyncer (see the module docstring).
     ``status``: 'absent' (not created yet), 'creating', 'ready', 'failed'."""
 
-    def __init__(self, syncer: Any, directory: Path, size: int):
+    def __init__(self, syncer: GroupCommitSyncer, directory: Path, size: int):
         self._syncer = syncer
         self.directory = Path(directory)
         self.size = size
@@ -85,7 +91,7 @@ class JournalRounds:
         self.checkpoints = 0
 
     # -- admission ----------------------------------------------------------------
-    def accepts(self, state: Any) -> bool:
+    def accepts(self, state: _LogState) -> bool:
         if self.status == "absent":
             self._start_creating()
         if self.status != "ready":
@@ -128,7 +134,7 @@ class JournalRounds:
         log.info("group commit journal %s (%d MiB) in use", self.journal.path, self.size >> 20)
 
     # -- entries and waiters ---------------------------------------------------------
-    def add(self, state: Any, offset: int, base_offset: int, records: Any,
+    def add(self, state: _LogState, offset: int, base_offset: int, records: Buffer,
             future: asyncio.Future) -> None:
         """Journal ``records`` (appended to the log at ``base_offset``); the
         future resolves once they are on disk."""
@@ -139,10 +145,11 @@ class JournalRounds:
             state.checkpointed_offset = base_offset
             state.journal_name = state.log.dir.name.encode()
         self._in_generation.add(state)
+        assert self.journal is not None  # accepts() let this log in: the journal is open
         self._buffer.append(state.journal_name, base_offset, records, self.journal.generation)
         self._waiters.append((state, offset, future))
 
-    def add_waiter(self, state: Any, offset: int, future: asyncio.Future) -> None:
+    def add_waiter(self, state: _LogState, offset: int, future: asyncio.Future) -> None:
         """A journaled log's sync without new records (e.g. a retried
         duplicate): its entries are pending or in flight already."""
         self._waiters.append((state, offset, future))
@@ -312,7 +319,7 @@ class JournalRounds:
         for fd, datasync in operations:
             self._syncer.fsyncs += 1
             self._syncer.backend.submit(
-                fd, datasync, lambda error, fd=fd: self._checkpoint_op_done(checkpoint, fd, error))
+                fd, datasync, functools.partial(self._checkpoint_op_done, checkpoint, fd))
 
     def _checkpoint_op_done(self, checkpoint: _Checkpoint, fd: int, error: int) -> None:
         os.close(fd)
@@ -345,11 +352,12 @@ class JournalRounds:
             if all(segment.fd >= 0 for segment in state.log.segments):
                 state.log.flush()
                 state.checkpointed_offset = state.log.log_end_offset
+        assert self.journal is not None  # checkpoints run on an open journal only
         self.journal.checkpoint_header()
         self._in_generation.clear()
         self.checkpoints += 1
 
-    def forget(self, state: Any) -> None:
+    def forget(self, state: _LogState) -> None:
         """Before ``state``'s log is deleted or truncated: no entry of it may
         outlive this in the journal's current generation."""
         if self.status == "ready" and (state in self._in_generation or (

@@ -37,8 +37,7 @@ from kcore._native import segment as native_segment
 from kcore.log.checkpoints import fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.leader_epoch import LeaderEpochCache
-from kcore.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
-                               LogSegment)
+from kcore.log.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -156,10 +155,10 @@ def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache) -> None:
                                                          _HEADERS_PER_READ)
         if not headers:
             break
-        for _, header in headers:
-            base_offset, _, epoch = native_records.parse_batch_header(header)[:3]
-            if epoch > cache.latest_epoch:
-                cache.assign(epoch, base_offset)
+        for _, raw in headers:
+            header = native_records.parse_batch_header(raw)
+            if header.partition_leader_epoch > cache.latest_epoch:
+                cache.assign(header.partition_leader_epoch, header.base_offset)
 
 
 def _delete_later(directory: Path, bases: list[int]) -> None:

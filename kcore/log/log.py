@@ -33,15 +33,15 @@ from typing import NamedTuple
 
 from kcore._native import append as native_append
 from kcore._native import records as native_records
+from kcore._native.batch_layout import TIMESTAMP_TYPE_MASK
+from kcore._native.records import BatchHeader
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
 from kcore.log.config import LogConfig
-from kcore.log.errors import (CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError,
-                              RecordTooLargeError)
+from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
 from kcore.log.file_slice import FileSlice
 from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.loader import learn_leader_epochs, load_segments
-from kcore.log.segment import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
-                               segment_name)
+from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -54,11 +54,9 @@ logger = logging.getLogger(__name__)  # "log" names a Log in this module
 
 
 class AppendInfo(NamedTuple):
-    """What one append did. ``batches`` are the native validator's tuples
-    (position, size, last_offset_delta, records_count, attributes,
-    base_timestamp, max_timestamp, producer_id, producer_epoch,
-    base_sequence), positions relative to the appended buffer.
-    ``log_append_time`` is the batches' maxTimestamp when they carry the
+    """What one append did. ``batches`` are the native validator's
+    headers, positions relative to the appended buffer, base offsets as
+    they were before the append patched them. ``log_append_time`` is the batches' maxTimestamp when they carry the
     LogAppendTime attribute (stamped by the caller), else -1."""
 
     first_offset: int
@@ -67,7 +65,7 @@ class AppendInfo(NamedTuple):
     offset_of_max_timestamp: int
     log_append_time: int
     records_count: int
-    batches: list
+    batches: list[BatchHeader]
 
 
 def parse_topic_partition(directory: Path) -> tuple[str, int]:
@@ -211,7 +209,7 @@ class Log:
             raise CorruptRecordError(exc.reason, str(exc), exc.position) from None
         if not infos:
             raise CorruptRecordError("size", "no record batch to append")
-        size = infos[-1][0] + infos[-1][1]
+        size = infos[-1].position + infos[-1].size_in_bytes
         self._check_sizes(infos, size)
         # A new epoch goes to the cache file before its first batch goes to
         # the segment, so a crash cannot leave a batch whose epoch the file
@@ -224,10 +222,11 @@ class Log:
             next_offset = native_records.patch_batches(records, first_offset, leader_epoch)
             batch_offsets = None
         else:
-            batch_offsets, batch_epochs = self._replica_offsets(records, infos)
-            self._assign_replica_epochs(batch_offsets, batch_epochs)
+            self._check_replica_offsets(infos)
+            self._assign_replica_epochs(infos)
+            batch_offsets = [info.base_offset for info in infos]
             first_offset = batch_offsets[0]
-            next_offset = batch_offsets[-1] + infos[-1][2] + 1
+            next_offset = infos[-1].last_offset + 1
         batches, max_timestamp, offset_of_max_timestamp, records_count = \
             _segment_batches(infos, first_offset, batch_offsets)
         segment = self._maybe_roll(size, max_timestamp, first_offset, next_offset - 1)
@@ -236,41 +235,38 @@ class Log:
         self._unflushed_messages += records_count
         if not defer_flush and self._unflushed_messages >= self.config.flush_messages:
             self.flush()
-        log_append_time = max_timestamp if infos[0][4] & 0x08 else -1
+        log_append_time = max_timestamp if infos[0].attributes & TIMESTAMP_TYPE_MASK else -1
         return AppendInfo(first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp,
                           log_append_time, records_count, infos)
 
-    def _check_sizes(self, infos: list, size: int) -> None:
+    def _check_sizes(self, infos: list[BatchHeader], size: int) -> None:
         limit = self.config.max_message_bytes
         for info in infos:
-            if info[1] > limit:
+            if info.size_in_bytes > limit:
                 raise RecordTooLargeError(
-                    f"batch of {info[1]} bytes at position {info[0]} exceeds max.message.bytes={limit}")
+                    f"batch of {info.size_in_bytes} bytes at position {info.position} exceeds "
+                    f"max.message.bytes={limit}")
         if size > self.config.segment_bytes:
             raise RecordTooLargeError(
                 f"append of {size} bytes exceeds segment.bytes={self.config.segment_bytes}")
 
-    def _replica_offsets(self, records, infos: list) -> tuple[list[int], list[int]]:
-        """The batches' own base offsets, checked to increase from the log
-        end, and their partitionLeaderEpochs."""
-        headers = [native_records.parse_batch_header(records, info[0]) for info in infos]
+    def _check_replica_offsets(self, infos: list[BatchHeader]) -> None:
+        """The batches' own base offsets must increase from the log end."""
         expected = self._log_end_offset
-        for header, info in zip(headers, infos):
-            base = header[0]
-            if base < expected:
+        for info in infos:
+            if info.base_offset < expected:
                 raise CorruptRecordError(
-                    "offset", f"batch at offset {base} (position {info[0]}) is before the next "
-                    f"expected offset {expected}", info[0])
-            expected = base + info[2] + 1
-        return [header[0] for header in headers], [header[2] for header in headers]
+                    "offset", f"batch at offset {info.base_offset} (position {info.position}) is "
+                    f"before the next expected offset {expected}", info.position)
+            expected = info.last_offset + 1
 
-    def _assign_replica_epochs(self, batch_offsets: list[int], batch_epochs: list[int]) -> None:
+    def _assign_replica_epochs(self, infos: list[BatchHeader]) -> None:
         """A replica learns each epoch its leader stamped, where it starts
         (Kafka ``UnifiedLog.append``); batches of older epochs change nothing."""
         cache = self._leader_epoch_cache
-        for base_offset, epoch in zip(batch_offsets, batch_epochs):
-            if epoch > cache.latest_epoch:
-                cache.assign(epoch, base_offset)
+        for info in infos:
+            if info.partition_leader_epoch > cache.latest_epoch:
+                cache.assign(info.partition_leader_epoch, info.base_offset)
 
     # -- rolling ---------------------------------------------------------------------------
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int,
@@ -596,7 +592,8 @@ class Log:
                 f"log_end_offset={self._log_end_offset}, segments={len(self._segments)})")
 
 
-def _segment_batches(infos: list, first_offset: int, batch_offsets: list[int] | None):
+def _segment_batches(infos: list[BatchHeader], first_offset: int,
+                     batch_offsets: list[int] | None) -> tuple[list[tuple[int, int, int, int]], int, int, int]:
     """Per batch (position, size, last_offset, max_timestamp) for the
     segment, plus the append's max timestamp, its offset and record count."""
     batches = []
@@ -604,11 +601,11 @@ def _segment_batches(infos: list, first_offset: int, batch_offsets: list[int] | 
     max_timestamp, offset_of_max_timestamp, records_count = -1, first_offset, 0
     for i, info in enumerate(infos):
         base = offset if batch_offsets is None else batch_offsets[i]
-        last = base + info[2]
-        if i == 0 or info[6] > max_timestamp:
-            max_timestamp, offset_of_max_timestamp = info[6], last
-        batches.append((info[0], info[1], last, info[6]))
-        records_count += info[3]
+        last = base + info.last_offset_delta
+        if i == 0 or info.max_timestamp > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = info.max_timestamp, last
+        batches.append((info.position, info.size_in_bytes, last, info.max_timestamp))
+        records_count += info.records_count
         offset = last + 1
     return batches, max_timestamp, offset_of_max_timestamp, records_count
 

@@ -30,9 +30,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kcore.log.checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT,
-                                   RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
-                                   OffsetCheckpointFile, fsync_dir)
+from kcore.log.checkpoints import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    fsync_dir,
+)
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
 from kcore.log.journal import replay as replay_journal

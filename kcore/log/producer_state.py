@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcore._native.records import crc32c
+from kcore.protocol.errors import ErrorCode
 
 BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1
@@ -44,10 +45,6 @@ class ProducerStateError(Exception):
     def __init__(self, error_code: int, message: str):
         super().__init__(message)
         self.error_code = error_code
-
-
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
 
 
 @dataclass
@@ -112,18 +109,18 @@ class ProducerStateManager:
         if entry is None:
             if first_seq != 0:
                 raise ProducerStateError(
-                    OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"producer {producer_id} is unknown here and its first sequence "
                     f"is {first_seq}, not 0")
             return None
         if epoch < entry.epoch:
             raise ProducerStateError(
-                INVALID_PRODUCER_EPOCH,
+                ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {producer_id} epoch {epoch} is older than {entry.epoch}")
         if epoch > entry.epoch:
             if first_seq != 0:
                 raise ProducerStateError(
-                    OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"producer {producer_id} new epoch {epoch} must start at sequence 0, "
                     f"got {first_seq}")
             return None
@@ -133,7 +130,7 @@ class ProducerStateManager:
         expected = _next_seq(entry.last_seq)
         if first_seq != expected:
             raise ProducerStateError(
-                OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"producer {producer_id} sent sequence {first_seq}, expected {expected}")
         return None
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kcore._native import append as native_append
 from kcore._native import index as native_index
+from kcore._native import records as native_records
 from kcore._native import segment as native_segment
 from kcore.log.config import LogConfig
 from kcore.log.errors import CorruptRecordError, KafkaStorageError
@@ -127,7 +128,7 @@ class LogSegment:
     def _load_rolling_timestamp(self) -> None:
         headers, _ = native_segment.batch_headers(self.fd, 0, self.size, 1)
         self.rolling_based_timestamp = (
-            int.from_bytes(headers[0][1][35:43], "big", signed=True) if headers else None)
+            native_records.parse_batch_header(headers[0][1]).max_timestamp if headers else None)
 
     def needs_rebuild(self) -> bool:
         """True when the indexes are missing or fail the sanity check: the
@@ -309,8 +310,10 @@ class LogSegment:
             batch_position, size = found[0], found[1]
             batch = RecordBatch(os.pread(self.fd, size, batch_position))
             for record in batch.records():
-                if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    return record.offset, record.timestamp
+                found_offset, found_timestamp = record.offset, record.timestamp
+                assert found_offset is not None and found_timestamp is not None  # decoded
+                if found_timestamp >= timestamp and found_offset >= starting_offset:
+                    return found_offset, found_timestamp
             position = batch_position + size
 
     @property

@@ -15,7 +15,8 @@ ProtocolEncodeError; callers turn all of them into ProtocolEncodeError.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcore.protocol import primitives
 from kcore.protocol.schema import FIXED_FORMATS, Field, Struct
@@ -236,7 +237,7 @@ class _Body:
         elif kind == "struct":
             if field.nullable(self.builder.version):
                 self.emit("out += b'\\x01'")
-            self.lines.extend(self.builder.dispatch_lines(field.struct, "v", self.indent))
+            self.lines.extend(self.builder.dispatch_lines(field.nested, "v", self.indent))
         else:
             self.array(field)
 
@@ -249,7 +250,7 @@ class _Body:
             return
         self.emit("for x in v:")
         if element == "struct":
-            self.lines.extend(self.builder.dispatch_lines(field.struct, "x", self.indent + "    "))
+            self.lines.extend(self.builder.dispatch_lines(field.nested, "x", self.indent + "    "))
         elif element == "string":
             self.emit("    b = x.encode()")
             self.emit(f"    out += {self.length('string', 'len(b)')}")

@@ -15,7 +15,8 @@ slices) for writev/sendfile.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from kcore.protocol.codec import DECODE_FAILURES, ENCODE_FAILURES

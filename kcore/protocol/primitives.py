@@ -27,9 +27,11 @@ append to a ``bytearray`` and record each pass-through chunk as a splice
 """
 from __future__ import annotations
 
+import builtins
 import struct
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcore.protocol.exceptions import ProtocolDecodeError, ProtocolEncodeError
 
@@ -516,11 +518,11 @@ class Writer:
         for item in items:
             write_item(self, item)
 
-    def tagged_fields(self, tags: list[tuple[int, bytes]] | None = None) -> None:
+    def tagged_fields(self, tags: list[tuple[int, builtins.bytes]] | None = None) -> None:
         write_tagged_fields(self.buf, tags or [])
 
     def chunks(self) -> list:
         return assemble(self.buf, self.splices)
 
-    def getvalue(self) -> bytes:
+    def getvalue(self) -> builtins.bytes:
         return flatten(self.buf, self.splices)

@@ -1,37 +1,7 @@
 """RecordBatch v2 (magic 2): a read-only view, record decoding and a builder.
 
-Byte layout (KIP-98; Kafka `DefaultRecordBatch` / `DefaultRecord`), big-endian::
-
-    0  baseOffset            i64
-    8  batchLength           i32   bytes after this field (total size = +12)
-    12 partitionLeaderEpoch  i32
-    16 magic                 i8    = 2
-    17 crc                   u32   CRC-32C of bytes 21..end
-    21 attributes            i16   bits 0-2 codec, 3 timestamp type
-                                   (1 = LogAppendTime), 4 transactional,
-                                   5 control, 6 delete horizon (KIP-534)
-    23 lastOffsetDelta       i32
-    27 baseTimestamp         i64
-    35 maxTimestamp          i64
-    43 producerId            i64
-    51 producerEpoch         i16
-    53 baseSequence          i32
-    57 recordsCount          i32
-    61 records               compressed as one block when codec != 0
-
-    Record:
-    length          varint   bytes after this field
-    attributes      i8       unused, 0
-    timestampDelta  varlong  against baseTimestamp
-    offsetDelta     varint   against baseOffset
-    keyLength       varint   -1 = null key
-    key             bytes
-    valueLength     varint   -1 = null value
-    value           bytes
-    headerCount     varint
-    headers         [keyLength varint, key utf-8, valueLength varint
-                     (-1 = null), value]
-
+Byte layout: kcore/_native/batch_layout.py (KIP-98; Kafka
+`DefaultRecordBatch` / `DefaultRecord`), the one place it is written.
 Record varints are zigzag-encoded (protobuf style). A control batch
 (transaction marker) holds one record whose key is ``i16 version=0, i16 type``
 (ABORT 0, COMMIT 1) and whose value is ``i16 version=0, i32 coordinatorEpoch``
@@ -48,11 +18,24 @@ from __future__ import annotations
 import enum
 import struct
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
 
-from kcore._native.records import (
+from kcore._native.batch_layout import (
+    ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER_FIELDS,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from kcore._native.records import (
     CorruptBatchError,
     crc32c,
     decode_varint,
@@ -67,8 +50,6 @@ from kcore.protocol.compression import (
 )
 
 __all__ = [
-    "BATCH_HEADER_SIZE",
-    "LOG_OVERHEAD",
     "CorruptBatchError",
     "CorruptRecordError",
     "TimestampType",
@@ -82,22 +63,11 @@ __all__ = [
     "recompress_batch",
 ]
 
-MAGIC = 2
-# baseOffset + batchLength: the bytes before the length-counted part of a batch.
-LOG_OVERHEAD = 12
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 INT32_MAX = 2**31 - 1
-
-_CRC_OFFSET = 17
-_ATTRIBUTES_OFFSET = 21
-_CODEC_MASK = 0x07
-_TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
-_DELETE_HORIZON_BIT = 0x40
 
 # Header fields after the CRC, packed in one call by the builder.
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
@@ -163,11 +133,20 @@ class RecordBatch:
     do not resize a bytearray under it. Immutable, so safe to share.
     """
 
-    __slots__ = (
-        "_view", "position", "base_offset", "batch_length", "partition_leader_epoch",
-        "magic", "crc", "attributes", "last_offset_delta", "base_timestamp",
-        "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "records_count",
-    )
+    __slots__ = ("_view", "position", *HEADER_FIELDS)
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
 
     def __init__(self, buffer: bytes | bytearray | memoryview, position: int = 0) -> None:
         view = memoryview(buffer).cast("B")
@@ -175,11 +154,10 @@ class RecordBatch:
             raise CorruptBatchError(
                 "size", position, f"{len(view) - position} bytes at position {position} are "
                 f"less than a {BATCH_HEADER_SIZE}-byte batch header")
-        (self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic,
-         self.crc, self.attributes, self.last_offset_delta, self.base_timestamp,
-         self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
-         self.records_count) = parse_batch_header(view, position)
-        if self.magic != MAGIC:
+        header = parse_batch_header(view, position)
+        for name in HEADER_FIELDS:
+            setattr(self, name, getattr(header, name))
+        if self.magic != CURRENT_MAGIC:
             raise CorruptBatchError(
                 "magic", position, f"magic {self.magic} at position {position}; only v2 is read")
         end = position + LOG_OVERHEAD + self.batch_length
@@ -212,23 +190,23 @@ class RecordBatch:
     @property
     def compression(self) -> CompressionType:
         """The codec; UnsupportedCodecError for the unassigned ids 5-7."""
-        return _codec(self.attributes & _CODEC_MASK)
+        return _codec(self.attributes & COMPRESSION_CODEC_MASK)
 
     @property
     def timestamp_type(self) -> TimestampType:
-        return TimestampType(1 if self.attributes & _TIMESTAMP_TYPE_BIT else 0)
+        return TimestampType(1 if self.attributes & TIMESTAMP_TYPE_MASK else 0)
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_BIT)
+        return bool(self.attributes & CONTROL_FLAG_MASK)
 
     @property
     def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & _DELETE_HORIZON_BIT)
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
 
     @property
     def delete_horizon_ms(self) -> int | None:
@@ -239,7 +217,7 @@ class RecordBatch:
         return self._view.tobytes()
 
     def compute_crc(self) -> int:
-        return crc32c(self._view[_ATTRIBUTES_OFFSET:])
+        return crc32c(self._view[ATTRIBUTES_OFFSET:])
 
     def is_valid(self) -> bool:
         """True when the stored CRC-32C matches bytes 21..end."""
@@ -285,7 +263,7 @@ class RecordBatch:
 
     def _records_section(self) -> memoryview | bytes:
         section = self._view[BATCH_HEADER_SIZE:]
-        codec = self.attributes & _CODEC_MASK
+        codec = self.attributes & COMPRESSION_CODEC_MASK
         if codec == CompressionType.NONE:
             return section
         try:
@@ -395,7 +373,8 @@ def iter_batches(buffer: bytes | bytearray | memoryview, position: int = 0) -> I
     view = memoryview(buffer).cast("B")
     end = len(view)
     while end - position >= BATCH_HEADER_SIZE:
-        batch_length = int.from_bytes(view[position + 8:position + 12], "big", signed=True)
+        batch_length = int.from_bytes(view[position + LENGTH_OFFSET:position + LENGTH_OFFSET + 4], "big",
+                                      signed=True)
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
             raise CorruptBatchError(
                 "size", position, f"batch length {batch_length} at position {position} is "
@@ -514,25 +493,24 @@ def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: 
         raise ValueError(f"last_offset_delta {last_offset_delta} is before the last record "
                          f"(delta {records_last_delta})")
 
-    section = bytearray()
+    encoded = bytearray()
     for record, offset, timestamp in zip(records, offsets, timestamps):
-        _encode_record(section, record, offset - base_offset, timestamp - base_timestamp)
-    if codec != CompressionType.NONE:
-        section = compress(codec, section)
+        _encode_record(encoded, record, offset - base_offset, timestamp - base_timestamp)
+    section = compress(codec, encoded) if codec != CompressionType.NONE else encoded
 
-    attributes = (codec | (_TIMESTAMP_TYPE_BIT if timestamp_type else 0)
-                  | (_TRANSACTIONAL_BIT if is_transactional else 0)
-                  | (_CONTROL_BIT if is_control else 0)
-                  | (_DELETE_HORIZON_BIT if delete_horizon else 0))
+    attributes = (codec | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
+                  | (TRANSACTIONAL_FLAG_MASK if is_transactional else 0)
+                  | (CONTROL_FLAG_MASK if is_control else 0)
+                  | (DELETE_HORIZON_FLAG_MASK if delete_horizon else 0))
     batch = bytearray(BATCH_HEADER_SIZE)
     _HEADER_BEFORE_CRC.pack_into(batch, 0, base_offset,
                                  BATCH_HEADER_SIZE - LOG_OVERHEAD + len(section),
-                                 partition_leader_epoch, MAGIC)
-    _HEADER_AFTER_CRC.pack_into(batch, _ATTRIBUTES_OFFSET, attributes, last_offset_delta,
+                                 partition_leader_epoch, CURRENT_MAGIC)
+    _HEADER_AFTER_CRC.pack_into(batch, ATTRIBUTES_OFFSET, attributes, last_offset_delta,
                                 base_timestamp, max_timestamp, producer_id, producer_epoch,
                                 base_sequence, len(records))
     batch += section
-    _CRC.pack_into(batch, _CRC_OFFSET, crc32c(memoryview(batch)[_ATTRIBUTES_OFFSET:]))
+    _CRC.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return batch
 
 

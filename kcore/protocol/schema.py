@@ -19,7 +19,8 @@ null Metadata topic list asks for every topic), so null must be explicit.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from kcore.protocol.primitives import ZERO_UUID
 
@@ -80,6 +81,13 @@ class Field:
         if (self.kind == "struct" or self.element == "struct") and self.struct is None:
             raise ValueError(f"field {name}: struct type {base} needs fields")
 
+    @property
+    def nested(self) -> Struct:
+        """The Struct of a struct or struct-array field (checked at construction)."""
+        if self.struct is None:
+            raise TypeError(f"field {self.name} holds no struct")
+        return self.struct
+
     def present(self, version: int) -> bool:
         return _in(self.versions, version)
 
@@ -109,7 +117,7 @@ class Field:
         if kind == "string":
             return ""
         if kind == "struct":
-            return self.struct.data_class()
+            return self.nested.data_class()
         return b""
 
     def __repr__(self) -> str:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.controller.metadata import BrokerInfo, TopicPartition
+from kcore.log.durability import GroupCommitSyncer
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
@@ -77,7 +78,8 @@ class FetcherManager:
     """Implements ReplicaManager's ``Fetchers``: one ``LeaderFetcher`` per
     leader broker id."""
 
-    def __init__(self, config: FetcherConfig, syncer: Callable[[], object] = lambda: None):
+    def __init__(self, config: FetcherConfig,
+                 syncer: Callable[[], GroupCommitSyncer | None] = lambda: None):
         self.config = config
         self.syncer = syncer
         self.fetchers: dict[int, LeaderFetcher] = {}
@@ -117,7 +119,8 @@ class FetcherManager:
 class LeaderFetcher:
     """Fetches every partition this broker follows from one leader."""
 
-    def __init__(self, leader: BrokerInfo, config: FetcherConfig, syncer: Callable[[], object]):
+    def __init__(self, leader: BrokerInfo, config: FetcherConfig,
+                 syncer: Callable[[], GroupCommitSyncer | None]):
         self.leader = leader
         self.config = config
         self._syncer = syncer
@@ -236,9 +239,9 @@ class LeaderFetcher:
         for topic in response.topics:
             for result in topic.partitions:
                 key = (topic.topic, result.partition)
-                state = states.get(key)
-                if state is None or not self._current(key, state):
+                if key not in states or not self._current(key, states[key]):
                     continue
+                state = states[key]
                 if result.error_code != ErrorCode.NONE:
                     log.info("%s-%d: OffsetForLeaderEpoch from broker %d: error %d", *key,
                              self.leader.broker_id, result.error_code)
@@ -295,9 +298,9 @@ class LeaderFetcher:
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, data.partition_index)
-                state = states.get(key)
-                if state is None or not self._current(key, state):
+                if key not in states or not self._current(key, states[key]):
                     continue
+                state = states[key]
                 future = self._process(state, data)
                 if future is not None:
                     durable.append(future)

@@ -37,17 +37,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Buffer
+
 from kcore._native import records as native_records
+from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK
+from kcore._native.records import BatchHeader
 from kcore.controller.metadata import PartitionState
 from kcore.log.cleaner_records import has_null_key
-from kcore.log.durability import SyncFailedError
+from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
+from kcore.log.log import AppendInfo, Log
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
@@ -58,12 +62,6 @@ logger = logging.getLogger(__name__)
 MAX_TIMESTAMP = -3  # ListOffsets special timestamp (KIP-734)
 
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-TIMESTAMP_TYPE_BIT = 0x08
-TRANSACTIONAL_BIT = 0x10
-CONTROL_BIT = 0x20
-# Byte offsets inside a v2 batch header (PROTOCOL.md section 2).
-ATTRIBUTES_AT, CRC_AT, MAX_TIMESTAMP_AT = 21, 17, 35
-_BASE_OFFSET = struct.Struct(">q")
 # Replaying producer state reads the log in chunks of this size: large enough
 # that a 1 MiB batch header walk needs few preads, small enough to not matter.
 REPLAY_CHUNK = 4 * 1024 * 1024
@@ -102,7 +100,7 @@ class Partition:
     is the leader of a single-replica partition at epoch 0 until told
     otherwise."""
 
-    def __init__(self, topic: str, index: int, log: Any, configs: dict[str, Any],
+    def __init__(self, topic: str, index: int, log: Log, configs: dict[str, Any],
                  broker_id: int, producer_expiration_ms: int = 86_400_000,
                  high_watermark: int | None = None):
         self.topic = topic
@@ -124,7 +122,7 @@ class Partition:
         self._waiters: list[asyncio.Future] = []          # consumers: the HW moved
         self._replica_waiters: list[asyncio.Future] = []  # followers: the log grew
         self._hw_waiters = HighWatermarkWaiters()         # acks=all produce
-        self._syncer: Any = None  # the group-commit syncer, once one was used
+        self._syncer: GroupCommitSyncer | None = None  # once one was used
         self._load_producer_state()
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
@@ -213,7 +211,7 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
-                                 syncer: Any = None) -> ProduceResult:
+                                 syncer: GroupCommitSyncer | None = None) -> ProduceResult:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
         on disk; without a syncer the log is fsynced here, before return."""
@@ -226,8 +224,9 @@ class Partition:
             raise PartitionError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                  f"ISR {self.isr} is smaller than min.insync.replicas="
                                  f"{self.configs['min.insync.replicas']}")
-        (_, size, last_offset_delta, _, attributes, _, max_timestamp,
-         producer_id, producer_epoch, base_sequence) = batches[0]
+        batch = batches[0]
+        producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
+        base_sequence, last_offset_delta = batch.base_sequence, batch.last_offset_delta
         if producer_id >= 0 and base_sequence >= 0:
             try:
                 original = self.producers.check(producer_id, producer_epoch, base_sequence,
@@ -241,11 +240,11 @@ class Partition:
                 # The original may still wait for its fsync or its replicas.
                 return ProduceResult(original.first_offset, -1, self.log.log_start_offset, True,
                                      self._make_durable(syncer), original.last_offset + 1)
-        converted = self._must_convert(attributes)
+        converted = self._must_convert(batch.attributes)
         if converted:
             # Conversion rewrites the CRC: check the producer's first.
             self._validate(records, check_crc=True)
-        buffer, log_append_time = self._convert(records, attributes) if converted \
+        buffer, log_append_time = self._convert(records, batch.attributes) if converted \
             else (records, -1)
         durable = self.durable
         # Unconverted bytes get their CRC checked by the log, on a second
@@ -253,8 +252,7 @@ class Partition:
         info = self._append_to_log(buffer, validate=not converted)
         if producer_id >= 0:
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
-                                  info.first_offset, max_timestamp,
-                                  bool(attributes & TRANSACTIONAL_BIT))
+                                  info.first_offset, batch.max_timestamp, batch.is_transactional)
         self._wake_replica_waiters()
         result = ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
                                required_offset=info.last_offset + 1)
@@ -265,7 +263,7 @@ class Partition:
         result.durable = self._make_durable(syncer, buffer, info.first_offset)
         return result
 
-    def _append_to_log(self, records: Any, **options: Any) -> Any:
+    def _append_to_log(self, records: Buffer, **options: bool) -> AppendInfo:
         """Log.append at this leader epoch, its errors as PartitionError;
         with flush.messages=1 the caller makes the batches durable."""
         try:
@@ -294,7 +292,7 @@ class Partition:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
 
-    def _validate(self, records: memoryview, check_crc: bool = False) -> list[tuple]:
+    def _validate(self, records: memoryview, check_crc: bool = False) -> list[BatchHeader]:
         """Header checks, and the CRC when ``check_crc`` or the records are
         about to be parsed here (compacted topics); otherwise the log checks
         the CRC as it appends."""
@@ -307,15 +305,16 @@ class Partition:
         if len(batches) != 1:
             raise PartitionError(ErrorCode.INVALID_RECORD,
                                  f"produce v3+ needs exactly one record batch, got {len(batches)}")
-        size, attributes = batches[0][1], batches[0][4]
+        batch = batches[0]
+        size = batch.size_in_bytes
         if size > self.configs["max.message.bytes"]:
             raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE,
                                  f"batch of {size} bytes exceeds max.message.bytes="
                                  f"{self.configs['max.message.bytes']}")
-        if attributes & 0x07 > 4:
+        if batch.compression_codec > 4:
             raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                                 f"unknown compression codec {attributes & 0x07}")
-        if attributes & CONTROL_BIT:
+                                 f"unknown compression codec {batch.compression_codec}")
+        if batch.is_control:
             raise PartitionError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
         if self.log.config.compact and has_null_key(records):
             raise PartitionError(ErrorCode.INVALID_RECORD,
@@ -324,53 +323,51 @@ class Partition:
 
     def _must_convert(self, attributes: int) -> bool:
         wanted = self.configs["compression.type"]
-        return (wanted != "producer" and CODEC_IDS[wanted] != attributes & 0x07) \
+        return (wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK) \
             or self.configs["message.timestamp.type"] == "LogAppendTime"
 
-    def _convert(self, records: memoryview, attributes: int) -> tuple[Any, int]:
+    def _convert(self, records: memoryview, attributes: int) -> tuple[bytearray | memoryview, int]:
         """Recompress for the topic's compression.type and stamp
         LogAppendTime; both change CRC-covered bytes, so both recompute it.
-        Returns the bytes to append and the LogAppendTime (-1 if CreateTime)."""
-        buffer: Any = records
+        Returns the bytes to append (``records`` itself, stamped in place,
+        when only the timestamp changes) and the LogAppendTime (-1 if
+        CreateTime)."""
+        buffer: bytearray | memoryview = records
         wanted = self.configs["compression.type"]
-        if wanted != "producer" and CODEC_IDS[wanted] != attributes & 0x07:
+        if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
             buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted])
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = now_ms()
-        if not isinstance(buffer, bytearray):
+        if memoryview(buffer).readonly:
             buffer = bytearray(buffer)
-        new_attributes = int.from_bytes(buffer[ATTRIBUTES_AT:ATTRIBUTES_AT + 2], "big")
-        buffer[ATTRIBUTES_AT:ATTRIBUTES_AT + 2] = (new_attributes | TIMESTAMP_TYPE_BIT).to_bytes(2, "big")
-        buffer[MAX_TIMESTAMP_AT:MAX_TIMESTAMP_AT + 8] = now.to_bytes(8, "big", signed=True)
-        crc = native_records.crc32c(bytes(buffer[ATTRIBUTES_AT:]))
-        buffer[CRC_AT:CRC_AT + 4] = crc.to_bytes(4, "big")
+        native_records.stamp_log_append_time(buffer, now)
         return buffer, now
 
     # -- follower side -----------------------------------------------------------------
-    def append_records_as_follower(self, records: Any, syncer: Any = None) -> asyncio.Future | None:
+    def append_records_as_follower(self, records: Buffer,
+                                   syncer: GroupCommitSyncer | None = None) -> asyncio.Future | None:
         """Append the leader's batches as they are (offsets, epochs, CRCs
         checked). Returns the fsync future with flush.messages=1 (the
         fetcher reports the new offset only once it resolved), else None."""
         durable = self.durable
         info = self._append_to_log(records, assign_offsets=False)
-        self._update_producers_from(records, info.batches)
+        self._update_producers_from(info.batches)
         if not durable:
             self._synced_offset = self.log.log_end_offset
             return None
         return self._make_durable(syncer, records, info.first_offset)
 
-    def _update_producers_from(self, records: Any, batches: list) -> None:
-        for (position, _, last_offset_delta, _, attributes, _, max_timestamp,
-             producer_id, producer_epoch, base_sequence) in batches:
-            if producer_id < 0:
+    def _update_producers_from(self, batches: Iterable[BatchHeader]) -> None:
+        for batch in batches:
+            if batch.producer_id < 0:
                 continue
-            if attributes & CONTROL_BIT:
-                self.producers.end_transaction(producer_id)
+            if batch.is_control:
+                self.producers.end_transaction(batch.producer_id)
                 continue
-            base_offset = _BASE_OFFSET.unpack_from(records, position)[0]
-            self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
-                                  base_offset, max_timestamp, bool(attributes & TRANSACTIONAL_BIT))
+            self.producers.update(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                  batch.last_offset_delta, batch.base_offset, batch.max_timestamp,
+                                  batch.is_transactional)
 
     def update_follower_high_watermark(self, leader_high_watermark: int,
                                        leader_log_start_offset: int) -> None:
@@ -473,7 +470,7 @@ class Partition:
             self._hw_waiters.complete_up_to(new_hw, self.acks_all_error())
 
     # -- durability -------------------------------------------------------------------
-    def _make_durable(self, syncer: Any, records: Any = None,
+    def _make_durable(self, syncer: GroupCommitSyncer | None, records: Buffer | None = None,
                       base_offset: int = -1) -> asyncio.Future | None:
         """Ask for the log to be synced up to its end; the future (None when
         nothing waits) resolves when it is, and the high watermark follows.
@@ -649,19 +646,10 @@ class Partition:
     def _load_producer_state(self) -> None:
         start = max(self.producers.load_snapshot(self.log.log_end_offset),
                     self.log.log_start_offset)
-        for header in iter_batch_headers(self.log, start):
-            (base_offset, _, _, _, _, attributes, last_offset_delta, _, max_timestamp,
-             producer_id, producer_epoch, base_sequence, _) = header
-            if producer_id < 0:
-                continue
-            if attributes & CONTROL_BIT:
-                self.producers.end_transaction(producer_id)
-                continue
-            self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
-                                  base_offset, max_timestamp, bool(attributes & TRANSACTIONAL_BIT))
+        self._update_producers_from(iter_batch_headers(self.log, start))
 
 
-def iter_batch_headers(log: Any, start_offset: int):
+def iter_batch_headers(log: Log, start_offset: int) -> Iterator[BatchHeader]:
     """Batch headers from start_offset to the log end, read from the segment
     files with pread (headers only are parsed; records are skipped)."""
     offset = start_offset
@@ -672,8 +660,8 @@ def iter_batch_headers(log: Any, start_offset: int):
         for file_slice in slices:
             data = os.pread(file_slice.fd, file_slice.size, file_slice.position)
             position = 0
-            while position + native_records.BATCH_HEADER_SIZE <= len(data):
+            while position + BATCH_HEADER_SIZE <= len(data):
                 header = native_records.parse_batch_header(data, position)
-                position += header[1] + 12
-                offset = header[0] + header[6] + 1
+                position += header.size_in_bytes
+                offset = header.last_offset + 1
                 yield header

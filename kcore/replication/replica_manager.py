@@ -68,7 +68,7 @@ class ReplicaManager:
         self.leadership_listeners: list[LeadershipListener] = []
         # Called with the names of topics UpdateMetadata says were deleted
         # (the group coordinator drops their committed offsets).
-        self.deleted_topic_listeners: list[Callable[[set[str]], None]] = []
+        self.deleted_topic_listeners: list[Callable[[set[str]], object]] = []
         self._checkpointed_hw = log_manager.read_high_watermarks()
 
     def effective_configs(self, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -16,21 +16,21 @@ import os
 from pathlib import Path
 
 from kcore import protocol
+from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
 from kcore.controller.metadata import BrokerInfo
-from kcore.controller.zk_controller import ZkController
 from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
+from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
-from kcore.log.durability import open_syncer
+from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.server.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.server.connection import KafkaConnection
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,12 @@ class Broker:
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
                              if key in HANDLERS}
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaConnection] = set()
         self._tasks: list[asyncio.Task] = []
         self._connection_ids = itertools.count()
         self._stopped = asyncio.Event()
-        self.log_syncer = None  # group commit for flush.messages=1, made in start()
+        self.log_syncer: GroupCommitSyncer | None = None  # flush.messages=1 group commit, made in start()
 
     # -- start / stop -------------------------------------------------------
     async def start(self) -> None:

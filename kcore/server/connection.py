@@ -25,7 +25,8 @@ import logging
 import os
 import socket
 from collections import deque
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kcore import protocol
 from kcore._native.sendfile import sendfile
@@ -58,7 +59,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     """asyncio protocol for one Kafka client connection (see module doc)."""
 
     def __init__(self, dispatch: Dispatch, listener: str, max_request_bytes: int,
-                 connection_id: int, on_close: Callable[["KafkaConnection"], None]):
+                 connection_id: int, on_close: Callable[[KafkaConnection], None]):
         self._dispatch = dispatch
         self._listener = listener
         self._connection_id = connection_id
@@ -74,6 +75,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = False
         self._sock_fd = -1
         self._poll_fd = -1
+
+    # Both are set by connection_made, before any data can arrive.
+    @property
+    def _open_transport(self) -> asyncio.Transport:
+        assert self._transport is not None
+        return self._transport
+
+    @property
+    def _open_context(self) -> ConnectionContext:
+        assert self._context is not None
+        return self._context
 
     # -- asyncio callbacks -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -146,10 +158,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._wake_sender()
         if len(self._pending) >= MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
-            self._transport.pause_reading()
+            self._open_transport.pause_reading()
 
     async def _handle(self, request) -> list | None:
-        body = await self._dispatch(self._context, request)
+        body = await self._dispatch(self._open_context, request)
         if body is None:  # acks=0 produce: no response at all
             return None
         return protocol.encode_response(request.header, body)
@@ -161,7 +173,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._wake_sender()
 
     def _reject(self, reason: str) -> None:
-        log.warning("closing connection from %s: %s", self._context.peer, reason)
+        log.warning("closing connection from %s: %s", self._open_context.peer, reason)
         self.close()
 
     # -- sending -----------------------------------------------------------
@@ -183,11 +195,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 except asyncio.CancelledError:
                     raise
                 except CloseConnection as exc:
-                    log.info("closing connection %s: %s", self._context.peer, exc)
+                    log.info("closing connection %s: %s", self._open_context.peer, exc)
                     self.close()
                     return
                 except Exception:
-                    log.exception("handler failed; closing connection %s", self._context.peer)
+                    log.exception("handler failed; closing connection %s", self._open_context.peer)
                     self.close()
                     return
                 self._pending.popleft()
@@ -197,11 +209,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     await self._write_chunks(chunks)
                 if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
                     self._reading_paused = False
-                    self._transport.resume_reading()
+                    self._open_transport.resume_reading()
         except asyncio.CancelledError:
             pass
         except OSError as exc:
-            log.info("connection %s failed while sending: %s", self._context.peer, exc)
+            log.info("connection %s failed while sending: %s", self._open_context.peer, exc)
             self.close()
 
     def _with_ready_responses(self, chunks: list) -> list:
@@ -223,7 +235,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return chunks
 
     async def _write_chunks(self, chunks: list) -> None:
-        transport = self._transport
+        transport = self._open_transport
         in_memory: list = []  # consecutive bytes chunks leave in one writev
         for chunk in chunks:
             if self._closed:
@@ -241,15 +253,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             await self._wait_drained()
 
     async def _wait_drained(self) -> None:
-        while not self._closed and self._transport.get_write_buffer_size() > 0:
+        while not self._closed and self._open_transport.get_write_buffer_size() > 0:
             self._drained = asyncio.get_running_loop().create_future()
             # high=0 makes the transport call pause_writing/resume_writing, and
             # resume comes once the buffer is empty (low=0).
-            self._transport.set_write_buffer_limits(high=0, low=0)
+            self._open_transport.set_write_buffer_limits(high=0, low=0)
             try:
                 await self._drained
             finally:
-                self._transport.set_write_buffer_limits()
+                self._open_transport.set_write_buffer_limits()
 
     async def _send_file_slice(self, fd: int, position: int, size: int) -> None:
         if size <= 0:
@@ -262,7 +274,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 # Writable socket yet nothing sent: the segment ended before
                 # the slice did (truncated under us). The frame size is
                 # already on the wire, so only closing keeps the stream sane.
-                log.warning("segment shrank during fetch; closing %s", self._context.peer)
+                log.warning("segment shrank during fetch; closing %s", self._open_context.peer)
                 self.close()
                 return
             position += sent
@@ -280,7 +292,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._poll_fd < 0:
             self._poll_fd = os.dup(self._sock_fd)
         future = loop.create_future()
-        loop.add_writer(self._poll_fd, lambda: future.done() or future.set_result(None))
+        def writable() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        loop.add_writer(self._poll_fd, writable)
         try:
             await future
         finally:

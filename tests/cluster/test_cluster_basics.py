@@ -15,7 +15,7 @@ from confluent_kafka.admin import NewTopic
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
-from tests.wire import WireClient, fetch_body, produce_body
+from tests.support.wire import WireClient, fetch_body, produce_body
 
 
 def produce(cluster, topic: str, count: int, acks: str = "all") -> list:

@@ -16,9 +16,8 @@ from kcore import protocol
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
-from tests.support.cluster import (ProducerLoad, check_acknowledged_survived, consume_all,
-                                   wait_for_progress)
-from tests.wire import WireClient, produce_body
+from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
+from tests.support.wire import WireClient, produce_body
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 
@@ -74,7 +73,7 @@ def test_acknowledged_writes_survive_leader_kills_including_the_controller(clust
             for victim in victims:
                 broker = cluster.brokers[victim]
                 broker.kill()
-                cluster.wait_for(lambda: all(cluster.leader("events", p) not in (-1, victim)
+                cluster.wait_for(lambda victim=victim: all(cluster.leader("events", p) not in (-1, victim)
                                              for p in range(3)), f"leaders moved off {victim}")
                 wait_for_progress(cluster, load, 1000, f"acks flow without broker {victim}")
                 broker.start()

@@ -11,8 +11,7 @@ import time
 
 from confluent_kafka import Consumer
 
-from tests.support.cluster import (Cluster, ProducerLoad, check_acknowledged_survived,
-                                   consume_all, wait_for_progress)
+from tests.support.cluster import Cluster, ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
 
 CONFIGS = {"min.insync.replicas": "2"}
 

@@ -15,8 +15,19 @@ import uvloop
 from kazoo.client import KazooClient
 
 from kcore.controller.zk_client import (
-    BadVersionError, CheckOp, CreateOp, DeleteOp, NodeExistsError, NoNodeError, NotEmptyError,
-    SessionEvent, SetOp, Stat, ZkClient, ZkUnreachableError)
+    BadVersionError,
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionEvent,
+    SetOp,
+    Stat,
+    ZkClient,
+    ZkUnreachableError,
+)
 from tests.support import free_port
 
 SESSION_TIMEOUT_S = 4.0

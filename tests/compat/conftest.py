@@ -1,6 +1,6 @@
 import pytest
 
-from tests.compat.common import start_broker
+from tests.support.compat import start_broker
 
 
 @pytest.fixture(scope="module")

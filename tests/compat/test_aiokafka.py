@@ -15,11 +15,28 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, DEFAULT_SEGMENT_BYTES, FULL_COUNT,
-                                 PARTITIONS, READ_TIMEOUT_S, Message, assert_exactly_once, assert_same_partitions,
-                                 broker_behind_proxy, first_offset_at_or_after, idempotence_messages,
-                                 make_messages, now_ms, offsets_for_times_messages, received,
-                                 start_broker, timestamp_probes, unique_topic)
+from tests.support.compat import (
+    BROKER_ID,
+    CODEC_ACKS,
+    CODEC_COUNT,
+    DEFAULT_SEGMENT_BYTES,
+    FULL_COUNT,
+    PARTITIONS,
+    READ_TIMEOUT_S,
+    Message,
+    assert_exactly_once,
+    assert_same_partitions,
+    broker_behind_proxy,
+    first_offset_at_or_after,
+    idempotence_messages,
+    make_messages,
+    now_ms,
+    offsets_for_times_messages,
+    received,
+    start_broker,
+    timestamp_probes,
+    unique_topic,
+)
 
 CREATE_TIME = 0
 TOPIC_ALREADY_EXISTS = 36

@@ -17,19 +17,30 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import (TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, Producer,
-                             TopicPartition)
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import MessageSizeTooLargeError, NotEnoughReplicasError
 
-from tests.compat import test_confluent_kafka as confluent
-from tests.compat import test_kafka_python as kafka_python
-from tests.compat.common import (BROKER_ID, DEFAULT_SEGMENT_BYTES, PARTITIONS, READ_TIMEOUT_S, Message,
-                                 assert_exactly_once, assert_same_partitions, by_partition,
-                                 idempotence_messages, make_messages, now_ms, received, start_broker,
-                                 unique_topic, wait_until)
+from tests.support import confluent, kafka_python
+from tests.support.compat import (
+    BROKER_ID,
+    DEFAULT_SEGMENT_BYTES,
+    PARTITIONS,
+    READ_TIMEOUT_S,
+    Message,
+    assert_exactly_once,
+    assert_same_partitions,
+    by_partition,
+    idempotence_messages,
+    make_messages,
+    now_ms,
+    received,
+    start_broker,
+    unique_topic,
+    wait_until,
+)
 
 ADMIN_TIMEOUT_S = confluent.ADMIN_TIMEOUT_S
 LOG_APPEND_TIME = 1  # kafka-python's timestamp_type for LogAppendTime
@@ -264,7 +275,7 @@ def test_concurrent_producers_interleave_without_losing_or_reordering(shared_bro
         thread.join(120)
     assert not failures, failures
     consumed = confluent.consume(shared_broker.bootstrap, topic)
-    for n, batch in enumerate(batches):
+    for batch in batches:
         wanted = set(batch)
         mine = [m for m in consumed if m in wanted]
         assert_same_partitions(batch, mine)

@@ -17,12 +17,29 @@ import time
 
 import pytest
 
-from tests.compat import test_confluent_kafka as confluent
-from tests.compat.common import (BROKER_ID, CODEC_ACKS, CODEC_COUNT, FULL_COUNT, KCAT, PARTITIONS,
-                                 READ_TIMEOUT_S, Message, assert_same_partitions, broker_behind_proxy,
-                                 by_partition, first_offset_at_or_after, make_messages, now_ms,
-                                 offsets_for_times_messages, received, requires_kcat, start_broker,
-                                 timestamp_probes, unique_topic)
+from tests.support import confluent
+from tests.support.compat import (
+    BROKER_ID,
+    CODEC_ACKS,
+    CODEC_COUNT,
+    FULL_COUNT,
+    KCAT,
+    PARTITIONS,
+    READ_TIMEOUT_S,
+    Message,
+    assert_same_partitions,
+    broker_behind_proxy,
+    by_partition,
+    first_offset_at_or_after,
+    make_messages,
+    now_ms,
+    offsets_for_times_messages,
+    received,
+    requires_kcat,
+    start_broker,
+    timestamp_probes,
+    unique_topic,
+)
 
 pytestmark = requires_kcat
 

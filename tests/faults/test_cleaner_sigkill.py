@@ -16,7 +16,7 @@ import pytest
 
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
-from tests.unit.test_log_cleaner_helpers import clean, keyed_batch, latest_of, read_batches, records_of
+from tests.support.cleaner import clean, keyed_batch, latest_of, read_batches, records_of
 
 CONFIG = dict(segment_bytes=4096, cleanup_policy="compact", file_delete_delay_ms=60_000)
 KEYS = 40

@@ -12,7 +12,7 @@ import pytest
 
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
-from tests.faults.test_log_faults import assert_prefix_of_written_batches, batch_for
+from tests.support.log import assert_prefix_of_written_batches, batch_for
 
 BATCHES = 6
 CRC_AT = 17  # byte offset of the CRC-32C in a v2 batch header

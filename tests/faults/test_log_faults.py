@@ -12,35 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from kcore._native import records as native_records
-from kcore._native import reference
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
 from kcore.log.manager import LogManager
+from tests.support.log import assert_prefix_of_written_batches, batch_for
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def batch_for(offset: int, value_bytes: int = 200) -> bytearray:
-    """The batch written at ``offset``: its content says where it belongs."""
-    return reference.build_batch([bytes([offset % 251]) * value_bytes], base_timestamp=1000 + offset)
 
 
-def read_all(log: Log) -> bytes:
-    slices = log.read(log.log_start_offset, 1 << 30) if log.log_end_offset > log.log_start_offset else []
-    return b"".join(os.pread(s.fd, s.size, s.position) for s in slices)
 
 
-def assert_prefix_of_written_batches(log: Log, first_offset: int = 0) -> None:
-    """Every stored batch is valid, consecutive from first_offset, and holds
-    what was written for its offset."""
-    data = read_all(log)
-    infos = native_records.validate_batches(data)
-    offsets = [native_records.parse_batch_header(data, info[0])[0] for info in infos]
-    assert offsets == list(range(first_offset, first_offset + len(infos)))
-    for info, offset in zip(infos, offsets):
-        assert data[info[0] + info[1] - 2] == offset % 251
-    assert log.log_end_offset == first_offset + len(infos)
 
 
 def write_log(directory: Path, count: int, config: LogConfig, sizes=(200,)) -> Log:
@@ -138,18 +121,19 @@ def test_missing_or_corrupt_index_is_rebuilt_after_clean_shutdown(tmp_path, dama
 
 CHILD = textwrap.dedent("""
     import sys
-    from kcore._native import records, reference
+    from kcore._native import records
     from kcore.log.manager import LogManager
+    from tests.support import batches
+    from tests.support.batches import build_batch
 
-    reference.crc32c = records.crc32c  # build batches fast: most time goes to writing them
+    batches.crc32c = records.crc32c  # build batches fast: most time goes to writing them
 
     manager = LogManager([sys.argv[1]], {"segment.bytes": int(sys.argv[2]), "preallocate": sys.argv[3]})
     log = manager.get_or_create_log("kill", 0)
     sizes = (100, 300_000, 5_000, 1_000_000)
     offset = log.log_end_offset
     while True:
-        batch = reference.build_batch([bytes([offset % 251]) * sizes[offset % 4]],
-                                      base_timestamp=1000 + offset)
+        batch = build_batch([bytes([offset % 251]) * sizes[offset % 4]], base_timestamp=1000 + offset)
         info = log.append(batch, 0)
         if offset % 7 == 0:
             manager.flush_dirty_logs()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kcore._native import reference
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from kcore.log.log import Log
+from tests.support.batches import build_batch
 
 
 def write_log(directory: Path, epochs_and_counts) -> list[int]:
@@ -19,7 +19,7 @@ def write_log(directory: Path, epochs_and_counts) -> list[int]:
     log = Log.open(directory)
     ends = []
     for epoch, count in epochs_and_counts:
-        log.append(reference.build_batch([b"v"] * count), leader_epoch=epoch)
+        log.append(build_batch([b"v"] * count), leader_epoch=epoch)
         ends.append(log.active_segment.size)
     log.close()
     return ends
@@ -41,7 +41,7 @@ def test_checkpoint_ahead_of_a_log_that_lost_its_tail_drops_the_stale_epochs(tmp
         assert log.log_end_offset == 3
         assert log.leader_epoch_cache.entries == [(0, 0)]
         assert checkpoint_of(directory) == [(0, 0)]
-        log.append(reference.build_batch([b"v"]), leader_epoch=4)
+        log.append(build_batch([b"v"]), leader_epoch=4)
         assert log.end_offset_for_epoch(0) == (0, 3)
     finally:
         log.close()
@@ -87,7 +87,7 @@ def test_malformed_checkpoint_never_fails_the_open(tmp_path, caplog, clean_shutd
         assert log.log_end_offset == 4
         assert log.leader_epoch_cache.entries == expected
         assert any(LEADER_EPOCH_CHECKPOINT in record.getMessage() for record in caplog.records)
-        log.append(reference.build_batch([b"v"]), leader_epoch=3)
+        log.append(build_batch([b"v"]), leader_epoch=3)
         assert log.leader_epoch_cache.latest_entry == (3, 4)
     finally:
         log.close()

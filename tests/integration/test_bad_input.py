@@ -11,7 +11,7 @@ import pytest
 from kcore.protocol import records as record_codec
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
-from tests.wire import WireClient, fetch_body, produce_body
+from tests.support.wire import WireClient, fetch_body, produce_body
 
 
 def batch(values: list[bytes], **kwargs) -> bytearray:

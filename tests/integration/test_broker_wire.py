@@ -10,34 +10,7 @@ from kcore import protocol
 from kcore.protocol import records as record_codec
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
-from tests.wire import WireClient, fetch_body, produce_body
-
-
-def batch(values, **kwargs) -> bytearray:
-    return record_codec.build_batch(
-        [record_codec.Record(value=v, key=None, headers=[], timestamp=1_700_000_000_000 + i)
-         for i, v in enumerate(values)], **kwargs)
-
-
-def produce(client, topic, data, partition=0, acks=1):
-    response = client.request(ApiKey.PRODUCE, 7, produce_body(topic, partition, bytes(data), acks))
-    result = response.responses[0].partition_responses[0]
-    return result
-
-
-def create_topic(client, name, partitions=1, configs=None):
-    response = client.request(ApiKey.CREATE_TOPICS, 4, {
-        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
-                    "assignments": [], "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
-        "timeout_ms": 5000, "validate_only": False})
-    assert response.topics[0].error_code == ErrorCode.NONE, response.topics[0].error_message
-
-
-def fetch(client, topic, offset, max_bytes=1 << 20, max_wait_ms=0, partition_max_bytes=1 << 20):
-    body = fetch_body(topic, 0, offset, max_wait_ms)
-    body["max_bytes"] = max_bytes
-    body["topics"][0]["partitions"][0]["partition_max_bytes"] = partition_max_bytes
-    return client.request(ApiKey.FETCH, 11, body).responses[0].partitions[0]
+from tests.support.wire import WireClient, batch, create_topic, fetch, fetch_body, produce, produce_body
 
 
 def test_fetch_inside_batch_returns_whole_batch(broker):

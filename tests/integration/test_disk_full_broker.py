@@ -9,10 +9,9 @@ import pytest
 
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
-from tests.integration.test_broker_wire import batch, create_topic, fetch, produce
-from tests.integration.test_disk_full_log import fill, mounted_tmpfs
 from tests.support import BrokerProcess
-from tests.wire import WireClient
+from tests.support.tmpfs import fill, mounted_tmpfs
+from tests.support.wire import WireClient, batch, create_topic, fetch, produce
 
 MODES = {"fsync": {"log.flush.interval.messages": "1"}, "page-cache": {}}
 VALUES_PER_BATCH = 16

@@ -5,55 +5,15 @@ on, and appends resume once space returns. ``mounted_tmpfs`` and ``fill``
 serve the other disk-full tests too."""
 from __future__ import annotations
 
-import errno
 import os
-import subprocess
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log
-from tests.faults.test_log_faults import assert_prefix_of_written_batches, batch_for
-
-
-@contextmanager
-def mounted_tmpfs(path: Path, size: str, read_only: bool = False):
-    """Mount a tmpfs of ``size`` (e.g. "8m") at ``path``; skip the test if
-    this user may not mount."""
-    path.mkdir(parents=True, exist_ok=True)
-    options = f"size={size}" + (",ro" if read_only else "")
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
-                              capture_output=True, text=True)
-    except OSError as exc:
-        pytest.skip(f"cannot run mount here: {exc}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(directory: Path, leave_bytes: int) -> Path:
-    """Write a filler file until at most ``leave_bytes`` remain free."""
-    filler = directory / "filler"
-    stat = os.statvfs(directory)
-    free = stat.f_bavail * stat.f_frsize
-    with open(filler, "wb") as f:
-        chunk = bytes(1 << 16)
-        remaining = max(0, free - leave_bytes)
-        try:
-            while remaining > 0:
-                remaining -= f.write(chunk[:min(len(chunk), remaining)])
-        except OSError as exc:
-            if exc.errno != errno.ENOSPC:
-                raise
-    return filler
-
+from tests.support.log import assert_prefix_of_written_batches, batch_for
+from tests.support.tmpfs import fill, mounted_tmpfs
 
 VALUE_BYTES = 20_000  # ~5 pages per batch: the failing write is a partial one
 

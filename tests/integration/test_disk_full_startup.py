@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tests.integration.test_disk_full_log import mounted_tmpfs
 from tests.support import BrokerProcess
+from tests.support.tmpfs import mounted_tmpfs
 
 
 def start_broker(data_dir) -> subprocess.CompletedProcess:

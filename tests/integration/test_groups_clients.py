@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_groups_harness import (GROUP_BROKER_SETTINGS, SESSION_TIMEOUT_MS,
-                                                   scenario_broker_restart, scenario_exactly_once,
-                                                   scenario_member_killed,
-                                                   scenario_static_member_restart)
+from tests.support.groups import (
+    GROUP_BROKER_SETTINGS,
+    SESSION_TIMEOUT_MS,
+    scenario_broker_restart,
+    scenario_exactly_once,
+    scenario_member_killed,
+    scenario_static_member_restart,
+)
 
 CLIENTS = ["confluent", "kafka-python", "aiokafka"]
 MESSAGES = {"confluent": 300_000, "kafka-python": 30_000, "aiokafka": 30_000}

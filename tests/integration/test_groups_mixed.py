@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_groups_harness import GROUP_BROKER_SETTINGS, scenario_exactly_once
+from tests.support.groups import GROUP_BROKER_SETTINGS, scenario_exactly_once
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from kcore.protocol import records as record_codec
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from tests.support import BrokerProcess
-from tests.wire import WireClient, fetch_body
+from tests.support.wire import WireClient, fetch_body
 
 GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
 SUB = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", -1)
@@ -359,7 +359,7 @@ def test_committed_offsets_and_groups_survive_broker_restart(broker_factory, cle
 
 def test_deleting_a_topic_drops_its_committed_offsets(broker):
     from kcore.protocol.api_keys import ApiKey
-    from tests.wire import WireClient
+    from tests.support.wire import WireClient
     client = WireClient(broker.port)
     created = client.request(ApiKey.CREATE_TOPICS, 4, {
         "topics": [{"name": "gone", "num_partitions": 1, "replication_factor": 1,

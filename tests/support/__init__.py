@@ -45,7 +45,7 @@ class BrokerProcess:
             args += ["--override", f"{key}={value}"]
         return args
 
-    def start(self) -> "BrokerProcess":
+    def start(self) -> BrokerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = open(self.log_path, "ab")
         self.process = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT,
@@ -72,7 +72,7 @@ class BrokerProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            raise RuntimeError(f"broker ignored SIGTERM for {timeout}s:\n{self.log()}")
+            raise RuntimeError(f"broker ignored SIGTERM for {timeout}s:\n{self.log()}") from None
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -95,7 +95,7 @@ class BrokerProcess:
         """Alive and not paused: it answers."""
         return self.process is not None and self.process.poll() is None and not self.paused
 
-    def restart(self, clean: bool = True) -> "BrokerProcess":
+    def restart(self, clean: bool = True) -> BrokerProcess:
         if clean:
             self.stop()
         else:

@@ -52,7 +52,7 @@ class Cluster:
     def bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         for broker in self.brokers.values():
             broker.start()
         self.wait_for(lambda: len(self.metadata().brokers) == len(self.brokers),
@@ -127,6 +127,7 @@ class ProducerLoad:
                  max_messages: int = 2_000_000, max_seconds: float = 180.0,
                  settings: dict | None = None, first_seq: int = 0):
         import threading
+
         from confluent_kafka import Producer
         self.topic = topic
         self.partitions = partitions
@@ -143,7 +144,7 @@ class ProducerLoad:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> "ProducerLoad":
+    def start(self) -> ProducerLoad:
         self._thread.start()
         return self
 
@@ -177,7 +178,7 @@ class ProducerLoad:
         self._stop.set()
         self._thread.join(150)
 
-    def finish(self) -> "ProducerLoad":
+    def finish(self) -> ProducerLoad:
         """Wait until max_messages are sent and acknowledged (or max_seconds)."""
         self._thread.join(self.max_seconds + 150)
         return self

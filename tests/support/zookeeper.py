@@ -92,7 +92,7 @@ class ZooKeeperServer:
                       for myid, quorum, election in self.peers]
         return "\n".join(lines) + "\n"
 
-    def launch(self) -> "ZooKeeperServer":
+    def launch(self) -> ZooKeeperServer:
         """Start the JVM without waiting for it to serve."""
         missing = [jar for jar in CLASSPATH.split(":") if not Path(jar).is_file()]
         if missing:
@@ -111,7 +111,7 @@ class ZooKeeperServer:
                 stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self
 
-    def start(self) -> "ZooKeeperServer":
+    def start(self) -> ZooKeeperServer:
         """Launch and wait (bounded) until the server answers `ruok` and serves."""
         self.launch()
         wait_until(lambda: self.mode() is not None, "serve requests", [self])
@@ -177,7 +177,7 @@ class ZooKeeperEnsemble:
     def connect_string(self) -> str:
         return ",".join(server.connect_string for server in self.servers)
 
-    def start(self) -> "ZooKeeperEnsemble":
+    def start(self) -> ZooKeeperEnsemble:
         for server in self.servers:
             server.launch()
         wait_until(self._formed, "form a quorum with one leader", self.servers)

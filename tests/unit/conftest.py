@@ -1,30 +1,26 @@
 """Shared fixtures for the unit tests of native kernels and the log."""
 from __future__ import annotations
 
-import contextlib
-import os
+import asyncio
 
 import hypothesis
 import pytest
+import uvloop
 
-from kcore._native import reference
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
+from tests.support.batches import make_batch
+from tests.support.log import read_slices
 
-@contextlib.contextmanager
-def segment_fd_on_a_pipe(segment):
-    """While open, ``segment``'s fd is a pipe, so the next fsync round of it
-    fails with the kernel's own error (fdatasync of a pipe: EINVAL). Rounds
-    dup the fd when they start, so waiting inside the block is enough."""
-    real_fd = segment.fd
-    read_end, write_end = os.pipe()
-    segment.fd = write_end
-    try:
-        yield
-    finally:
-        segment.fd = real_fd
-        os.close(read_end)
-        os.close(write_end)
+
+@pytest.fixture(autouse=True)
+def uvloop_policy():
+    """Every loop a unit test makes (asyncio.run, new_event_loop) is uvloop,
+    as in the broker; the default policy comes back after the test."""
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    yield
+    asyncio.set_event_loop_policy(previous)
 
 
 # Bounded property tests: the machine is shared, each file stays under ~30 s.
@@ -32,15 +28,7 @@ hypothesis.settings.register_profile("kcore", max_examples=200, deadline=None)
 hypothesis.settings.load_profile("kcore")
 
 
-def make_batch(records: int = 1, value_bytes: int = 10, timestamp: int = 1_000, **kwargs) -> bytearray:
-    """A valid uncompressed v2 batch of ``records`` values of ``value_bytes``."""
-    deltas = kwargs.pop("timestamp_deltas", [0] * records)
-    return reference.build_batch([bytes([65 + i % 26]) * value_bytes for i in range(records)],
-                                 base_timestamp=timestamp, timestamp_deltas=deltas, **kwargs)
 
-
-def read_slices(slices) -> bytes:
-    return b"".join(os.pread(s.fd, s.size, s.position) for s in slices)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """murmur2 and key placement against Kafka's own vectors and kafka-python."""
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kcore.client.partitioner import StickyPartitioner, murmur2, partition_for_key, to_positive

@@ -11,11 +11,10 @@ import cramjam
 import lz4.frame
 import pytest
 import zstandard
+from aiokafka import codec as aiokafka_codec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from kafka import codec as kafka_python_codec
-from aiokafka import codec as aiokafka_codec
 
 from kcore.protocol.compression import (
     GZIP_LEVEL,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from kcore.config import LONG_MAX, BrokerConfig, ConfigError, parse_topic_configs
 from kcore.log.log import Log
 from kcore.log.manager import LogManager
 from kcore.replication.partition import Partition
-from kcore.server.config import LONG_MAX, BrokerConfig, ConfigError, parse_topic_configs
-from tests.unit.conftest import make_batch
+from tests.support.batches import make_batch
 
 
 def test_broker_flush_settings_become_topic_defaults():

@@ -12,7 +12,8 @@ from kcore.log import journal as journal_file
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend
 from kcore.log.journal import DATA_START, JOURNAL_FILE, Journal, encode_entry, read_entries, replay
 from kcore.log.log import Log
-from tests.unit.conftest import make_batch, read_slices
+from tests.support.batches import make_batch
+from tests.support.log import read_slices
 
 BACKENDS = ["io_uring", "thread"]
 SMALL_JOURNAL = 2 << 20
@@ -120,7 +121,7 @@ def test_appends_to_many_logs_share_one_journal_write_and_fdatasync(tmp_path, ki
         # Each entry holds the batch as the log holds it (offsets assigned).
         entries = list(read_entries(tmp_path / JOURNAL_FILE))
         assert [(name, base) for name, base, _ in entries] == [("t-0", 1), ("t-1", 0), ("t-2", 0), ("t-3", 0)]
-        for (name, base, data), log in zip(entries, logs):
+        for (_, base, data), log in zip(entries, logs):
             assert data == read_slices(log.read(base, 1 << 20))
         for log in logs:
             log.close()
@@ -199,7 +200,7 @@ def test_a_failed_journal_round_fails_its_waiters_and_later_syncs_use_the_files(
 def test_on_tmpfs_the_journal_rounds_and_replay_work(tmp_path):
     """A second file system (tmpfs takes O_DIRECT since Linux 6.6; older
     ones refuse it and rounds are written through the page cache)."""
-    from tests.integration.test_disk_full_log import mounted_tmpfs
+    from tests.support.tmpfs import mounted_tmpfs
 
     with mounted_tmpfs(tmp_path / "fs", "16m") as directory:
         async def main():

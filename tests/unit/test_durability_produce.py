@@ -10,15 +10,15 @@ import os
 from types import SimpleNamespace
 
 from kcore import protocol
+from kcore.config import BrokerConfig
 from kcore.controller.local import LocalController
 from kcore.handlers import produce
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend
 from kcore.log.manager import LogManager
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.server.config import BrokerConfig
-from tests.unit.conftest import make_batch
-from tests.wire import produce_body
+from tests.support.batches import make_batch
+from tests.support.wire import produce_body
 
 
 def produce_request(sequence: int):

@@ -9,11 +9,11 @@ import errno
 import pytest
 
 from kcore.log.config import LogConfig
-from kcore.log.durability import (GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend,
-                                  open_syncer)
+from kcore.log.durability import GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend, open_syncer
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log
-from tests.unit.conftest import make_batch, segment_fd_on_a_pipe
+from tests.support.batches import make_batch
+from tests.support.log import segment_fd_on_a_pipe
 
 BACKENDS = ["io_uring", "thread"]
 

@@ -9,17 +9,17 @@ import os
 import pytest
 
 from kcore.coordinator.group import OFFSETS_TOPIC
+from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.manager import StoreError
 from kcore.coordinator.group.offsets import sync_error_code
-from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend
 from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode as E
-from tests.unit.conftest import segment_fd_on_a_pipe
-from tests.unit.test_group_coordinator import form_group, join, run, subscription
+from tests.support.group_coordinator import form_group, join, run, subscription
+from tests.support.log import segment_fd_on_a_pipe
 
 DAY_MS = 24 * 3600 * 1000
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcore.coordinator.group import consumer_protocol
-from kcore.protocol import encode_struct
 from kcore.coordinator.group import records as r
+from kcore.protocol import encode_struct
 
 
 def _string(text: str) -> bytes:

@@ -19,9 +19,8 @@ def test_append_assigns_consecutive_offsets_and_patches_leader_epoch(open_log, b
     assert (second.first_offset, second.last_offset) == (3, 4)
     assert log.log_end_offset == 5
     data = read_back(log.read(0, 1 << 20))
-    headers = [native_records.parse_batch_header(data, info[0])
-               for info in native_records.validate_batches(data)]
-    assert [(h[0], h[2]) for h in headers] == [(0, 7), (3, 8)]
+    headers = native_records.validate_batches(data)
+    assert [(h.base_offset, h.partition_leader_epoch) for h in headers] == [(0, 7), (3, 8)]
 
 
 def test_append_reports_max_timestamp_and_its_offset(open_log, batch):
@@ -49,7 +48,7 @@ def test_read_inside_a_batch_returns_the_whole_batch(open_log, batch, read_back)
     log.append(batch(5), 0)
     slices = log.read(7, len(containing))
     assert read_back(slices) == bytes(containing)
-    assert native_records.parse_batch_header(read_back(slices))[0] == 5
+    assert native_records.parse_batch_header(read_back(slices)).base_offset == 5
 
 
 def test_oversized_first_batch_is_returned_whole_with_min_one_message(open_log, batch, read_back):
@@ -77,8 +76,7 @@ def test_read_excludes_batches_at_or_past_max_offset(open_log, batch, read_back)
     for _ in range(4):
         log.append(batch(2), 0)
     data = read_back(log.read(0, 1 << 20, max_offset=5))
-    assert [native_records.parse_batch_header(data, i[0])[0]
-            for i in native_records.validate_batches(data)] == [0, 2]
+    assert [info.base_offset for info in native_records.validate_batches(data)] == [0, 2]
     assert log.read(4, 1 << 20, max_offset=5) == []
     assert log.read(6, 1 << 20, max_offset=5) == []
 

@@ -10,8 +10,7 @@ import pytest
 from kcore.log.cleaner_records import has_null_key
 from kcore.protocol.compression import CompressionType
 from kcore.protocol.records import ControlType, Record, build_batch, build_control_batch
-from tests.unit.test_log_cleaner_helpers import (clean, fill, keyed_batch, latest_of, read_batches,
-                                                 records_of)
+from tests.support.cleaner import clean, fill, keyed_batch, latest_of, read_batches, records_of
 
 COMPACT = dict(cleanup_policy="compact", file_delete_delay_ms=0)
 

@@ -12,7 +12,7 @@ import pytest
 from kcore.log.checkpoints import OffsetCheckpointFile
 from kcore.log.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
 from kcore.log.manager import LogManager
-from tests.unit.test_log_cleaner_helpers import fill, keyed_batch, latest_of, read_batches
+from tests.support.cleaner import fill, keyed_batch, latest_of, read_batches
 
 TOPIC = {"cleanup.policy": "compact", "segment.bytes": 4096, "file.delete.delay.ms": 0}
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
 from kcore.protocol.compression import CompressionType
-from tests.unit.test_log_cleaner_helpers import clean, keyed_batch, latest_of, read_batches, records_of
+from tests.support.cleaner import clean, keyed_batch, latest_of, read_batches, records_of
 
 RETENTION_MS = 100
 

@@ -9,7 +9,7 @@ import shutil
 from kcore.log.cleaner_task import CleaningTask
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
-from tests.unit.test_log_cleaner_helpers import clean, fill, latest_of, read_batches, records_of
+from tests.support.cleaner import clean, fill, latest_of, read_batches, records_of
 
 COMPACT = dict(cleanup_policy="compact")
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 

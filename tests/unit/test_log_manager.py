@@ -8,7 +8,7 @@ import pytest
 from kcore.log.checkpoints import OffsetCheckpointFile
 from kcore.log.errors import KafkaStorageError
 from kcore.log.manager import LogManager
-from tests.unit.conftest import make_batch
+from tests.support.batches import make_batch
 
 
 def test_shutdown_writes_checkpoints_and_clean_marker_then_restart_trusts_them(tmp_path):

@@ -1,7 +1,6 @@
 import pytest
 
-from kcore.log.producer_state import (BATCHES_TO_RETAIN, INT32_MAX, ProducerStateError,
-                                      ProducerStateManager)
+from kcore.log.producer_state import BATCHES_TO_RETAIN, INT32_MAX, ProducerStateError, ProducerStateManager
 
 
 def appended(state, pid, epoch, seq, count, offset):

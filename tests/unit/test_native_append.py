@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcore._native import append as native
-from kcore._native import reference
+from kcore._native.twin import append as twin
+from tests.support.batches import build_batch
 
 LARGE = native.OVERLAP_BYTES
 
@@ -22,7 +23,7 @@ LARGE = native.OVERLAP_BYTES
 def batches(sizes) -> bytearray:
     out = bytearray()
     for size in sizes:
-        out += reference.build_batch([os.urandom(size)])
+        out += build_batch([os.urandom(size)])
     return out
 
 
@@ -54,16 +55,16 @@ DAMAGE = [(9, "size"), (16, "magic"), (21, "crc"), (-1, "crc")]
                                                                      st.sampled_from(DAMAGE)))
 def test_same_verdict_as_the_reference(sizes, position, damaged):
     data = batches(sizes)
-    starts = [sum(len(reference.build_batch([b"x" * s])) for s in sizes[:i]) for i in range(len(sizes))]
+    starts = [sum(len(build_batch([b"x" * s])) for s in sizes[:i]) for i in range(len(sizes))]
     if damaged is not None:
         index, (at, _) = damaged
         batch_start = starts[index % len(sizes)]
-        batch_end = batch_start + len(reference.build_batch([b"x" * sizes[index % len(sizes)]]))
+        batch_end = batch_start + len(build_batch([b"x" * sizes[index % len(sizes)]]))
         data = flip(data, batch_end - 1 if at < 0 else batch_start + at)
     with tempfile.TemporaryFile(dir=os.environ.get("TMPDIR")) as a, \
             tempfile.TemporaryFile(dir=os.environ.get("TMPDIR")) as b:
         got = native.append_batches(a.fileno(), data, position)
-        want = reference.append_batches(b.fileno(), data, position)
+        want = twin.append_batches(b.fileno(), data, position)
         if want is None:
             assert got is None
             assert file_bytes(a.fileno()) == file_bytes(b.fileno())
@@ -78,8 +79,8 @@ def test_same_verdict_as_the_reference(sizes, position, damaged):
 @pytest.mark.parametrize("at, reason", DAMAGE)
 def test_each_check_in_a_large_append(fd, at, reason):
     data = batches([1000, LARGE, 1000])
-    second = len(reference.build_batch([b"x" * 1000]))
-    second_end = second + len(reference.build_batch([b"x" * LARGE]))
+    second = len(build_batch([b"x" * 1000]))
+    second_end = second + len(build_batch([b"x" * LARGE]))
     damaged = flip(data, second_end - 1 if at < 0 else second + at)
     result = native.append_batches(fd, damaged, 0)
     assert result == (reason, second, True) if reason != "size" else result[:2] == ("size", second)
@@ -94,7 +95,7 @@ def test_valid_large_append_writes_every_byte_at_the_position(fd):
 
 def test_check_count_rule_matches_validate_batches(fd):
     # lastOffsetDelta != recordsCount - 1 is allowed for a compacted batch.
-    data = reference.build_batch([b"v" * LARGE], last_offset_delta=4)
+    data = build_batch([b"v" * LARGE], last_offset_delta=4)
     assert native.append_batches(fd, data, 0) == ("count", 0, True)
     assert native.append_batches(fd, data, 0, check_count=False) is None
 

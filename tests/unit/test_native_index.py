@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcore._native import index as native
-from kcore._native import reference
+from kcore._native.twin import index as twin
 
 sorted_unique_int32 = st.lists(st.integers(0, (1 << 31) - 1), max_size=300, unique=True).map(sorted)
 
@@ -29,7 +29,7 @@ def test_offset_lookup_finds_largest_entry_at_or_below_target_like_bisect(relati
     buf = offset_index(relatives) + bytes(8 * padding)
     expected = bisect.bisect_right(relatives, target) - 1
     assert native.offset_index_lookup(buf, len(relatives), target) == expected
-    assert reference.offset_index_lookup(buf, len(relatives), target) == expected
+    assert twin.offset_index_lookup(buf, len(relatives), target) == expected
 
 
 @given(sorted_unique_int32, st.integers(-10, (1 << 31) + 10))
@@ -37,7 +37,7 @@ def test_position_lookup_finds_largest_position_at_or_below_target_like_bisect(p
     buf = offset_index(list(range(len(positions))), positions)
     expected = bisect.bisect_right(positions, target) - 1
     assert native.offset_index_position_lookup(buf, len(positions), target) == expected
-    assert reference.offset_index_position_lookup(buf, len(positions), target) == expected
+    assert twin.offset_index_position_lookup(buf, len(positions), target) == expected
 
 
 @given(st.lists(st.integers(-(1 << 62), 1 << 62), max_size=300, unique=True).map(sorted),
@@ -46,7 +46,7 @@ def test_time_lookup_finds_largest_timestamp_at_or_below_target_like_bisect(time
     buf = time_index(timestamps, range(len(timestamps)))
     expected = bisect.bisect_right(timestamps, target) - 1
     assert native.time_index_lookup(buf, len(timestamps), target) == expected
-    assert reference.time_index_lookup(buf, len(timestamps), target) == expected
+    assert twin.time_index_lookup(buf, len(timestamps), target) == expected
 
 
 @given(sorted_unique_int32.filter(bool), st.data())
@@ -81,14 +81,14 @@ def test_entry_count_beyond_the_buffer_is_rejected():
 def test_offset_valid_prefix_matches_reference(entries):
     buf = b"".join(struct.pack(">ii", r, p) for r, p in entries)
     assert native.offset_index_valid_entries(buf, len(entries)) == \
-        reference.offset_index_valid_entries(buf, len(entries))
+        twin.offset_index_valid_entries(buf, len(entries))
 
 
 @given(st.lists(st.tuples(st.integers(-5, 50), st.integers(-5, 50)), max_size=40))
 def test_time_valid_prefix_matches_reference(entries):
     buf = b"".join(struct.pack(">qi", t, r) for t, r in entries)
     assert native.time_index_valid_entries(buf, len(entries)) == \
-        reference.time_index_valid_entries(buf, len(entries))
+        twin.time_index_valid_entries(buf, len(entries))
 
 
 def test_zero_filled_tail_ends_the_valid_prefix():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcore._native import journal as native
-from kcore._native import reference
+from kcore._native.twin import journal as twin
 from kcore.log.journal import DATA_START, Journal, RoundBuffer, read_entries
 
 U64 = (1 << 64) - 1
@@ -23,7 +23,7 @@ offsets = st.integers(-(1 << 63), (1 << 63) - 1)
 def both(function: str, size: int, *args) -> tuple[bytearray, bytearray, object, object]:
     native_out, reference_out = bytearray(b"\xAA" * size), bytearray(b"\xAA" * size)
     native_result = getattr(native, function)(native_out, *args)
-    reference_result = getattr(reference, function)(reference_out, *args)
+    reference_result = getattr(twin, function)(reference_out, *args)
     return native_out, reference_out, native_result, reference_result
 
 
@@ -43,7 +43,7 @@ def test_put_entry_matches_the_reference(start, name, generation, base_offset, r
         ">IIQqH", native_out, start)
     assert (length, stored_generation, stored_base, name_length) == \
         (native_size, generation, base_offset, len(name))
-    assert crc == reference.crc32c(native_out[start + 8:start + native_size])
+    assert crc == twin.crc32c(native_out[start + 8:start + native_size])
 
 
 @settings(max_examples=100, deadline=None)
@@ -61,16 +61,16 @@ def test_put_padding_matches_the_reference(start, size, generation):
 def test_seal_entry_rewrites_generation_and_crc(name, records, first, second):
     entry = bytearray(native.ENTRY_HEADER_SIZE + len(name) + len(records))
     native.put_entry(entry, 0, name, first, 7, records)
-    resealed, twin = bytearray(entry), bytearray(entry)
+    resealed, twin_resealed = bytearray(entry), bytearray(entry)
     native.seal_entry(resealed, 0, second)
-    reference.seal_entry(twin, 0, second)
-    assert resealed == twin
+    twin.seal_entry(twin_resealed, 0, second)
+    assert resealed == twin_resealed
     fresh = bytearray(len(entry))
     native.put_entry(fresh, 0, name, second, 7, records)
     assert resealed == fresh
 
 
-@pytest.mark.parametrize("module", [native, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [native, twin], ids=["native", "twin"])
 @pytest.mark.parametrize("call", [
     lambda m, out: m.put_entry(out, 10, b"t-0", 1, 0, b"x" * 100),  # does not fit
     lambda m, out: m.put_entry(out, -1, b"t-0", 1, 0, b""),

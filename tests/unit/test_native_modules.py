@@ -28,3 +28,29 @@ def test_crc32c_uses_the_hardware_instruction_on_x86_64():
     flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "").split()
     folding = {"vpclmulqdq", "avx512f", "avx512bw", "avx512vl"} <= set(flags)
     assert records.CRC32C_IMPLEMENTATION == ("vpclmulqdq" if folding else "sse4.2")
+
+
+def test_batch_h_offsets_are_the_python_layout():
+    """native/batch.h and kcore/_native/batch_layout.py state one layout:
+    every number batch.h defines under a Kafka name has the same value
+    in Python."""
+    import re
+
+    from kcore._native import batch_layout
+
+    header = (Path(__file__).parents[2] / "native" / "batch.h").read_text()
+    defines = dict(re.findall(r"^#define KC_(\w+) (0x[0-9a-fA-F]+|\d+)", header, re.M))
+    assert len(defines) >= 17
+    for name, value in defines.items():
+        assert getattr(batch_layout, name) == int(value, 0), name
+
+
+def test_async_unit_tests_run_on_uvloop():
+    import asyncio
+
+    import uvloop
+
+    async def loop_type():
+        return type(asyncio.get_running_loop())
+
+    assert asyncio.run(loop_type()) is uvloop.Loop

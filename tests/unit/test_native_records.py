@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcore._native import records as native
-from kcore._native import reference
+from kcore._native.twin import records as twin
+from tests.support.batches import build_batch, encode_record
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 UINT64 = st.integers(0, (1 << 64) - 1)
@@ -27,14 +28,14 @@ UINT64 = st.integers(0, (1 << 64) - 1)
 ])
 def test_crc32c_matches_published_vectors(data, expected):
     assert native.crc32c(data) == expected
-    assert reference.crc32c(data) == expected
+    assert twin.crc32c(data) == expected
 
 
 @given(st.binary(max_size=4096), st.integers(0, 0xFFFFFFFF))
 def test_crc32c_matches_reference_and_crc32c_package(data, start):
     expected = crc32c_package.crc32c(data, start)
     assert native.crc32c(data, start) == expected
-    assert reference.crc32c(data, start) == expected
+    assert twin.crc32c(data, start) == expected
 
 
 @pytest.mark.parametrize("size", [12287, 12288, 12289, 3 * 12288 + 5, 65535, 65536, 1 << 20])
@@ -70,7 +71,7 @@ def test_crc32c_continues_across_split_points(data, cut):
 def test_varint_matches_spec_vectors(value, encoded):
     assert native.encode_varint(value) == encoded
     assert native.decode_varint(encoded) == (value, len(encoded))
-    assert reference.encode_varint(value) == encoded
+    assert twin.encode_varint(value) == encoded
 
 
 @pytest.mark.parametrize("value, encoded", [
@@ -93,23 +94,23 @@ def test_zigzag_matches_spec_vectors(signed, unsigned):
 @given(INT64)
 def test_zigzag_round_trips_and_matches_reference(value):
     encoded = native.zigzag_encode(value)
-    assert encoded == reference.zigzag_encode(value)
+    assert encoded == twin.zigzag_encode(value)
     assert native.zigzag_decode(encoded) == value
 
 
 @given(INT64, st.binary(max_size=4), st.binary(max_size=4))
 def test_varint_round_trips_at_an_offset_and_matches_reference(value, prefix, suffix):
     encoded = native.encode_varint(value)
-    assert encoded == reference.encode_varint(value)
+    assert encoded == twin.encode_varint(value)
     buf = prefix + encoded + suffix
     assert native.decode_varint(buf, len(prefix)) == (value, len(prefix) + len(encoded))
-    assert reference.decode_varint(buf, len(prefix)) == (value, len(prefix) + len(encoded))
+    assert twin.decode_varint(buf, len(prefix)) == (value, len(prefix) + len(encoded))
 
 
 @given(UINT64)
 def test_uvarint_round_trips_and_matches_reference(value):
     encoded = native.encode_uvarint(value)
-    assert encoded == reference.encode_uvarint(value)
+    assert encoded == twin.encode_uvarint(value)
     assert native.decode_uvarint(bytearray(encoded)) == (value, len(encoded))
 
 
@@ -117,7 +118,7 @@ def test_uvarint_round_trips_and_matches_reference(value):
 def test_decode_agrees_with_reference_on_arbitrary_bytes(data, pos):
     for name in ("decode_varint", "decode_uvarint"):
         try:
-            expected = getattr(reference, name)(data, pos)
+            expected = getattr(twin, name)(data, pos)
         except ValueError as error:
             with pytest.raises(ValueError):
                 getattr(native, name)(data, pos)
@@ -126,7 +127,7 @@ def test_decode_agrees_with_reference_on_arbitrary_bytes(data, pos):
             assert getattr(native, name)(data, pos) == expected
 
 
-@pytest.mark.parametrize("module", [native, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [native, twin], ids=["native", "twin"])
 @pytest.mark.parametrize("data, message", [
     (b"", "truncated"), (b"\x80", "truncated"), (b"\xff\xff", "truncated"),
     (b"\xff" * 10 + b"\x01", "overlong"), (b"\xff" * 9 + b"\x02", "overlong"),
@@ -138,7 +139,7 @@ def test_decode_rejects_truncated_and_overlong_varints(module, data, message):
         module.decode_varint(data)
 
 
-@pytest.mark.parametrize("module", [native, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [native, twin], ids=["native", "twin"])
 def test_encode_rejects_out_of_range_integers(module):
     with pytest.raises(ValueError):
         module.encode_varint(1 << 63)
@@ -156,7 +157,7 @@ values_lists = st.lists(st.one_of(st.none(), st.binary(max_size=64)), min_size=1
 @st.composite
 def batches(draw):
     values = draw(values_lists)
-    return reference.build_batch(
+    return build_batch(
         values,
         base_offset=draw(st.integers(0, 1 << 40)),
         partition_leader_epoch=draw(st.integers(-1, 1 << 20)),
@@ -173,24 +174,24 @@ def batches(draw):
 def test_validate_and_parse_match_reference_on_valid_batches(batch_list):
     buf = bytearray(b"".join(batch_list))
     infos = native.validate_batches(buf)
-    assert infos == reference.validate_batches(buf)
-    assert [info[0] for info in infos] == [sum(map(len, batch_list[:i])) for i in range(len(batch_list))]
+    assert infos == twin.validate_batches(buf)
+    assert [info.position for info in infos] == [sum(map(len, batch_list[:i])) for i in range(len(batch_list))]
     for info in infos:
-        assert native.parse_batch_header(buf, info[0]) == reference.parse_batch_header(buf, info[0])
+        assert native.parse_batch_header(buf, info.position) == twin.parse_batch_header(buf, info.position)
 
 
 @given(st.lists(batches(), min_size=1, max_size=5), st.integers(0, 200))
 def test_batch_infos_match_validate_and_reference_and_only_check_sizes(batch_list, cut):
     buf = bytearray(b"".join(batch_list))
-    assert native.batch_infos(buf) == native.validate_batches(buf) == reference.batch_infos(buf)
+    assert native.batch_infos(buf) == native.validate_batches(buf) == twin.batch_infos(buf)
     buf[-1] ^= 0xFF  # a CRC failure batch_infos does not look for
-    assert native.batch_infos(buf) == reference.batch_infos(buf)
+    assert native.batch_infos(buf) == twin.batch_infos(buf)
     torn = bytes(buf[:len(buf) - 1 - cut % (len(batch_list[-1]) - 1)])
     if torn:
         with pytest.raises(native.CorruptBatchError, match="size"):
             native.batch_infos(torn)
-        with pytest.raises(reference.CorruptBatchError, match="size"):
-            reference.batch_infos(torn)
+        with pytest.raises(twin.CorruptBatchError, match="size"):
+            twin.batch_infos(torn)
 
 
 @given(st.lists(batches(), min_size=1, max_size=5), st.integers(0, 1 << 50), st.integers(-1, 1 << 30))
@@ -198,13 +199,12 @@ def test_patch_batches_matches_reference_and_keeps_crc_valid(batch_list, base_of
     buf = bytearray(b"".join(batch_list))
     expected = bytearray(buf)
     next_offset = native.patch_batches(buf, base_offset, epoch)
-    assert next_offset == reference.patch_batches(expected, base_offset, epoch)
+    assert next_offset == twin.patch_batches(expected, base_offset, epoch)
     assert buf == expected
     offset = base_offset
     for info in native.validate_batches(buf):
-        header = native.parse_batch_header(buf, info[0])
-        assert header[0] == offset and header[2] == epoch
-        offset += header[6] + 1
+        assert info.base_offset == offset and info.partition_leader_epoch == epoch
+        offset = info.last_offset + 1
     assert next_offset == offset
 
 
@@ -215,8 +215,8 @@ def test_any_flipped_byte_is_rejected_like_reference(batch_list, data):
     buf[position] ^= data.draw(st.integers(1, 255))
     snapshot = bytes(buf)
     try:
-        expected = reference.validate_batches(buf)
-    except reference.CorruptBatchError as error:
+        expected = twin.validate_batches(buf)
+    except twin.CorruptBatchError as error:
         with pytest.raises(native.CorruptBatchError) as raised:
             native.validate_batches(buf)
         assert (raised.value.reason, raised.value.position) == (error.reason, error.position)
@@ -233,10 +233,10 @@ def _starts(batch_list):
 
 
 def _bad(**overrides):
-    return reference.build_batch([b"x", b"y"], **overrides)
+    return build_batch([b"x", b"y"], **overrides)
 
 
-@pytest.mark.parametrize("module", [native, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [native, twin], ids=["native", "twin"])
 @pytest.mark.parametrize("buf, reason", [
     (_bad()[:60], "size"),
     (_bad()[:-1], "size"),
@@ -253,7 +253,7 @@ def test_validate_rejects_each_kind_of_bad_batch(module, buf, reason):
     assert isinstance(raised.value, ValueError)
 
 
-@pytest.mark.parametrize("module", [native, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [native, twin], ids=["native", "twin"])
 def test_validate_reports_magic_and_crc_failures_with_position(module):
     good = bytes(_bad())
     wrong_magic = bytearray(good)
@@ -268,8 +268,8 @@ def test_validate_reports_magic_and_crc_failures_with_position(module):
 
 def test_validate_without_count_check_accepts_compacted_batches():
     compacted = bytes(_bad(last_offset_delta=9))
-    assert native.validate_batches(compacted, check_count=False)[0][2] == 9
-    assert reference.validate_batches(compacted, check_count=False)[0][2] == 9
+    assert native.validate_batches(compacted, check_count=False)[0].last_offset_delta == 9
+    assert twin.validate_batches(compacted, check_count=False)[0].last_offset_delta == 9
 
 
 def test_validate_returns_empty_list_for_empty_buffer():
@@ -291,8 +291,8 @@ def test_patch_refuses_read_only_buffers():
 
 
 def test_large_batch_is_validated_with_gil_released_path():
-    big = reference.build_batch([bytes(200_000), bytes(100)])
-    assert native.validate_batches(big) == reference.validate_batches(big)
+    big = build_batch([bytes(200_000), bytes(100)])
+    assert native.validate_batches(big) == twin.validate_batches(big)
     big[-1] ^= 1
     with pytest.raises(native.CorruptBatchError, match="crc"):
         native.validate_batches(big)
@@ -302,10 +302,10 @@ def test_large_batch_is_validated_with_gil_released_path():
 def test_stamp_log_append_time_matches_reference_and_keeps_crc_valid(batch_list, timestamp):
     buf = bytearray(b"".join(batch_list))
     expected = bytearray(buf)
-    assert native.stamp_log_append_time(buf, timestamp) == reference.stamp_log_append_time(expected, timestamp)
+    assert native.stamp_log_append_time(buf, timestamp) == twin.stamp_log_append_time(expected, timestamp)
     assert buf == expected
     for info in native.validate_batches(buf):
-        assert info[4] & 0x08 and info[6] == timestamp
+        assert info.timestamp_type == 1 and info.max_timestamp == timestamp
 
 
 def test_batch_from_kafka_python_builder_validates_and_matches_reference_builder():
@@ -317,6 +317,60 @@ def test_batch_from_kafka_python_builder_validates_and_matches_reference_builder
     for i in range(3):
         builder.append(i, timestamp=1000 + i, key=None, value=b"v%d" % i, headers=[])
     client = bytes(builder.build())
-    ours = reference.build_batch([b"v0", b"v1", b"v2"], base_timestamp=1000, timestamp_deltas=[0, 1, 2])
+    ours = build_batch([b"v0", b"v1", b"v2"], base_timestamp=1000, timestamp_deltas=[0, 1, 2])
     assert client == bytes(ours)
-    assert native.validate_batches(client)[0][:4] == (0, len(client), 2, 3)
+    info = native.validate_batches(client)[0]
+    assert (info.position, info.size_in_bytes, info.last_offset_delta, info.records_count) == (0, len(client), 2, 3)
+
+
+@given(st.lists(batches(), min_size=1, max_size=3))
+def test_header_properties_match_twin(batch_list):
+    buf = b"".join(batch_list)
+    for native_header, twin_header in zip(native.batch_infos(buf), twin.batch_infos(buf), strict=True):
+        for name in ("size_in_bytes", "last_offset", "compression_codec", "timestamp_type",
+                     "is_transactional", "is_control", "delete_horizon_ms"):
+            assert getattr(native_header, name) == getattr(twin_header, name), name
+
+
+# ------------------------------------------------------------------- records
+
+keys_and_values = st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=200)),
+                                     st.one_of(st.none(), st.binary(max_size=200))),
+                           min_size=1, max_size=8)
+
+
+@given(keys_and_values, st.integers(0, 1 << 20))
+def test_walk_records_finds_every_key_and_value_like_twin(pairs, first_delta):
+    section = b"".join(encode_record(first_delta + i, 3 * i, key, value)
+                       for i, (key, value) in enumerate(pairs))
+    spans = native.walk_records(section)
+    assert spans == twin.walk_records(section)
+    for i, (span, (key, value)) in enumerate(zip(spans, pairs, strict=True)):
+        assert (span.offset_delta, span.timestamp_delta) == (first_delta + i, 3 * i)
+        assert span.key_length == (-1 if key is None else len(key))
+        assert span.value_length == (-1 if value is None else len(value))
+        if key is not None:
+            assert section[span.key_position:span.key_position + span.key_length] == key
+    assert native.has_null_key(section) == twin.has_null_key(section) \
+        == any(key is None for key, _ in pairs)
+
+
+@given(st.binary(max_size=64))
+def test_walk_records_and_has_null_key_agree_with_twin_on_arbitrary_bytes(data):
+    assert native.has_null_key(data) == twin.has_null_key(data)
+    try:
+        expected = twin.walk_records(data)
+    except ValueError:
+        with pytest.raises(ValueError, match="malformed record"):
+            native.walk_records(data)
+        assert native.has_null_key(data)
+    else:
+        assert native.walk_records(data) == expected
+
+
+def test_a_record_running_past_its_section_is_malformed():
+    section = encode_record(0, 0, b"key", b"value")
+    for cut in range(1, len(section)):
+        with pytest.raises(ValueError, match="malformed record"):
+            native.walk_records(section[:cut])
+        assert native.has_null_key(section[:cut])

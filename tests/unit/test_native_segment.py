@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kcore._native import reference
 from kcore._native import segment as native
+from kcore._native.twin import segment as twin
+from tests.support.batches import build_batch
 
 
 def build_segment(specs, base_offset=0):
@@ -19,7 +20,7 @@ def build_segment(specs, base_offset=0):
     out = bytearray()
     offset = base_offset
     for count, value_bytes, timestamp in specs:
-        batch = reference.build_batch([bytes([count]) * value_bytes] * count,
+        batch = build_batch([bytes([count]) * value_bytes] * count,
                                       base_offset=offset, base_timestamp=timestamp,
                                       timestamp_deltas=list(range(count)))
         out += batch
@@ -74,7 +75,7 @@ def test_scan_segment_matches_reference_on_intact_and_damaged_files(
     data = faults(build_segment(specs, base_offset), kind, where)
     with temp_segment(data) as fd:
         got = native.scan_segment(fd, base_offset, len(data), interval)
-        assert got == reference.scan_segment(fd, base_offset, len(data), interval)
+        assert got == twin.scan_segment(fd, base_offset, len(data), interval)
     if kind == "none":
         assert got[0] == len(data) and got[7] is None
         assert got[1] == base_offset + sum(count for count, _, _ in specs)
@@ -96,9 +97,9 @@ def test_scan_rebuilds_sparse_index_entries_every_interval(segment_file):
 
 
 def test_scan_stops_at_corrupt_crc_in_a_batch_larger_than_the_read_chunk(segment_file):
-    big = reference.build_batch([os.urandom(300_000)], base_offset=1)
-    small = reference.build_batch([b"tail"], base_offset=2)
-    head = reference.build_batch([b"head"], base_offset=0)
+    big = build_batch([os.urandom(300_000)], base_offset=1)
+    small = build_batch([b"tail"], base_offset=2)
+    head = build_batch([b"head"], base_offset=0)
     good = bytes(head + big + small)
     fd = segment_file(good)
     assert native.scan_segment(fd, 0, len(good))[:2] == (len(good), 3)
@@ -129,19 +130,19 @@ def test_header_walks_match_reference(specs, data):
     with temp_segment(content) as fd:
         target = data.draw(st.integers(base_offset - 2, last_offset + 2))
         assert native.find_batch(fd, 0, len(content), target) == \
-            reference.find_batch(fd, 0, len(content), target)
+            twin.find_batch(fd, 0, len(content), target)
         ts = data.draw(st.integers(-1, 11_000))
         min_offset = data.draw(st.integers(-1, last_offset + 1))
         assert native.find_timestamp(fd, 0, len(content), ts, min_offset) == \
-            reference.find_timestamp(fd, 0, len(content), ts, min_offset)
+            twin.find_timestamp(fd, 0, len(content), ts, min_offset)
         max_bytes = data.draw(st.integers(0, len(content) + 10))
         max_offset = data.draw(st.integers(-1, last_offset + 2))
         min_one = data.draw(st.booleans())
         assert native.read_extent(fd, 0, 0, len(content), max_bytes, max_offset, min_one) == \
-            reference.read_extent(fd, 0, 0, len(content), max_bytes, max_offset, min_one)
+            twin.read_extent(fd, 0, 0, len(content), max_bytes, max_offset, min_one)
         cut = data.draw(st.integers(0, len(content)))
-        assert native.walk_headers(fd, 0, cut) == reference.walk_headers(fd, 0, cut)
-        assert native.batch_headers(fd, 0, cut, 3) == reference.batch_headers(fd, 0, cut, 3)
+        assert native.walk_headers(fd, 0, cut) == twin.walk_headers(fd, 0, cut)
+        assert native.batch_headers(fd, 0, cut, 3) == twin.batch_headers(fd, 0, cut, 3)
 
 
 def test_find_batch_returns_the_batch_containing_an_offset_inside_it(segment_file):
@@ -157,10 +158,10 @@ def test_find_batch_checks_the_index_entry_it_started_from(segment_file):
     fd = segment_file(data)
     size = len(data) // 3
     assert native.find_batch(fd, size, len(data), 112, 109) == (2 * size, size, 110, 114)
-    for module in (native, reference):
+    for module in (native, twin):
         with pytest.raises(ValueError, match="index entry"):
             module.find_batch(fd, size, len(data), 112, 114)
-    assert reference.find_batch(fd, size, len(data), 112, 109) == (2 * size, size, 110, 114)
+    assert twin.find_batch(fd, size, len(data), 112, 109) == (2 * size, size, 110, 114)
 
 
 def test_read_extent_returns_at_least_one_oversized_batch(segment_file):

@@ -24,7 +24,7 @@ from kcore.protocol import (
     encode_request,
 )
 from kcore.protocol.header import request_header_version
-from tests.unit.test_protocol_strategies import all_message_versions, values
+from tests.support.protocol_strategies import all_message_versions, values
 
 DOCUMENTED = (UnknownApiKeyError, UnsupportedVersionError, ProtocolDecodeError)
 UNSERVED = next(int(key) for key in ApiKey if key not in SUPPORTED_VERSIONS)

@@ -5,8 +5,6 @@ body) so a reader can check it against the spec without running anything.
 """
 from __future__ import annotations
 
-import struct
-
 from kcore.protocol import (
     ApiKey,
     RequestHeader,
@@ -17,45 +15,19 @@ from kcore.protocol import (
     read_request_header,
     to_dict,
 )
-
-
-def i8(value: int) -> bytes:
-    return struct.pack(">b", value)
-
-
-def i16(value: int) -> bytes:
-    return struct.pack(">h", value)
-
-
-def i32(value: int) -> bytes:
-    return struct.pack(">i", value)
-
-
-def i64(value: int) -> bytes:
-    return struct.pack(">q", value)
-
-
-def string(value: str) -> bytes:
-    return i16(len(value)) + value.encode()
-
-
-def compact_string(value: str) -> bytes:
-    return bytes([len(value) + 1]) + value.encode()
-
-
-def framed(*parts: bytes) -> bytes:
-    body = b"".join(parts)
-    return i32(len(body)) + body
-
-
-NULL_STRING = b"\xff\xff"
-NULL_ARRAY = b"\xff\xff\xff\xff"
-NO_TAGS = b"\x00"
-
-
-def request_header_v1(api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
-    return i16(api_key) + i16(version) + i32(correlation_id) + string(client_id)
-
+from tests.support.protocol_bytes import (
+    NO_TAGS,
+    NULL_ARRAY,
+    NULL_STRING,
+    compact_string,
+    framed,
+    i8,
+    i16,
+    i32,
+    i64,
+    request_header_v1,
+    string,
+)
 
 API_VERSIONS_V0_REQUEST = framed(request_header_v1(18, 0, 1, "kcat"))
 

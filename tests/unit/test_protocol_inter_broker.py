@@ -30,7 +30,7 @@ from kcore.protocol import (
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS
 from kcore.protocol.messages import REQUESTS, RESPONSES, leader_and_isr
 from kcore.protocol.schema import Field, Struct, parse_versions
-from tests.unit.test_protocol_golden import (
+from tests.support.protocol_bytes import (
     NO_TAGS,
     compact_string,
     framed,
@@ -40,8 +40,8 @@ from tests.unit.test_protocol_golden import (
     i64,
     request_header_v1,
 )
-from tests.unit.test_protocol_schemas import LOCAL_SPECS, SPECS, load_spec, schema_view, spec_view
-from tests.unit.test_protocol_strategies import normalize
+from tests.support.protocol_specs import LOCAL_SPECS, SPECS, load_spec, schema_view, spec_view
+from tests.support.protocol_strategies import normalize
 
 NEW_KEYS = [ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN,
             ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION]

@@ -23,11 +23,11 @@ from kafka.protocol.old.api import Request as OldRequest
 from kafka.protocol.old.api import Response as OldResponse
 from kafka.protocol.old.types import BitField as OldBitField
 from kafka.protocol.old.types import Schema as OldSchema
-from tests.unit.test_protocol_schemas import LOCAL_SPECS
-from tests.unit.test_protocol_strategies import all_message_versions, in_version, normalize, values
 
 from kcore.protocol import decode_struct, encode_struct, to_dict
 from kcore.protocol.schema import Struct
+from tests.support.protocol_specs import LOCAL_SPECS
+from tests.support.protocol_strategies import all_message_versions, in_version, normalize, values
 
 CASES = all_message_versions()
 CROSS_CHECK = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -179,10 +179,12 @@ def _as_tuple(schema: Struct, version: int, value: dict, old_schema) -> tuple:
         if item is not None and field.struct is not None:
             inner = old_type.array_of if field.kind == "array" else old_type
             if isinstance(inner, OldSchema):
-                convert = lambda element, inner=inner: _as_tuple(field.struct, version, element, inner)
+                def convert(element, inner=inner, struct=field.struct):
+                    return _as_tuple(struct, version, element, inner)
             else:
                 (only,) = [f.name for f in field.struct.fields if f.present(version)]
-                convert = lambda element, only=only: element[only]
+                def convert(element, only=only):
+                    return element[only]
             item = [convert(element) for element in item] if field.kind == "array" else convert(item)
         elif old_type is OldBitField:
             item = _bits_to_set(item)

@@ -25,7 +25,7 @@ from kcore.protocol import (
     to_dict,
 )
 from kcore.protocol.schema import Field, Struct
-from tests.unit.test_protocol_strategies import all_message_versions, normalize, values
+from tests.support.protocol_strategies import all_message_versions, normalize, values
 
 CASES = all_message_versions()
 ROUND_TRIP = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -69,12 +69,12 @@ def test_marker_laid_out_from_the_spec_decodes():
 def test_control_fields_on_a_data_batch_raise():
     batch = RecordBatch(build_batch([Record(timestamp=NOW, value=b"x")]))
     with pytest.raises(ValueError, match="not a control batch"):
-        batch.control_type
+        _ = batch.control_type
 
 
 def test_unknown_control_type_is_corrupt():
     with pytest.raises(CorruptRecordError, match="unknown control record type 7"):
-        RecordBatch(java_style_marker(7, 0)).control_type
+        _ = RecordBatch(java_style_marker(7, 0)).control_type
 
 
 def test_build_control_batch_rejects_unknown_types():

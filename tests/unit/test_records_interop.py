@@ -7,13 +7,12 @@ batches kcore builds must decode in those readers with a valid CRC.
 
 import dataclasses
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import aiokafka.record._crecords as aiokafka_c
 import aiokafka.record.default_records as aiokafka_py
 import kafka.record.default_records as kafka_python
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kcore.protocol.compression import CompressionType
 from kcore.protocol.records import ControlType, Record, RecordBatch, build_batch, build_control_batch

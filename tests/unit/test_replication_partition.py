@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
+from kcore.config import BrokerConfig
 from kcore.controller.metadata import PartitionState
 from kcore.log.log import Log
 from kcore.protocol.errors import ErrorCode as E
 from kcore.replication.partition import Partition, PartitionError
-from kcore.server.config import BrokerConfig
-from tests.unit.conftest import make_batch, read_slices
+from tests.support.batches import make_batch
+from tests.support.log import read_slices
 
 CONFIGS = {**BrokerConfig().topic_defaults(), "min.insync.replicas": 2}
 

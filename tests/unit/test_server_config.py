@@ -1,6 +1,6 @@
 import pytest
 
-from kcore.server.config import BrokerConfig, ConfigError, parse_properties, parse_topic_configs
+from kcore.config import BrokerConfig, ConfigError, parse_properties, parse_topic_configs
 
 
 def test_defaults_give_single_node_on_loopback_with_data_under_dot_data():

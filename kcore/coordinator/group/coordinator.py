@@ -37,12 +37,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from kcore.coordinator.group.group import (GroupMetadata, JoinResult, MemberMetadata,
-                                           SyncResult)
+from kcore.config import BrokerConfig
+from kcore.coordinator.group.group import GroupMetadata, JoinResult, MemberMetadata, SyncResult
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager, StoreError
 from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
 from kcore.protocol.errors import ErrorCode
+from kcore.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
 
 # storeGroup error translation (Kafka GroupMetadataManager.storeGroup).
-_STORE_GROUP_ERRORS = {
+_STORE_GROUP_ERRORS: dict[int, int] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -84,7 +85,7 @@ class GroupConfig:
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
 
     @classmethod
-    def from_broker_config(cls, config: Any) -> "GroupConfig":
+    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
         """From anything indexed by Kafka's broker config names."""
         return cls(config["group.min.session.timeout.ms"], config["group.max.session.timeout.ms"],
                    config["group.max.size"], config["group.initial.rebalance.delay.ms"],
@@ -133,7 +134,7 @@ class GroupCoordinator(OffsetOperations):
         self.groups.clear()
         self.owned_partitions.clear()
 
-    def on_leadership_change(self, partition: Any, is_leader: bool) -> None:
+    def on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
         """A replica manager listener: this broker became the leader of a
         __consumer_offsets partition (load its groups from the log) or
         stopped being it (drop them; their members find the new
@@ -336,8 +337,10 @@ class GroupCoordinator(OffsetOperations):
     def _replace_static_member(self, group: GroupMetadata, request: JoinRequest,
                                old_member_id: str, new_member_id: str):
         """A static member restarted: it takes over its old member's place."""
+        instance_id = request.group_instance_id
+        assert instance_id is not None  # only static members are replaced
         previous_leader = group.leader_id or ""
-        member = group.replace_static_member(request.group_instance_id, old_member_id,
+        member = group.replace_static_member(instance_id, old_member_id,
                                              new_member_id, ErrorCode.FENCED_INSTANCE_ID)
         self._schedule_heartbeat(group, member)
         if not group.is_state(STABLE):
@@ -357,7 +360,7 @@ class GroupCoordinator(OffsetOperations):
             self._store_group(group, {m.member_id: m.assignment for m in group.members.values()})
         except StoreError as exc:
             group.update_member(member, *old, None)
-            group.replace_static_member(request.group_instance_id, new_member_id,
+            group.replace_static_member(instance_id, new_member_id,
                                         old_member_id, ErrorCode.FENCED_INSTANCE_ID)
             return JoinResult(exc.error_code, "", group.generation_id, group.protocol_name,
                               previous_leader)
@@ -630,7 +633,7 @@ def _close_group(group: GroupMetadata) -> None:
         _resolve(member.sync_future, SyncResult(ErrorCode.NOT_COORDINATOR))
 
 
-def _cancel(timer: Any) -> None:
+def _cancel(timer: asyncio.TimerHandle | None) -> None:
     if timer is not None:
         timer.cancel()
 

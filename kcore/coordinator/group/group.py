@@ -20,7 +20,6 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from kcore.coordinator.group import consumer_protocol
 from kcore.coordinator.group.records import GroupValue, MemberValue, OffsetValue
@@ -49,7 +48,7 @@ class MemberMetadata:
     # against (the session timeout, or longer while newly joining), the timer.
     latest_heartbeat: float = 0.0
     heartbeat_timeout_ms: int = 0
-    heartbeat_timer: Any = None
+    heartbeat_timer: asyncio.TimerHandle | None = None
     is_new: bool = False
 
     @property
@@ -122,7 +121,7 @@ class GroupMetadata:
         self.new_member_added = False
         # The join-phase timer, and whether it is the initial delay (which
         # completes only when it expires, never early).
-        self.join_timer: Any = None
+        self.join_timer: asyncio.TimerHandle | None = None
         self.in_initial_delay = False
 
     # -- state -------------------------------------------------------------------------
@@ -160,7 +159,7 @@ class GroupMetadata:
             self.leader_id = member.member_id
         member.join_future = join_future
         self.members[member.member_id] = member
-        if member.is_static:
+        if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         self.pending_members.discard(member.member_id)
 
@@ -168,7 +167,8 @@ class GroupMetadata:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
+        if member.group_instance_id is not None \
+                and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
@@ -209,7 +209,7 @@ class GroupMetadata:
         return known is not None and known != member_id
 
     def replace_static_member(self, group_instance_id: str, old_member_id: str,
-                              new_member_id: str, fenced: Any) -> MemberMetadata:
+                              new_member_id: str, fenced: int) -> MemberMetadata:
         """Move a static member under its new member id; the old id's pending
         JoinGroup or SyncGroup is answered with `fenced` (FENCED_INSTANCE_ID)."""
         member = self.members.pop(old_member_id)
@@ -324,7 +324,7 @@ class GroupMetadata:
                           self.leader_id, self.current_state_timestamp, members)
 
     @classmethod
-    def from_value(cls, group_id: str, value: GroupValue) -> "GroupMetadata":
+    def from_value(cls, group_id: str, value: GroupValue) -> GroupMetadata:
         """A group as the log last recorded it: Stable with its members, or Empty."""
         group = cls(group_id, GroupState.STABLE if value.members else GroupState.EMPTY)
         group.generation_id = value.generation
@@ -339,7 +339,7 @@ class GroupMetadata:
                                     item.session_timeout, value.protocol_type,
                                     [(value.protocol or "", item.subscription)], item.assignment)
             group.members[item.member_id] = member
-            if member.is_static:
+            if member.group_instance_id is not None:
                 group.static_members[member.group_instance_id] = member.member_id
         group.subscribed_topics = group._compute_subscribed_topics()
         return group

@@ -30,16 +30,19 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
 
+from kcore.controller.base import Controller
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.partition import PartitionError
+from kcore.replication.partition import Partition, PartitionError
+from kcore.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,7 @@ class LoadedGroup:
 class GroupMetadataManager:
     """Reads and writes the __consumer_offsets topic (see module doc)."""
 
-    def __init__(self, controller: Any, replica_manager: Any, num_partitions: int,
+    def __init__(self, controller: Controller, replica_manager: ReplicaManager, num_partitions: int,
                  replication_factor: int = 1):
         self.controller = controller
         self.replica_manager = replica_manager
@@ -88,7 +91,7 @@ class GroupMetadataManager:
         # the hot path. Cleared when it grows past PARTITION_CACHE_SIZE.
         self._partitions: dict[str, int] = {}
         # The broker's group-commit syncer (kcore.log.durability), once started.
-        self.syncer: Any = None
+        self.syncer: GroupCommitSyncer | None = None
 
     # -- topic ---------------------------------------------------------------------------
     @property
@@ -136,7 +139,7 @@ class GroupMetadataManager:
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
-               syncer: Any = None, wait: bool = False) -> asyncio.Future | None:
+               syncer: GroupCommitSyncer | None = None, wait: bool = False) -> asyncio.Future | None:
         """Append (key, value) records of one group as one batch with
         acks=all; raises StoreError with the partition's error code. With
         ``wait``, returns a future that completes once the batch is durable
@@ -205,7 +208,7 @@ class GroupMetadataManager:
                 count, OFFSETS_TOPIC, index, len(groups))
         return groups
 
-    def _replay_partition(self, partition: Any, loaded: dict[str, LoadedGroup]) -> int:
+    def _replay_partition(self, partition: Partition, loaded: dict[str, LoadedGroup]) -> int:
         pending_txn: dict[int, list[record_codec.Record]] = {}
         count = 0
         for batch in _iter_log_batches(partition):
@@ -261,7 +264,7 @@ def _apply(record: record_codec.Record, loaded: dict[str, LoadedGroup]) -> None:
         entry.value = None if record.value is None else offsets_records.decode_group_value(record.value)
 
 
-def _iter_log_batches(partition: Any) -> Iterator[record_codec.RecordBatch]:
+def _iter_log_batches(partition: Partition) -> Iterator[record_codec.RecordBatch]:
     """Every batch of a partition's log up to its log end offset: a new
     leader's log is the partition's truth, and what lies past its high
     watermark becomes committed as the followers copy it (Kafka loads to

@@ -27,20 +27,24 @@ import asyncio
 import functools
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kcore.coordinator.group import consumer_protocol
-from kcore.coordinator.group.group import GroupMetadata, now_ms
-from kcore.coordinator.group.manager import StoreError
+from kcore.coordinator.group.group import GroupMetadata, MemberMetadata, now_ms
+from kcore.coordinator.group.manager import GroupMetadataManager, StoreError
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:  # coordinator.py imports this module
+    from kcore.coordinator.group.coordinator import GroupConfig
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
 # storeOffsets error translation (Kafka GroupMetadataManager.storeOffsets).
-_STORE_OFFSETS_ERRORS = {
+_STORE_OFFSETS_ERRORS: dict[int, int] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -86,6 +90,18 @@ DEAD_GROUP = GroupSummary(GroupState.DEAD.kafka_name, "", "", [])
 
 class OffsetOperations:
     """Offset and admin operations of GroupCoordinator (see module doc)."""
+
+    # What GroupCoordinator supplies, declared for the type checker.
+    groups: dict[str, GroupMetadata]
+    manager: GroupMetadataManager
+    config: GroupConfig
+    active: bool
+    if TYPE_CHECKING:
+        def _check_group_id(self, group_id: str, allow_empty: bool = False) -> int: ...
+        def _validate_member(self, group: GroupMetadata, member_id: str,
+                             group_instance_id: str | None) -> int: ...
+        def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
+                                timeout_ms: int | None = None) -> None: ...
 
     # -- OffsetCommit ----------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -144,7 +160,7 @@ class OffsetOperations:
             log.warning("group %s: offset commit failed: error %d %s", group.group_id, code, exc)
             errors.update(dict.fromkeys(valid, code))
             return errors
-        if synced is None:
+        if synced is None or syncs is None:
             group.offsets.update(valid)
         else:
             # Before the caller's await resumes: callbacks run in the order added.

@@ -34,8 +34,8 @@ class GroupState(Enum):
         self._previous_names = previous_names
 
     @property
-    def valid_previous_states(self) -> frozenset["GroupState"]:
+    def valid_previous_states(self) -> frozenset[GroupState]:
         return frozenset(GroupState[name] for name in self._previous_names)
 
-    def can_follow(self, previous: "GroupState") -> bool:
+    def can_follow(self, previous: GroupState) -> bool:
         return previous.name in self._previous_names

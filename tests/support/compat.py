@@ -12,14 +12,14 @@ import os
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import pytest
 
-from tests.fault_proxy import FaultProxy
 from tests.support import BrokerProcess, free_port
+from tests.support.fault_proxy import FaultProxy
 
 PARTITIONS = 8
 FULL_COUNT = 100_000
@@ -178,7 +178,8 @@ def start_broker(data_dir: Path, overrides: dict[str, str] | None = None, port: 
 
 
 @contextlib.contextmanager
-def broker_behind_proxy(data_dir: Path, cut_every_bytes: int, max_cuts: int) -> Iterator[tuple[BrokerProcess, FaultProxy]]:
+def broker_behind_proxy(data_dir: Path, cut_every_bytes: int,
+                        max_cuts: int) -> Iterator[tuple[BrokerProcess, FaultProxy]]:
     """A broker whose Metadata names only the proxy, so every connection of
     the client goes through the cuts."""
     broker_port = free_port()

@@ -90,7 +90,7 @@ class FaultProxy:
         self._server: asyncio.AbstractServer | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
         return self
@@ -166,7 +166,7 @@ class FaultProxy:
                 connection.drop_next_response = True
                 try:
                     await asyncio.wait_for(connection.response_dropped.wait(), self.response_wait_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 return
             connection.requests.feed(chunk)

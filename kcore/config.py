@@ -8,13 +8,19 @@ start-up before anything touches the data dir.
 Topic-level keys (`retention.ms`, `segment.bytes`, ...) default to their
 broker-level synonym (`log.retention.ms`, `log.segment.bytes`, ...), as in
 Kafka's LogConfig; DescribeConfigs reports where each value came from.
+
+Layer: below every package that reads it (handlers for DescribeConfigs and
+topic validation, coordinator for group settings, server for start-up) and
+beside protocol: the schema is data and parsing only, imports nothing of
+kcore, and does no I/O but reading the properties file it is given.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 LONG_MAX = 2**63 - 1
 
@@ -93,7 +99,8 @@ _DAY_MS = 24 * 3600 * 1000
 BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("broker.id", int, 0, "Id of this broker in the cluster."),
     _key("node.id", int, None, "Synonym of broker.id."),
-    _key("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"], "Addresses to listen on: NAME://host:port, comma separated."),
+    _key("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"],
+         "Addresses to listen on: NAME://host:port, comma separated."),
     _key("advertised.listeners", _list, None, "Addresses given to clients in Metadata; defaults to listeners."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
@@ -139,9 +146,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.retention.hours", int, 168, "Retention in hours."),
     _key("log.retention.bytes", int, -1, "Delete oldest segments while a partition is larger; -1 is no limit."),
     _key("log.retention.check.interval.ms", _at_least(1), 300000, "How often retention runs."),
-    _key("log.index.size.max.bytes", _at_least(4), 10485760, "Maximum offset index size; a full index rolls the segment."),
+    _key("log.index.size.max.bytes", _at_least(4), 10485760,
+         "Maximum offset index size; a full index rolls the segment."),
     _key("log.index.interval.bytes", _at_least(0), 4096, "Bytes between sparse index entries."),
-    _key("log.flush.interval.messages", _at_least(1), LONG_MAX, "Messages between forced flushes (1 = sync every message before ack)."),
+    _key("log.flush.interval.messages", _at_least(1), LONG_MAX,
+         "Messages between forced flushes (1 = sync every message before ack)."),
     _key("log.flush.interval.ms", int, None, "Maximum time data waits in the page cache before a flush."),
     _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
     _key("log.flush.offset.checkpoint.interval.ms", _at_least(1), 60000,
@@ -157,12 +166,14 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "Dirty ratio above which a log is compacted."),
     _key("log.cleaner.min.compaction.lag.ms", int, 0, "Minimum age of a record before it may be compacted."),
     _key("log.segment.delete.delay.ms", int, 60000, "Delay between renaming a segment .deleted and removing it."),
-    _key("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime", "Timestamp stored in batches."),
+    _key("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime",
+         "Timestamp stored in batches."),
     _key("log.preallocate", _bool, False, "Preallocate segment files."),
     _key("message.max.bytes", _at_least(0), 1048588, "Largest record batch accepted (after compression)."),
     _key("min.insync.replicas", _at_least(1), 1, "Replicas that must hold a write for acks=all."),
     _key("compression.type", _choice(*CODECS), "producer", "Codec kept on disk; producer keeps the producer's."),
-    _key("socket.request.max.bytes", _at_least(1), 104857600, "Largest request frame; a larger size prefix closes the connection."),
+    _key("socket.request.max.bytes", _at_least(1), 104857600,
+         "Largest request frame; a larger size prefix closes the connection."),
     _key("socket.send.buffer.bytes", int, 102400, "SO_SNDBUF of client connections; -1 keeps the OS default."),
     _key("socket.receive.buffer.bytes", int, 102400, "SO_RCVBUF of client connections; -1 keeps the OS default."),
     _key("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
@@ -185,7 +196,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("transaction.state.log.num.partitions", _at_least(1), 50, "Partitions of __transaction_state."),
     _key("transaction.state.log.replication.factor", _at_least(1), 3,
          "Replication factor of __transaction_state (a single node without ZooKeeper uses 1)."),
-    _key("group.initial.rebalance.delay.ms", _at_least(0), 3000, "Wait for more members before the first rebalance of an empty group."),
+    _key("group.initial.rebalance.delay.ms", _at_least(0), 3000,
+         "Wait for more members before the first rebalance of an empty group."),
     _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
     _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
     _key("group.max.size", _at_least(1), 2**31 - 1, "Most members in one group."),
@@ -269,7 +281,7 @@ class BrokerConfig:
         self._validate_listeners()
 
     @classmethod
-    def load(cls, path: str | Path | None, overrides: Iterable[str] = ()) -> "BrokerConfig":
+    def load(cls, path: str | Path | None, overrides: Iterable[str] = ()) -> BrokerConfig:
         settings: dict[str, str] = {}
         if path is not None:
             try:
@@ -362,7 +374,7 @@ def _parse_value(name: str, parse: Callable[[str], Any], text: str) -> Any:
         raise ConfigError(f"invalid value {text!r} for configuration {name}: {exc}") from None
 
 
-def parse_topic_configs(configs: dict[str, str | None]) -> dict[str, Any]:
+def parse_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     """Validate topic-level overrides; raises ConfigError naming the key."""
     parsed: dict[str, Any] = {}
     for name, text in configs.items():
