@@ -72,6 +72,16 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _processes(text: str) -> int | str:
+    value = text.strip()
+    if value == "auto":
+        return value
+    count = int(value)
+    if not 1 <= count <= 256:
+        raise ValueError("must be auto or between 1 and 256")
+    return count
+
+
 def _ratio(text: str) -> float:
     value = float(text.strip())
     if not 0.0 <= value <= 1.0:
@@ -104,6 +114,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("advertised.listeners", _list, None, "Addresses given to clients in Metadata; defaults to listeners."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
+    _key("num.processes", _processes, 1,
+         "Broker processes of this node (kcore's own setting): each serves its share of the "
+         "partitions on its own core, port (the listener's + index) and broker.id (+ index); "
+         "auto = one per available core."),
     _key("zookeeper.connect", str, None,
          "ZooKeeper ensemble host:port,host:port[/chroot] of a cluster; unset means a single node "
          "with a local controller."),
@@ -311,11 +325,11 @@ class BrokerConfig:
 
     def listener_addresses(self) -> list[tuple[str, str, int]]:
         """(name, host, port) per listener; host '' binds every interface."""
-        return [_split_listener(item) for item in self._values["listeners"]]
+        return [split_listener(item) for item in self._values["listeners"]]
 
     def advertised_address(self) -> tuple[str, int]:
         items = self._values["advertised.listeners"] or self._values["listeners"]
-        _, host, port = _split_listener(items[0])
+        _, host, port = split_listener(items[0])
         # Clients cannot connect to a wildcard; 127.0.0.1 also sidesteps
         # librdkafka resolving "localhost" to ::1 first.
         if host in ("", "0.0.0.0", "::", "localhost"):
@@ -350,13 +364,13 @@ class BrokerConfig:
 
     def _validate_listeners(self) -> None:
         for item in self._values["listeners"]:
-            _split_listener(item)
+            split_listener(item)
         if self._values["advertised.listeners"]:
             for item in self._values["advertised.listeners"]:
-                _split_listener(item)
+                split_listener(item)
 
 
-def _split_listener(item: str) -> tuple[str, str, int]:
+def split_listener(item: str) -> tuple[str, str, int]:
     match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[^\]]*\]|[^:]*):(\d+)$", item)
     if match is None:
         raise ConfigError(f"listener {item!r} is not NAME://host:port")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -23,20 +24,27 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from kcore.config import BrokerConfig, ConfigError
+    from kcore.server.supervisor import SUPERVISOR_PID_ENV, Supervisor, process_count
     try:
         config = BrokerConfig.load(args.config, args.override)
     except ConfigError as exc:
         print(f"kcore broker: {exc}", file=sys.stderr)
         return 2
+    managed = SUPERVISOR_PID_ENV in os.environ
+    # A node's processes share its output: each line names the broker.
+    where = f"[broker {config.broker_id}] " if managed else ""
+    logging.basicConfig(level=args.log_level.upper(),
+                        format=f"%(asctime)s %(levelname)s {where}%(name)s: %(message)s")
     try:
         import uvloop
         runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
+    count = process_count(config)
     try:
+        if count > 1 and not managed:
+            return runner(Supervisor(config, count, args.config).run())
         return runner(_serve(config))
     except KeyboardInterrupt:
         return 0

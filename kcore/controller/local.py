@@ -20,8 +20,6 @@ Not thread-safe: owned by the broker's event loop. Nothing awaits inside.
 from __future__ import annotations
 
 import base64
-import json
-import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,9 +35,9 @@ from kcore.controller.metadata import (
     validate_counts,
     validate_topic_name,
 )
+from kcore.controller.node_store import NodeStore, atomic_write
 from kcore.protocol.errors import ErrorCode
 
-METADATA_FILE = "__cluster_metadata.json"
 META_PROPERTIES = "meta.properties"
 
 
@@ -58,6 +56,7 @@ class LocalController:
         self._leader_epochs: dict[str, list[int]] = {}
         self.controller_epoch = 0
         self.cluster_id = ""
+        self._store = NodeStore(self._dir)
         self._load()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -203,24 +202,21 @@ class LocalController:
     def _load(self) -> None:
         self._dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_meta_properties()
-        path = self._dir / METADATA_FILE
-        if not path.exists():
-            return
-        state = json.loads(path.read_text())
-        self.controller_epoch = state.get("controller_epoch", 0)
-        for item in state["topics"]:
-            name, count = item["name"], item["num_partitions"]
-            self.topics[name] = TopicInfo(
-                name, uuid.UUID(item["topic_id"]), count, item.get("replication_factor", 1),
-                item.get("configs", {}), {index: [self.broker_id] for index in range(count)})
-            epochs = item.get("leader_epochs", [])
-            self._leader_epochs[name] = (epochs + [0] * count)[:count]
+        state = self._store.read()
+        self.controller_epoch = state.controller_epoch
+        self._leader_epochs = state.leader_epochs
+        for name, info in state.topics.items():
+            # Partitions a multi-process run of this node gave to other
+            # processes are all this broker's now (their directories were
+            # gathered back into this log dir at start).
+            info.assignment = {index: [self.broker_id] for index in range(info.num_partitions)}
+            info.replication_factor = 1
+            self.topics[name] = info
 
     def _load_meta_properties(self) -> str:
         path = self._dir / META_PROPERTIES
-        if path.exists():
-            values = dict(line.split("=", 1) for line in path.read_text().splitlines()
-                          if "=" in line and not line.startswith("#"))
+        values = read_meta_properties(path)
+        if values:
             stored_id = int(values.get("broker.id", self.broker_id))
             if stored_id != self.broker_id:
                 raise ValueError(
@@ -232,12 +228,11 @@ class LocalController:
         return cluster_id
 
     def _save(self) -> None:
-        state = {"controller_epoch": self.controller_epoch, "topics": [
-            {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
-             "replication_factor": t.replication_factor, "configs": t.configs,
-             "leader_epochs": self._leader_epochs.get(t.name, [])}
-            for t in self.topics.values()]}
-        atomic_write(self._dir / METADATA_FILE, json.dumps(state, indent=1))
+        with self._store.updating() as state:
+            state.controller_epoch = self.controller_epoch
+            state.topics = dict(self.topics)
+            state.leader_epochs = dict(self._leader_epochs)
+            state.processes, state.deleting = [], set()
 
 
 def new_cluster_id() -> str:
@@ -249,15 +244,11 @@ def write_meta_properties(path: Path, broker_id: int, cluster_id: str) -> None:
     atomic_write(path, f"#kcore\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n")
 
 
-def atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+def read_meta_properties(path: Path) -> dict[str, str]:
+    """Kafka's meta.properties as a dict; {} when it does not exist."""
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    return dict(line.split("=", 1) for line in text.splitlines()
+                if "=" in line and not line.startswith("#"))

@@ -3,9 +3,11 @@
 Ids are handed out from blocks of BLOCK_SIZE, so an allocation costs no
 write except once per block, and no id is ever handed out twice:
 
-- a single node persists only the end of its current block
-  (``__producer_id_block`` in the data dir, fsynced before any id of the
-  block is used), so a restart skips the rest of the block;
+- a node persists only the end of the last block claimed
+  (``__producer_id_block`` in its first log dir, fsynced before any id of
+  the block is used, claimed under a flock so the broker processes of a
+  multi-process node share it safely), so a restart skips the rest of the
+  block;
 - in a cluster every broker claims its blocks from ZooKeeper's
   ``/latest_producer_id_block`` (Kafka's layout:
   ``{"version":1,"broker":N,"block_start":"S","block_end":"E"}``, end
@@ -19,6 +21,7 @@ Not thread-safe: owned by the broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -28,24 +31,37 @@ from kcore.controller.zk_client import BadVersionError, NodeExistsError, NoNodeE
 # Kafka's controller hands out blocks of 1000 ids to each broker.
 BLOCK_SIZE = 1000
 BLOCK_FILE = "__producer_id_block"
+BLOCK_LOCK_FILE = "__producer_id_block.lock"
 ZK_BLOCK_PATH = "/latest_producer_id_block"
 
 
 class ProducerIdManager:
-    """A single node's ids (see module doc)."""
+    """A node's ids (see module doc): blocks claimed from the block file
+    under an exclusive flock, so the broker processes of one node (which
+    share the file in the node's first log dir) never claim the same."""
 
     def __init__(self, data_dir: Path):
         self._path = Path(data_dir) / BLOCK_FILE
-        self._next = self._read_block_end()
-        self._block_end = self._next
+        self._lock_path = Path(data_dir) / BLOCK_LOCK_FILE
+        self._next = 0
+        self._block_end = 0  # exclusive
 
     async def next_id(self) -> int:
         if self._next >= self._block_end:
-            self._block_end = self._next + BLOCK_SIZE
-            self._write_block_end(self._block_end)
+            self._next, self._block_end = self._claim_block()
         producer_id = self._next
         self._next += 1
         return producer_id
+
+    def _claim_block(self) -> tuple[int, int]:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            start = self._read_block_end()
+            self._write_block_end(start + BLOCK_SIZE)
+            return start, start + BLOCK_SIZE
+        finally:
+            os.close(fd)
 
     def _read_block_end(self) -> int:
         try:

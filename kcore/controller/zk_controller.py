@@ -35,7 +35,7 @@ from kcore.controller import zk_state
 from kcore.controller.active import ActiveController, ControllerConfig
 from kcore.controller.base import ControllerEvents
 from kcore.controller.controller_client import ControllerClient
-from kcore.controller.local import META_PROPERTIES, new_cluster_id, write_meta_properties
+from kcore.controller.local import META_PROPERTIES, new_cluster_id, read_meta_properties, write_meta_properties
 from kcore.controller.metadata import (
     BrokerInfo,
     TopicError,
@@ -125,7 +125,7 @@ class ZkController:
         await self.zk.close()
 
     async def _cluster_id(self) -> str:
-        local = _read_meta_properties(self.data_dir / META_PROPERTIES)
+        local = read_meta_properties(self.data_dir / META_PROPERTIES)
         try:
             data, _ = await self.zk.get(paths.CLUSTER_ID)
             cluster_id = paths.decode_cluster_id(data)
@@ -444,12 +444,3 @@ def _sequence(child: str) -> int:
         return int(child.rsplit("_", 1)[-1])
     except ValueError:
         return -1
-
-
-def _read_meta_properties(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {}
-    return dict(line.split("=", 1) for line in text.splitlines()
-                if "=" in line and not line.startswith("#"))

@@ -15,6 +15,7 @@ async def handle(broker: BrokerFacade, context, request):
     if stale_broker_epoch(broker, body.broker_epoch):
         return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
     brokers, states, deleted = wire.update_metadata_contents(body)
+    await broker.controller.refresh_topics([s.topic for s in states])
     code = broker.replica_manager.on_update_metadata(body.controller_id, body.controller_epoch,
                                                      brokers, states, deleted)
     return {"error_code": code}

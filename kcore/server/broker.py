@@ -19,6 +19,7 @@ from kcore import protocol
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
+from kcore.controller.managed import ManagedController
 from kcore.controller.metadata import BrokerInfo
 from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
 from kcore.controller.zk_controller import ZkController
@@ -28,10 +29,12 @@ from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
+from kcore.log.relocate import find_partitions, relocate
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.server.connection import KafkaConnection
+from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,8 @@ class Broker:
         self.config = config
         self.data_dir = config.log_dirs[0]
         _check_data_dir(self.data_dir)
+        if not config["zookeeper.connect"] and managed_node_dir() is None:
+            gather_process_dirs(config.log_dirs)
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
                                       high_watermark_of=self._high_watermark_of)
@@ -59,7 +64,7 @@ class Broker:
         self.controller = self._make_controller()
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
-                             else ProducerIdManager(self.data_dir))
+                             else ProducerIdManager(managed_node_dir() or self.data_dir))
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
             GroupMetadataManager(self.controller, self.replica_manager,
@@ -121,8 +126,13 @@ class Broker:
                  self.controller.cluster_id, len(self.replica_manager.partitions))
 
     def _make_controller(self):
-        """The local controller of a single node, or a ZooKeeper cluster's."""
+        """The local controller of a single node, the controller seam of one
+        process of a multi-process node, or a ZooKeeper cluster's."""
         config = self.config
+        node_dir = managed_node_dir()
+        if not config["zookeeper.connect"] and node_dir is not None:
+            return ManagedController(node_dir, self.data_dir, self.broker_info(),
+                                     self.replica_manager, int(os.environ[SUPERVISOR_PID_ENV]))
         if not config["zookeeper.connect"]:
             return LocalController(self.data_dir, self.broker_info(), self.replica_manager)
         session_s = config["zookeeper.session.timeout.ms"] / 1000
@@ -234,6 +244,26 @@ class Broker:
                 action()
             except Exception:
                 log.exception("background task %s failed", getattr(action, "__name__", action))
+
+
+def managed_node_dir() -> Path | None:
+    """The node's first log dir when a supervisor runs this broker as one of
+    its processes (server/supervisor.py), else None."""
+    node_dir = os.environ.get(NODE_DIR_ENV)
+    return Path(node_dir) if node_dir and os.environ.get(SUPERVISOR_PID_ENV) else None
+
+
+def gather_process_dirs(log_dirs: list[Path]) -> None:
+    """A node that ran several processes and now runs one: every partition
+    moves back from ``<log dir>/process-<i>`` into its log dir."""
+    searched = [d for base in log_dirs for d in [base, *sorted(base.glob("process-*"))]]
+    if len(searched) == len(log_dirs):
+        return
+    wanted = {key: (directory if directory in log_dirs else directory.parent)
+              for key, directory in find_partitions(searched).items()}
+    moved = relocate(wanted, searched)
+    if moved:
+        log.info("gathered %d partitions of earlier broker processes", moved)
 
 
 def _check_data_dir(path: Path) -> None:

@@ -27,6 +27,7 @@ from tests.support.compat import (
     assert_exactly_once,
     assert_same_partitions,
     broker_behind_proxy,
+    expected_leader,
     first_offset_at_or_after,
     idempotence_messages,
     make_messages,
@@ -128,6 +129,7 @@ async def topic_configs(admin: AIOKafkaAdminClient, topic: str) -> dict[str, tup
     return {entry[0]: tuple(entry[1:5]) for entry in entries}
 
 
+@pytest.mark.processes
 def test_admin_creates_topic_with_configs_and_metadata_shows_its_partitions(shared_broker):
     topic = unique_topic("aio-admin-create")
 
@@ -141,8 +143,9 @@ def test_admin_creates_topic_with_configs_and_metadata_shows_its_partitions(shar
     assert described["error_code"] == 0
     partitions = sorted(described["partitions"], key=lambda p: p["partition"])
     assert [p["partition"] for p in partitions] == [0, 1, 2]
-    assert all(p["leader"] == BROKER_ID and p["replicas"] == [BROKER_ID] and p["isr"] == [BROKER_ID]
-               for p in partitions)
+    for p in partitions:
+        leader = expected_leader(shared_broker, p["partition"])
+        assert p["leader"] == leader and p["replicas"] == [leader] and p["isr"] == [leader]
 
 
 def test_admin_create_existing_or_invalid_topic_reports_the_kafka_error_codes(shared_broker):
@@ -213,6 +216,7 @@ def test_admin_describe_cluster_names_the_single_broker(shared_broker):
     assert cluster["controller_id"] == BROKER_ID
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(150)
 def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_order(shared_broker):
     topic, messages = unique_topic("aio-100k"), make_messages(FULL_COUNT, "aio")
@@ -224,6 +228,7 @@ def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_
     assert_same_partitions(messages, run(body()))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("codec, acks", CODEC_ACKS)
 def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     topic, messages = unique_topic(f"aio-{codec}-{acks}"), make_messages(CODEC_COUNT, f"aio-{codec}")
@@ -236,6 +241,7 @@ def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     assert_same_partitions(messages, run(body()))
 
 
+@pytest.mark.processes
 def test_offsets_for_times_returns_first_offset_at_or_after_timestamp(shared_broker):
     topic, messages = unique_topic("aio-times"), offsets_for_times_messages("aio")
     partitions = [TopicPartition(topic, p) for p in sorted({m.partition for m in messages})]

@@ -31,6 +31,7 @@ from tests.support.compat import (
     assert_exactly_once,
     assert_same_partitions,
     broker_behind_proxy,
+    expected_leader,
     first_offset_at_or_after,
     idempotence_messages,
     make_messages,
@@ -54,6 +55,7 @@ from tests.support.confluent import (
 )
 
 
+@pytest.mark.processes
 def test_admin_creates_topic_with_configs_and_metadata_shows_its_partitions(shared_broker):
     admin, topic = admin_client(shared_broker.bootstrap), unique_topic("cf-admin-create")
     futures = admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1,
@@ -64,8 +66,9 @@ def test_admin_creates_topic_with_configs_and_metadata_shows_its_partitions(shar
     metadata = admin.list_topics(topic=topic, timeout=ADMIN_TIMEOUT_S).topics[topic]
     assert sorted(metadata.partitions) == [0, 1, 2]
     for partition in metadata.partitions.values():
-        assert partition.leader == BROKER_ID
-        assert partition.replicas == [BROKER_ID] and partition.isrs == [BROKER_ID]
+        leader = expected_leader(shared_broker, partition.id)
+        assert partition.leader == leader
+        assert partition.replicas == [leader] and partition.isrs == [leader]
 
 
 def test_admin_create_existing_topic_fails_with_topic_already_exists(shared_broker):
@@ -184,6 +187,7 @@ def test_admin_describe_cluster_names_the_single_broker(shared_broker):
     assert cluster.cluster_id
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(120)
 def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_order(shared_broker):
     topic, messages = unique_topic("cf-100k"), make_messages(FULL_COUNT, "cf")
@@ -191,6 +195,7 @@ def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_
     assert_same_partitions(messages, consume(shared_broker.bootstrap, topic))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("codec, acks", CODEC_ACKS)
 def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     topic, messages = unique_topic(f"cf-{codec}-{acks}"), make_messages(CODEC_COUNT, f"cf-{codec}")
@@ -198,6 +203,7 @@ def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     assert_same_partitions(messages, consume(shared_broker.bootstrap, topic, expected_total=len(messages)))
 
 
+@pytest.mark.processes
 def test_offsets_for_times_returns_first_offset_at_or_after_timestamp(shared_broker):
     topic, messages = unique_topic("cf-times"), offsets_for_times_messages("cf")
     third = len(messages) // 3

@@ -23,6 +23,7 @@ from tests.support.compat import (
     assert_exactly_once,
     assert_same_partitions,
     broker_behind_proxy,
+    expected_leader,
     first_offset_at_or_after,
     idempotence_messages,
     make_messages,
@@ -47,7 +48,8 @@ def admin(shared_broker):
 
 
 
-def test_admin_creates_topic_with_configs_and_describe_topics_shows_its_partitions(admin):
+@pytest.mark.processes
+def test_admin_creates_topic_with_configs_and_describe_topics_shows_its_partitions(admin, shared_broker):
     topic = unique_topic("kp-admin-create")
     result = create_topic(admin, topic, 3, {"retention.ms": "3600000", "max.message.bytes": "200000"})
     assert [(t["name"], t["error_code"]) for t in result["topics"]] == [(topic, 0)]
@@ -57,8 +59,9 @@ def test_admin_creates_topic_with_configs_and_describe_topics_shows_its_partitio
     partitions = sorted(described["partitions"], key=lambda p: p["partition_index"])
     assert [p["partition_index"] for p in partitions] == [0, 1, 2]
     for partition in partitions:
-        assert partition["leader_id"] == BROKER_ID
-        assert partition["replica_nodes"] == [BROKER_ID] and partition["isr_nodes"] == [BROKER_ID]
+        leader = expected_leader(shared_broker, partition["partition_index"])
+        assert partition["leader_id"] == leader
+        assert partition["replica_nodes"] == [leader] and partition["isr_nodes"] == [leader]
 
 
 def test_admin_create_existing_topic_raises_topic_already_exists(admin):
@@ -154,6 +157,7 @@ def test_admin_describe_cluster_names_the_single_broker(admin, shared_broker):
     assert cluster["cluster_id"]
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(150)
 def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_order(shared_broker):
     topic, messages = unique_topic("kp-100k"), make_messages(FULL_COUNT, "kp")
@@ -161,6 +165,7 @@ def test_100k_messages_with_keys_headers_and_timestamps_round_trip_in_partition_
     assert_same_partitions(messages, consume(shared_broker.bootstrap, topic))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("codec, acks", CODEC_ACKS)
 def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     topic, messages = unique_topic(f"kp-{codec}-{acks}"), make_messages(CODEC_COUNT, f"kp-{codec}")
@@ -169,6 +174,7 @@ def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     assert_same_partitions(messages, consume(shared_broker.bootstrap, topic, expected_total=len(messages)))
 
 
+@pytest.mark.processes
 def test_offsets_for_times_returns_first_offset_at_or_after_timestamp(shared_broker):
     topic, messages = unique_topic("kp-times"), offsets_for_times_messages("kp")
     third = len(messages) // 3

@@ -119,6 +119,7 @@ def test_metadata_listing_shows_the_broker_and_an_auto_created_topic(shared_brok
         assert partition["replicas"] == [{"id": BROKER_ID}] and partition["isrs"] == [{"id": BROKER_ID}]
 
 
+@pytest.mark.processes
 def test_metadata_listing_of_one_topic_names_only_that_topic(shared_broker):
     topic = unique_topic("kcat-list-one")
     kcat_produce(shared_broker.bootstrap, topic, kcat_lines(5, "one"))
@@ -126,6 +127,7 @@ def test_metadata_listing_of_one_topic_names_only_that_topic(shared_broker):
     assert [t["topic"] for t in listing["topics"]] == [topic]
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(120)
 def test_reads_100k_messages_with_keys_headers_and_timestamps_in_partition_order(shared_broker):
     topic, messages = unique_topic("kcat-100k"), make_messages(FULL_COUNT, "kcat")
@@ -133,6 +135,7 @@ def test_reads_100k_messages_with_keys_headers_and_timestamps_in_partition_order
     assert_same_partitions(messages, kcat_consume(shared_broker.bootstrap, topic))
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(120)
 def test_writes_100k_keyed_messages_with_headers_read_back_once_in_partition_order(shared_broker):
     topic, lines = unique_topic("kcat-100k-written"), kcat_lines(FULL_COUNT, "kcat")
@@ -143,6 +146,7 @@ def test_writes_100k_keyed_messages_with_headers_read_back_once_in_partition_ord
     assert len(by_partition(consumed)) == PARTITIONS, "the key partitioner spreads keys over every partition"
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("codec, acks", CODEC_ACKS)
 def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     topic, lines = unique_topic(f"kcat-{codec}-{acks}"), kcat_lines(CODEC_COUNT, f"kcat-{codec}")
@@ -156,6 +160,7 @@ def test_codec_and_acks_round_trip(shared_broker, codec, acks):
     assert_lines_once_in_order(lines, consumed, (started, now_ms()))
 
 
+@pytest.mark.processes
 def test_offset_query_by_timestamp_returns_first_offset_at_or_after_it(shared_broker):
     topic, messages = unique_topic("kcat-times"), offsets_for_times_messages("kcat")
     third = len(messages) // 3

@@ -18,6 +18,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(count: int, attempts: int = 50) -> int:
+    """The first of ``count`` consecutive free loopback ports (a node with
+    num.processes=count listens on port + index)."""
+    for _ in range(attempts):
+        base = free_port()
+        if base + count > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError(f"no {count} consecutive free ports in {attempts} attempts")
+
+
 class BrokerProcess:
     """`python -m kcore.cli.main broker` with its own data dir and port.
 
@@ -27,8 +49,10 @@ class BrokerProcess:
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None,
                  port: int | None = None):
         self.data_dir = Path(data_dir)
-        self.port = port or free_port()
         self.overrides = dict(overrides or {})
+        # num.processes=N: a supervisor and N broker processes on port..port+N-1.
+        self.processes = int(self.overrides.get("num.processes", "1"))
+        self.port = port or (free_ports(self.processes) if self.processes > 1 else free_port())
         self.process: subprocess.Popen | None = None
         self.paused = False
         self.log_path = self.data_dir.parent / f"broker-{self.port}.log"
@@ -48,20 +72,31 @@ class BrokerProcess:
     def start(self) -> BrokerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = open(self.log_path, "ab")
+        # A session of its own: kill() takes a node's supervisor and its
+        # broker processes together.
         self.process = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                        start_new_session=True)
         log_file.close()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            if self._serving():
                 return self
-            except OSError:
-                time.sleep(0.05)
+            time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"broker did not listen within {STARTUP_TIMEOUT_S}s:\n{self.log()}")
+
+    def _serving(self) -> bool:
+        """Every process listens (a supervisor says so once they all do)."""
+        if self.processes > 1:
+            return f"serves with {self.processes} processes" in self.log()
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
 
     def stop(self, timeout: float = 20.0) -> int:
         if self.process is None or self.process.poll() is not None:
@@ -76,7 +111,10 @@ class BrokerProcess:
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.process.wait()
 
     def pause(self) -> None:

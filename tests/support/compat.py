@@ -173,6 +173,13 @@ def offsets_for_times_messages(tag: str, per_partition: int = 120, partitions: i
     return messages
 
 
+def expected_leader(broker: BrokerProcess, partition: int) -> int:
+    """Who leads a new topic's partition: the broker, or on a node of N
+    processes (broker ids BROKER_ID..+N-1) process partition % N, as the
+    placement puts replica 0 of partition i on process i mod N."""
+    return BROKER_ID + partition % broker.processes
+
+
 def start_broker(data_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None) -> BrokerProcess:
     return BrokerProcess(data_dir, {"num.partitions": str(PARTITIONS), **(overrides or {})}, port=port).start()
 

@@ -1,0 +1,132 @@
+"""A node's cluster metadata file, shared by its supervisor and its broker
+processes when ``num.processes`` > 1 (without ZooKeeper).
+
+``<first log dir>/__cluster_metadata.json`` is the node's ZooKeeper: broker
+processes write topic changes into it (as Kafka's brokers write
+``/brokers/topics/T`` from any broker) and the supervisor, the node's
+controller, reacts to them (node.py). Every change holds an exclusive
+``flock`` on ``__cluster_metadata.lock`` for its read-modify-write and
+replaces the file atomically (temp file, fsync, rename), so readers see a
+whole old or a whole new state and two writers never lose each other's
+change. It is the same file (a superset of the format) a single broker's
+LocalController keeps.
+
+Format::
+
+    {"controller_epoch": 3,
+     "processes": [{"broker_id": 0, "host": "127.0.0.1", "port": 9092}, ...],
+     "topics": [{"name": "t", "topic_id": "<uuid>", "num_partitions": 2,
+                 "replication_factor": 1, "configs": {...},
+                 "leader_epochs": [4, 4], "assignment": {"0": [0], "1": [1]}}],
+     "deleting": ["old-topic"]}
+
+Not thread-safe within a process; safe between processes (flock).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcore.controller.metadata import BrokerInfo, TopicInfo
+
+METADATA_FILE = "__cluster_metadata.json"
+LOCK_FILE = "__cluster_metadata.lock"
+
+
+@dataclass
+class NodeState:
+    controller_epoch: int = 0
+    processes: list[BrokerInfo] = field(default_factory=list)
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    leader_epochs: dict[str, list[int]] = field(default_factory=dict)
+    deleting: set[str] = field(default_factory=set)
+
+
+class NodeStore:
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.path = self.directory / METADATA_FILE
+
+    def version(self) -> tuple[int, int]:
+        """(mtime_ns, inode): changes with every write (rename = new inode)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return 0, 0
+        return stat.st_mtime_ns, stat.st_ino
+
+    def read(self) -> NodeState:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return NodeState()
+        return _decode(data)
+
+    @contextlib.contextmanager
+    def updating(self) -> Iterator[NodeState]:
+        """Lock, read, let the caller change the state, write it back
+        (nothing is written if the block raises)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            state = self.read()
+            yield state
+            self._write(state)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _write(self, state: NodeState) -> None:
+        atomic_write(self.path, json.dumps(_encode(state), indent=1))
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write to a temp file, fsync, rename over ``path``, fsync the directory:
+    a crash leaves the old or the new file, never half of one."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _encode(state: NodeState) -> dict:
+    return {
+        "controller_epoch": state.controller_epoch,
+        "processes": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                      for b in state.processes],
+        "topics": [{"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
+                    "replication_factor": t.replication_factor, "configs": t.configs,
+                    "leader_epochs": state.leader_epochs.get(t.name, []),
+                    "assignment": {str(p): r for p, r in sorted(t.assignment.items())}}
+                   for t in state.topics.values()],
+        "deleting": sorted(state.deleting),
+    }
+
+
+def _decode(data: dict) -> NodeState:
+    state = NodeState(controller_epoch=data.get("controller_epoch", 0))
+    state.processes = [BrokerInfo(p["broker_id"], p["host"], p["port"], p.get("rack"))
+                       for p in data.get("processes", [])]
+    for item in data.get("topics", []):
+        name, count = item["name"], item["num_partitions"]
+        assignment = {int(p): list(r) for p, r in item.get("assignment", {}).items()}
+        state.topics[name] = TopicInfo(name, uuid.UUID(item["topic_id"]), count,
+                                       item.get("replication_factor", 1),
+                                       item.get("configs", {}), assignment)
+        epochs = item.get("leader_epochs", [])
+        state.leader_epochs[name] = (epochs + [0] * count)[:count]
+    state.deleting = set(data.get("deleting", []))
+    return state
