@@ -126,7 +126,8 @@ class Kcore:
 
     def start(self, workdir: Path, setup: Setup, workload, host: str = "127.0.0.1",
               advertised: str | None = None, prefix: list[str] | None = None) -> Running:
-        port = procs.free_port()
+        processes = int(dict(setup.overrides).get("num.processes", 1))
+        port = procs.free_ports(processes)
         data_dir = workdir / "kcore-data"
         settings = {"listeners": f"PLAINTEXT://{host}:{port}", "log.dirs": str(data_dir),
                     "num.partitions": str(workload.partitions),
@@ -144,12 +145,33 @@ class Kcore:
         env, cwd = self._environment()
         process = procs.spawn((prefix or []) + command, log_path, cwd=cwd, env=env)
         netns = prefix[-1] if prefix else None
-        procs.wait_for_port(host, port, process, START_TIMEOUT_S, netns, log_path)
+        for index in range(processes):  # a node of N processes: each listens
+            procs.wait_for_port(host, port + index, process, START_TIMEOUT_S, netns, log_path)
+        if processes > 1:
+            _wait_for_brokers(f"{host}:{port}", processes, process, log_path)
         return Running(self.name, self.version(), advertised or f"{host}:{port}", process.pid,
                        data_dir, log_path, [process])
 
     def create_topic(self, running: Running, topic: str, partitions: int) -> None:
         create_topic_admin(running.bootstrap, topic, partitions, self.client_config)
+
+
+def _wait_for_brokers(bootstrap: str, count: int, process, log_path: Path) -> None:
+    """Until Metadata names ``count`` brokers: every process of a node is
+    known to the others (its supervisor told them)."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"kcore exited with {process.returncode}: {procs.tail(log_path)}")
+        try:
+            if len(admin.list_topics(timeout=2).brokers) >= count:
+                return
+        except Exception:  # KafkaException while the processes start
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"Metadata did not name {count} brokers within {START_TIMEOUT_S:.0f}s")
 
 
 def create_topic_admin(bootstrap: str, topic: str, partitions: int, client_config: dict) -> None:

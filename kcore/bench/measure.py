@@ -16,9 +16,11 @@ SAMPLE_INTERVAL_S = 0.1
 
 
 class BrokerSampler:
-    """CPU seconds at checkpoints and the peak RSS of one process, sampled
-    on a daemon thread. Concurrency contract: the thread only raises
-    ``peak_rss``; ``cpu_seconds`` and ``close`` are called by the owner."""
+    """CPU seconds at checkpoints and the peak RSS of a broker, sampled on a
+    daemon thread: the process and every process under it, so a node of
+    several broker processes (num.processes) counts whole. Concurrency
+    contract: the thread only raises ``peak_rss``; ``cpu_seconds`` and
+    ``close`` are called by the owner."""
 
     def __init__(self, pid: int):
         self.process = psutil.Process(pid)
@@ -27,17 +29,31 @@ class BrokerSampler:
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
+    def _tree(self) -> list[psutil.Process]:
+        try:
+            return [self.process, *self.process.children(recursive=True)]
+        except psutil.Error:
+            return [self.process]
+
     def _sample(self) -> None:
         while not self._stop.is_set():
             try:
-                self.peak_rss = max(self.peak_rss, self.process.memory_info().rss)
+                rss = sum(p.memory_info().rss for p in self._tree())
+                self.peak_rss = max(self.peak_rss, rss)
             except psutil.Error:
-                return
+                if not self.process.is_running():
+                    return
             self._stop.wait(SAMPLE_INTERVAL_S)
 
     def cpu_seconds(self) -> float:
-        times = self.process.cpu_times()
-        return times.user + times.system
+        total = 0.0
+        for process in self._tree():
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                continue  # exited between the listing and the read
+            total += times.user + times.system
+        return total
 
     def rss_hwm_bytes(self) -> int:
         try:

@@ -7,7 +7,8 @@ the configs in alternating order (A B C, C B A, A B C ...) so drift in the
 machine's load hits every config alike; every config gets a fresh broker
 per round, which runs each workload of the sweep once.
 
-Built-in sweeps (``SWEEPS``): peers, durability, disk, network, codecs.
+Built-in sweeps (``SWEEPS``): peers, durability, disk, network, codecs,
+processes (num.processes 1/2/4/8 beside noida-db and tansu).
 """
 from __future__ import annotations
 
@@ -77,8 +78,16 @@ def codecs_sweep() -> list[Config]:
     return configs
 
 
+def processes_sweep() -> list[Config]:
+    """kcore on 1, 2, 4 and 8 broker processes (num.processes) beside the
+    in-memory peers; kcore on tmpfs, so disk speed does not hide the cores."""
+    configs = [_kcore(f"kcore x{n}", storage="tmpfs",
+                      overrides=(("num.processes", str(n)),)) for n in (1, 2, 4, 8)]
+    return configs + [Config("noida", "noida"), Config("tansu", "tansu")]  # in memory anyway
+
+
 SWEEPS = {"peers": peers_sweep, "durability": durability_sweep, "disk": disk_sweep,
-          "network": network_sweep, "codecs": codecs_sweep}
+          "network": network_sweep, "codecs": codecs_sweep, "processes": processes_sweep}
 
 
 class Sweep:

@@ -68,14 +68,19 @@ class GroupAdmin:
     def __init__(self, client):
         self.client = client
 
-    async def coordinator(self, group_id: str):
+    async def find_coordinator(self, group_id: str) -> tuple[int, str, int]:
+        """(node id, host, port) of the broker coordinating the group."""
         connection = await self.client.any_connection()
         response = await connection.request(ApiKey.FIND_COORDINATOR,
                                             {"key": group_id, "key_type": GROUP_KEY_TYPE})
         if response.error_code:
             raise KafkaError(response.error_code, getattr(response, "error_message", None),
                              context=f"group {group_id}")
-        return await self.client.connection(response.node_id)
+        return response.node_id, response.host, response.port
+
+    async def coordinator(self, group_id: str):
+        node_id, _, _ = await self.find_coordinator(group_id)
+        return await self.client.connection(node_id)
 
     async def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of every group the cluster knows."""

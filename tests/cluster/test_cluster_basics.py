@@ -10,11 +10,13 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
+from tests.support import BrokerProcess
+from tests.support.cluster import CLUSTER_SETTINGS
 from tests.support.wire import WireClient, fetch_body, produce_body
 
 
@@ -192,3 +194,25 @@ def test_a_cluster_with_flush_messages_1_acknowledges_only_synced_copies(cluster
     finally:
         consumer.close()
     assert seen == 500
+
+
+def test_a_node_of_two_processes_joins_the_cluster_as_two_brokers(tmp_path, zookeeper):
+    """With zookeeper.connect, each process of a num.processes node is a
+    broker of the cluster: ids node+0 and node+1, rack node-<id>."""
+    node = BrokerProcess(tmp_path / "node", {**CLUSTER_SETTINGS, "broker.id": "10",
+                                             "num.processes": "2",
+                                             "zookeeper.connect": zookeeper.connect_string + "/kcore"})
+    node.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        deadline = time.monotonic() + 30
+        while len(admin.list_topics(timeout=5).brokers) < 2:
+            assert time.monotonic() < deadline, node.log()
+            time.sleep(0.1)
+        admin.create_topics([NewTopic("spread", 2, 2)])["spread"].result(30)
+        assert produce(node, "spread", 100) == [None] * 100
+        replicas = {p.id: sorted(p.replicas) for p in
+                    admin.list_topics("spread", timeout=5).topics["spread"].partitions.values()}
+        assert replicas == {0: [10, 11], 1: [10, 11]}
+    finally:
+        node.kill()

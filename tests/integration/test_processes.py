@@ -82,6 +82,10 @@ def test_partitions_and_coordinators_spread_and_a_killed_process_comes_back(tmp_
         for thread in groups:
             thread.start()
         wait_until(lambda: len(seen) >= 1000, "the group got going")
+        described = kcore("topics", "describe", "work", "--bootstrap-server", supervisor.bootstrap)
+        assert "Leader: 0\t" in described and "Leader: 1\t" in described
+        group = kcore("groups", "describe", "workers", "--bootstrap-server", supervisor.bootstrap)
+        assert "coordinator: broker " in group
         victim = broker_processes(supervisor)[1]
         victim.kill()
         assert produce(supervisor.bootstrap, "work", 3000, start=3000) == []
@@ -94,6 +98,13 @@ def test_partitions_and_coordinators_spread_and_a_killed_process_comes_back(tmp_
         assert sorted(broker_processes(supervisor)) == [0, 1]
     finally:
         supervisor.kill()
+
+
+def kcore(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "kcore.cli.main", *args], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def consume_into(bootstrap: str, seen: set[int], stop: threading.Event) -> None:
