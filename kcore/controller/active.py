@@ -215,8 +215,14 @@ class ActiveController:
         if new:
             log.info("brokers %s joined the cluster", sorted(new))
         batch = RequestBatch(metadata_all_to=set(new))
-        await self._remove_replicas(dead - new, batch)
-        await self._elect_offline(batch)
+        # A broker that restarted within its session timeout (new epoch, same
+        # id) lost its in-memory state: like Kafka, treat it as gone first
+        # (its leaderships move, it leaves ISRs), then as new (it follows,
+        # catches up and rejoins).
+        await self._remove_replicas(dead, batch)
+        await self._elect_offline(batch, excluded=dead)
+        if new & dead:
+            await self._elect_offline(batch)
         for state in self.states.values():
             for replica in new & set(state.replicas):
                 batch.tell(replica, self.states[state.topic_partition])
@@ -236,11 +242,13 @@ class ActiveController:
                                            controller_epoch=self.epoch.epoch)))
         await self._write(changes, batch)
 
-    async def _elect_offline(self, batch: RequestBatch) -> None:
+    async def _elect_offline(self, batch: RequestBatch,
+                             excluded: frozenset[int] | set[int] = frozenset()) -> None:
         """Partitions whose leader is not live (or who have none) get one
-        from their live ISR, or unclean where allowed."""
+        from their live ISR, or unclean where allowed; ``excluded`` brokers
+        count as not live."""
         changes = []
-        live = set(self.brokers) - self.shutting_down
+        live = set(self.brokers) - self.shutting_down - set(excluded)
         for state in self.states.values():
             if state.leader in live:
                 continue

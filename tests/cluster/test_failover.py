@@ -166,3 +166,23 @@ def test_a_leader_cut_off_cannot_acknowledge_and_loses_its_divergent_tail(cluste
                      "the old leader's divergent batch was truncated")
     values = dump_values(old_leader, "cut", 0)
     assert values == [int(v.split(":")[1]) for _, v in found[0]][:len(values)]
+
+
+def test_a_leader_restarted_within_its_session_timeout_loses_nothing(cluster):
+    """A broker back before ZooKeeper noticed it was gone (same id, new
+    registration) lost its in-memory state: its leaderships move and it
+    rejoins as a follower, as after any failure."""
+    cluster.create_topic("bounce", 2, 3, TOPIC_CONFIGS)
+    load = ProducerLoad(cluster, "bounce", 2).start()
+    try:
+        wait_for_progress(cluster, load, 1000, "the producer got going")
+        victim = cluster.leader("bounce", 0)
+        cluster.brokers[victim].kill()
+        cluster.brokers[victim].start()  # registers once the old session expires
+        cluster.wait_for(lambda: cluster.fully_replicated("bounce", 2, 3), "the ISR is whole again")
+        wait_for_progress(cluster, load, 1000, "acks flow after the bounce")
+    finally:
+        load.stop()
+    assert load.errors == []
+    found = consume_all(cluster, "bounce", 2)
+    assert check_acknowledged_survived(load, found) == load.acked_count()
