@@ -253,7 +253,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             if self.closed:
                 return
 
-    def _complete(self, frame: bytearray) -> None:
+    def _complete(self, frame: bytearray | memoryview) -> None:
         if not self._pending:
             self._fail(BrokerConnectionError(f"{self.address} sent an unrequested response"))
             return
@@ -278,7 +278,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             pending.future.set_result(body)
 
     @staticmethod
-    def _decode(pending: _Pending, frame: bytearray) -> Any:
+    def _decode(pending: _Pending, frame: bytearray | memoryview) -> Any:
         version = pending.api_version
         if pending.api_key == ApiKey.API_VERSIONS and version > 0 and len(frame) >= 6:
             # KIP-511: an unsupported ApiVersions version is answered in v0 format.

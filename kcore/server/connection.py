@@ -136,7 +136,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._drained.set_result(None)
 
     # -- requests ------------------------------------------------------------
-    def _accept_frame(self, frame: bytearray) -> None:
+    def _accept_frame(self, frame: bytearray | memoryview) -> None:
         """Decode one request and queue its response slot in arrival order."""
         try:
             request = protocol.decode_request(memoryview(frame))
