@@ -345,7 +345,8 @@ class Partition:
         buffer: bytearray | memoryview = records
         wanted = self.configs["compression.type"]
         if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
-            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted])
+            level = self.configs.get(f"compression.{wanted}.level")  # gzip, lz4 and zstd have one
+            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = now_ms()

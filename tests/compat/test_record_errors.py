@@ -12,6 +12,8 @@ confluent-kafka's delivery report carries only the error code.
 """
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 from confluent_kafka.error import KafkaError
@@ -101,3 +103,22 @@ def _kafka_python_send(bootstrap: str, topic: str, messages) -> dict[int, Except
         return {index: future.exception for index, future in futures.items()}
     finally:
         producer.close(timeout=10)
+def test_librdkafka_fails_the_records_outside_the_timestamp_bounds(shared_broker):
+    topic = unique_topic("cf-timestamp-errors")
+    admin = admin_client(shared_broker.bootstrap)
+    admin.create_topics([NewTopic(topic, 1, 1, config={"message.timestamp.before.max.ms": "3600000"})])[
+        topic].result(ADMIN_TIMEOUT_S)
+    producer = Producer({"bootstrap.servers": shared_broker.bootstrap, "linger.ms": LINGER_MS})
+    reports: dict[int, KafkaError | None] = {}
+    now = int(time.time() * 1000)
+    old = {2, 5}
+    for index in range(8):
+        timestamp = now - 7_200_000 if index in old else now
+        producer.produce(topic, b"v", b"k", partition=0, timestamp=timestamp,
+                         on_delivery=lambda error, _message, i=index: reports.__setitem__(i, error))
+    assert producer.flush(DELIVERY_TIMEOUT_S) == 0
+    # More than one record error: librdkafka reports each as INVALID_RECORD
+    # (the partition's code was INVALID_TIMESTAMP).
+    assert {i for i, e in reports.items() if e and e.code() == KafkaError.INVALID_RECORD} == old
+    assert {i for i, e in reports.items() if e and e.code() == KafkaError._INVALID_DIFFERENT_RECORD} \
+        == set(range(8)) - old
