@@ -12,21 +12,25 @@ Kafka's LogConfig; DescribeConfigs reports where each value came from.
 Layer: below every package that reads it (handlers for DescribeConfigs and
 topic validation, coordinator for group settings, server for start-up) and
 beside protocol: the schema is data and parsing only, imports nothing of
-kcore, and does no I/O but reading the properties file it is given.
+kcore but its siblings config_def.py (Kafka's value types) and
+topic_config.py (every topic key), and does no I/O but reading the
+properties file it is given.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kcore.config_def import ConfigError
+from kcore.topic_config import TOPIC_KEYS, check_combination, topic_defaults
+from kcore.topic_config import parse_topic_configs as parse_topic_configs
+
 LONG_MAX = 2**63 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration key is unknown or its value is invalid."""
+__all__ = ["BROKER_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey", "LONG_MAX",
+           "check_combination", "parse_properties", "parse_topic_configs"]
 
 
 def _bool(text: str) -> bool:
@@ -87,6 +91,11 @@ def _ratio(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise ValueError("must be between 0 and 1")
     return value
+
+
+def _like(topic_key: str) -> Callable[[str], Any]:
+    """A broker synonym parses and validates as its topic key does."""
+    return TOPIC_KEYS[topic_key].parse_value
 
 
 CODECS = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
@@ -155,11 +164,18 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.segment.bytes", _at_least(14), 1073741824, "Roll a segment at this size."),
     _key("log.roll.ms", int, None, "Roll a segment after this age; overrides log.roll.hours."),
     _key("log.roll.hours", _at_least(1), 168, "Roll a segment after this many hours."),
+    _key("log.roll.jitter.ms", _like("segment.jitter.ms"), None,
+         "Largest random jitter subtracted from a segment's roll time; overrides log.roll.jitter.hours."),
+    _key("log.roll.jitter.hours", _at_least(0), 0, "log.roll.jitter.ms in hours."),
     _key("log.retention.ms", int, None, "Delete segments older than this; -1 keeps forever. Overrides minutes/hours."),
     _key("log.retention.minutes", int, None, "Retention in minutes; overrides hours."),
     _key("log.retention.hours", int, 168, "Retention in hours."),
     _key("log.retention.bytes", int, -1, "Delete oldest segments while a partition is larger; -1 is no limit."),
     _key("log.retention.check.interval.ms", _at_least(1), 300000, "How often retention runs."),
+    _key("log.local.retention.ms", _like("local.retention.ms"), -2,
+         "Tiered storage's local retention: only -2 (kcore has no tiered storage)."),
+    _key("log.local.retention.bytes", _like("local.retention.bytes"), -2,
+         "Tiered storage's local retention: only -2 (kcore has no tiered storage)."),
     _key("log.index.size.max.bytes", _at_least(4), 10485760,
          "Maximum offset index size; a full index rolls the segment."),
     _key("log.index.interval.bytes", _at_least(0), 4096, "Bytes between sparse index entries."),
@@ -179,13 +195,31 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.cleaner.delete.retention.ms", int, _DAY_MS, "How long tombstones stay after compaction."),
     _key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "Dirty ratio above which a log is compacted."),
     _key("log.cleaner.min.compaction.lag.ms", int, 0, "Minimum age of a record before it may be compacted."),
+    _key("log.cleaner.max.compaction.lag.ms", _like("max.compaction.lag.ms"), LONG_MAX,
+         "Longest time a record of a compacted topic stays uncompacted."),
     _key("log.segment.delete.delay.ms", int, 60000, "Delay between renaming a segment .deleted and removing it."),
     _key("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime",
          "Timestamp stored in batches."),
+    _key("log.message.timestamp.before.max.ms", _like("message.timestamp.before.max.ms"), LONG_MAX,
+         "With CreateTime, how far in the past a record's timestamp may be."),
+    _key("log.message.timestamp.after.max.ms", _like("message.timestamp.after.max.ms"), LONG_MAX,
+         "With CreateTime, how far in the future a record's timestamp may be."),
+    _key("log.message.timestamp.difference.max.ms", _like("message.timestamp.difference.max.ms"),
+         LONG_MAX, "Deprecated bound standing in for the before/after bounds left at their default."),
+    _key("log.message.format.version", _like("message.format.version"), "3.0-IV1",
+         "Deprecated; accepted and ignored: batches are always stored as v2."),
+    _key("log.message.downconversion.enable", _bool, True,
+         "Accepted; no Fetch version kcore serves needs down-conversion."),
     _key("log.preallocate", _bool, False, "Preallocate segment files."),
     _key("message.max.bytes", _at_least(0), 1048588, "Largest record batch accepted (after compression)."),
     _key("min.insync.replicas", _at_least(1), 1, "Replicas that must hold a write for acks=all."),
     _key("compression.type", _choice(*CODECS), "producer", "Codec kept on disk; producer keeps the producer's."),
+    _key("compression.gzip.level", _like("compression.gzip.level"), -1,
+         "gzip level of batches the broker recompresses (-1: zlib's default, 6)."),
+    _key("compression.lz4.level", _like("compression.lz4.level"), 9,
+         "lz4 level of batches the broker recompresses (9: LZ4's fast mode)."),
+    _key("compression.zstd.level", _like("compression.zstd.level"), 3,
+         "zstd level of batches the broker recompresses."),
     _key("socket.request.max.bytes", _at_least(1), 104857600,
          "Largest request frame; a larger size prefix closes the connection."),
     _key("socket.send.buffer.bytes", int, 102400, "SO_SNDBUF of client connections; -1 keeps the OS default."),
@@ -216,30 +250,6 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
     _key("group.max.size", _at_least(1), 2**31 - 1, "Most members in one group."),
 ]}
-
-# Topic key -> (parser, broker synonym or a literal default when no synonym).
-TOPIC_KEYS: dict[str, tuple[Callable[[str], Any], str | None, Any]] = {
-    "cleanup.policy": (_cleanup_policy, "log.cleanup.policy", None),
-    "compression.type": (_choice(*CODECS), "compression.type", None),
-    "delete.retention.ms": (_at_least(0), "log.cleaner.delete.retention.ms", None),
-    "file.delete.delay.ms": (_at_least(0), "log.segment.delete.delay.ms", None),
-    "flush.messages": (_at_least(1), "log.flush.interval.messages", None),
-    "flush.ms": (_at_least(0), None, LONG_MAX),
-    "index.interval.bytes": (_at_least(0), "log.index.interval.bytes", None),
-    "max.message.bytes": (_at_least(0), "message.max.bytes", None),
-    "message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "log.message.timestamp.type", None),
-    "min.cleanable.dirty.ratio": (_ratio, "log.cleaner.min.cleanable.ratio", None),
-    "min.compaction.lag.ms": (_at_least(0), "log.cleaner.min.compaction.lag.ms", None),
-    "min.insync.replicas": (_at_least(1), "min.insync.replicas", None),
-    "preallocate": (_bool, "log.preallocate", None),
-    "retention.bytes": (int, "log.retention.bytes", None),
-    "retention.ms": (int, None, None),  # resolved from ms/minutes/hours below
-    "segment.bytes": (_at_least(14), "log.segment.bytes", None),
-    "segment.index.bytes": (_at_least(4), "log.index.size.max.bytes", None),
-    "segment.ms": (_at_least(1), None, None),  # resolved from log.roll.ms/hours
-    "unclean.leader.election.enable": (_bool, "unclean.leader.election.enable", None),
-}
-
 
 def parse_properties(text: str) -> dict[str, str]:
     """Java .properties: `key=value` or `key: value`, `#`/`!` comments,
@@ -351,16 +361,7 @@ class BrokerConfig:
 
     def topic_defaults(self) -> dict[str, Any]:
         """Every topic key with the value a topic without overrides gets."""
-        result: dict[str, Any] = {}
-        for name, (_, synonym, literal) in TOPIC_KEYS.items():
-            result[name] = self._values[synonym] if synonym else literal
-        result["retention.ms"] = self.retention_ms()
-        result["segment.ms"] = self.roll_ms()
-        # Kafka: log.flush.interval.ms, or log.flush.scheduler.interval.ms when unset.
-        flush_ms = self._values["log.flush.interval.ms"]
-        result["flush.ms"] = (flush_ms if flush_ms is not None
-                              else self._values["log.flush.scheduler.interval.ms"])
-        return result
+        return topic_defaults(self._values)
 
     def _validate_listeners(self) -> None:
         for item in self._values["listeners"]:
@@ -386,16 +387,3 @@ def _parse_value(name: str, parse: Callable[[str], Any], text: str) -> Any:
         return parse(text)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"invalid value {text!r} for configuration {name}: {exc}") from None
-
-
-def parse_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
-    """Validate topic-level overrides; raises ConfigError naming the key."""
-    parsed: dict[str, Any] = {}
-    for name, text in configs.items():
-        if name not in TOPIC_KEYS:
-            raise ConfigError(f"unknown topic configuration {name}")
-        if text is None:
-            raise ConfigError(f"null value for topic configuration {name}")
-        parsed[name] = _parse_value(name, TOPIC_KEYS[name][0], text)
-    return parsed
-

@@ -557,6 +557,29 @@ def walk_records(section):
     return out
 
 
+def timestamps_within(section, int64_t base_timestamp, int64_t earliest, int64_t latest):
+    """True when the timestamp (base_timestamp + timestampDelta) of every
+    record of the uncompressed records section is -1 (none) or within
+    [earliest, latest]; False when one is outside, or the records cannot
+    be read (Kafka ``LogValidator.validateTimestamp``: INVALID_TIMESTAMP)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t position = 0
+    cdef RecordSpan span = RecordSpan.__new__(RecordSpan)
+    cdef int64_t timestamp
+    PyObject_GetBuffer(section, &view, PyBUF_SIMPLE)
+    try:
+        while position < view.len:
+            if _record_at(<const unsigned char *>view.buf, view.len, position, span) < 0:
+                return False
+            timestamp = <int64_t>(<uint64_t>base_timestamp + <uint64_t>span.timestamp_delta)
+            if timestamp != -1 and (timestamp < earliest or timestamp > latest):
+                return False
+            position = span.end
+    finally:
+        PyBuffer_Release(&view)
+    return True
+
+
 def has_null_key(section):
     """True when a record of the uncompressed records section has a null
     key, or the records cannot be read: a compacted topic refuses both

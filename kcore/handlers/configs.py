@@ -1,16 +1,30 @@
 """Config resources shared by DescribeConfigs, AlterConfigs and
 IncrementalAlterConfigs: topic configs (type 2) and broker configs (type 4).
 
-Topic values come from the topic's override, else the broker's synonym
-(`log.retention.ms` for `retention.ms`), else Kafka's default; every key is
-listed (PROTOCOL.md section 4: clients expect the full set with sources).
-Broker configs are static (read from server.properties at start)."""
+Every key is listed (PROTOCOL.md section 4: clients expect the full set),
+built as Kafka 3.9's ``ConfigHelper`` builds it:
+
+* value: a topic's override, else its default from the broker synonyms
+  (kcore/topic_config.py); a broker key's value as configured;
+* synonyms, in Kafka's order: the topic override (TOPIC_CONFIG), then the
+  broker synonyms set in server.properties (STATIC_BROKER_CONFIG), then
+  those with a default (DEFAULT_CONFIG), dropping every entry before the
+  first one of the primary synonym (so ``retention.ms`` lists none unless
+  ``log.retention.ms`` itself is set or has a default, as in Kafka);
+* config_source: the first synonym's source, DEFAULT_CONFIG when none;
+  is_default (v0): the source is DEFAULT_CONFIG;
+* read_only: false for topic configs, true for broker configs (static here);
+* config_type (v3+): Kafka's type of a topic key; a broker key shares the
+  type of the topic key it stands for with the same unit, else UNKNOWN (0);
+* documentation (v3+, when asked): the key's doc, saying what kcore does.
+"""
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any
 
-from kcore.config import BROKER_KEYS, TOPIC_KEYS
+from kcore.config import BROKER_KEYS, TOPIC_KEYS, BrokerConfig
+from kcore.config_def import ConfigType
 from kcore.controller.metadata import TopicInfo
 from kcore.handlers.base import BrokerFacade
 
@@ -21,56 +35,75 @@ BROKER = 4
 TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+UNKNOWN_TYPE = 0
 
+# DynamicBrokerConfig.brokerConfigSynonyms: the broker keys read as one.
+BROKER_SYNONYMS = [
+    ["log.roll.ms", "log.roll.hours"],
+    ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+    ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+    ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+]
+# Broker key -> the topic key it stands for in the same unit.
+_TOPIC_KEY_OF = {synonym.name: key for key in TOPIC_KEYS.values() for synonym in key.synonyms
+                 if synonym.unit == 1}
 
-def render(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value)
+render = ConfigType.render
 
 
 def describe_topic(broker: BrokerFacade, info: TopicInfo, keys: Collection[str] | None,
-                   include_synonyms: bool) -> list[dict]:
+                   include_synonyms: bool, include_documentation: bool = False) -> list[dict]:
     defaults = broker.config.topic_defaults()
     entries = []
     for name in sorted(TOPIC_KEYS):
         if keys is not None and name not in keys:
             continue
-        synonym = TOPIC_KEYS[name][1]
-        synonyms: list[dict] = []
-        value: str | None
+        key = TOPIC_KEYS[name]
+        synonyms = _synonyms(broker.config, key.synonyms[0].name) if key.synonyms else []
         if name in info.configs:
-            value, source = info.configs[name], TOPIC_CONFIG
-            synonyms.append({"name": name, "value": value, "source": TOPIC_CONFIG})
+            value = render(key.type.parse(info.configs[name]))
+            synonyms.insert(0, _synonym(name, value, TOPIC_CONFIG))
         else:
             value = render(defaults[name])
-            source = (STATIC_BROKER_CONFIG if synonym and not broker.config.is_default(synonym)
-                      else DEFAULT_CONFIG)
-        if synonym:
-            synonyms.append({"name": synonym, "value": render(broker.config[synonym]),
-                             "source": STATIC_BROKER_CONFIG if not broker.config.is_default(synonym)
-                             else DEFAULT_CONFIG})
-        entries.append(_entry(name, value, False, source, synonyms if include_synonyms else []))
+        entries.append(_entry(name, value, False, synonyms, include_synonyms, key.type.value,
+                              key.doc if include_documentation else None))
     return entries
 
 
-def describe_broker(broker: BrokerFacade, keys: Collection[str] | None, include_synonyms: bool) -> list[dict]:
+def describe_broker(broker: BrokerFacade, keys: Collection[str] | None, include_synonyms: bool,
+                    include_documentation: bool = False) -> list[dict]:
     entries = []
     for name in sorted(BROKER_KEYS):
         if keys is not None and name not in keys:
             continue
-        source = DEFAULT_CONFIG if broker.config.is_default(name) else STATIC_BROKER_CONFIG
-        value = render(broker.config[name])
-        synonyms = [{"name": name, "value": value, "source": source}] if include_synonyms else []
-        entries.append(_entry(name, value, True, source, synonyms))
+        value = broker.config.originals.get(name, render(broker.config[name]))
+        topic_key = _TOPIC_KEY_OF.get(name)
+        entries.append(_entry(name, value, True, _synonyms(broker.config, name), include_synonyms,
+                              topic_key.type.value if topic_key else UNKNOWN_TYPE,
+                              BROKER_KEYS[name].doc if include_documentation else None))
     return entries
 
 
-def _entry(name, value, read_only, source, synonyms) -> dict:
+def _synonyms(config: BrokerConfig, primary: str) -> list[dict]:
+    """Kafka ``ConfigHelper.configSynonyms`` for a broker key."""
+    names = next((group for group in BROKER_SYNONYMS if primary in group), [primary])
+    found = [_synonym(n, config.originals[n], STATIC_BROKER_CONFIG)
+             for n in names if n in config.originals]
+    found += [_synonym(n, render(BROKER_KEYS[n].default), DEFAULT_CONFIG)
+              for n in names if n in BROKER_KEYS and BROKER_KEYS[n].default is not None]
+    while found and found[0]["name"] != primary:
+        found.pop(0)
+    return found
+
+
+def _synonym(name: str, value: str | None, source: int) -> dict:
+    return {"name": name, "value": value, "source": source}
+
+
+def _entry(name: str, value: Any, read_only: bool, synonyms: list[dict], include_synonyms: bool,
+           config_type: int, documentation: str | None) -> dict:
+    source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
     return {"name": name, "value": value, "read_only": read_only,
             "is_default": source == DEFAULT_CONFIG, "config_source": source,
-            "is_sensitive": False, "synonyms": synonyms}
+            "is_sensitive": False, "synonyms": synonyms if include_synonyms else [],
+            "config_type": config_type, "documentation": documentation}

@@ -1,4 +1,6 @@
-"""DescribeConfigs (key 32): every config of a topic or this broker."""
+"""DescribeConfigs (key 32): every config of a topic or this broker, with
+its source, synonyms (v1+) and type and documentation (v3+); configs.py
+says how each is built."""
 from __future__ import annotations
 
 from kcore.handlers import configs
@@ -9,13 +11,14 @@ from kcore.protocol.errors import ErrorCode
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     include_synonyms = request.api_version >= 1 and body.include_synonyms
+    include_documentation = request.api_version >= 3 and body.include_documentation
     results = []
     for resource in body.resources:
-        results.append(_describe(broker, resource, include_synonyms))
+        results.append(_describe(broker, resource, include_synonyms, include_documentation))
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _describe(broker, resource, include_synonyms: bool) -> dict:
+def _describe(broker, resource, include_synonyms: bool, include_documentation: bool) -> dict:
     result = {"error_code": ErrorCode.NONE, "error_message": None,
               "resource_type": resource.resource_type,
               "resource_name": resource.resource_name, "configs": []}
@@ -26,13 +29,15 @@ def _describe(broker, resource, include_synonyms: bool) -> dict:
             result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             result["error_message"] = f"topic {resource.resource_name!r} does not exist"
         else:
-            result["configs"] = configs.describe_topic(broker, info, keys, include_synonyms)
+            result["configs"] = configs.describe_topic(broker, info, keys, include_synonyms,
+                                                       include_documentation)
     elif resource.resource_type == configs.BROKER:
         if resource.resource_name not in ("", str(broker.config.broker_id)):
             result["error_code"] = ErrorCode.INVALID_REQUEST
             result["error_message"] = f"this is broker {broker.config.broker_id}"
         else:
-            result["configs"] = configs.describe_broker(broker, keys, include_synonyms)
+            result["configs"] = configs.describe_broker(broker, keys, include_synonyms,
+                                                        include_documentation)
     else:
         result["error_code"] = ErrorCode.INVALID_REQUEST
         result["error_message"] = f"resource type {resource.resource_type} is not supported"

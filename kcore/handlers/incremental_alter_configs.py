@@ -1,10 +1,13 @@
 """IncrementalAlterConfigs (key 44): SET, DELETE, APPEND or SUBTRACT single
 keys of a topic's overrides; the rest stay as they are.
 
-APPEND and SUBTRACT apply only to list configs (cleanup.policy here) and
-start from the topic's effective value, override or default, as Kafka does."""
+APPEND and SUBTRACT apply only to list configs (cleanup.policy and the
+replication throttle lists) and start from the topic's effective value,
+override or default, as Kafka does."""
 from __future__ import annotations
 
+from kcore.config import TOPIC_KEYS
+from kcore.config_def import ConfigType
 from kcore.controller.metadata import TopicError
 from kcore.handlers.alter_configs import alter
 from kcore.handlers.base import BrokerFacade
@@ -26,7 +29,7 @@ async def handle(broker: BrokerFacade, context, request):
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-LIST_CONFIGS = frozenset({"cleanup.policy"})
+LIST_CONFIGS = frozenset(name for name, key in TOPIC_KEYS.items() if key.type is ConfigType.LIST)
 
 
 def _apply(current: dict[str, str], changes, defaults: dict) -> dict[str, str]:

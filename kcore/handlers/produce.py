@@ -11,17 +11,26 @@ if the leadership moved. With flush.messages=1 both acks wait, in addition,
 for the group-commit fsync covering the batch (all partitions of the
 request at once); a failed fsync answers KAFKA_STORAGE_ERROR. Versions
 0-2 carry message format v0/v1, which kcore does not store: they get
-UNSUPPORTED_VERSION.
+UNSUPPORTED_VERSION (README.md, "Old message formats").
+
+A batch refused because of some of its records (a keyless record on a
+compacted topic, a timestamp out of the topic's bounds) names them in
+``record_errors`` (v8+, KIP-467; log/log_validator.py) and the whole batch
+is not appended, as in Kafka. ``error_message`` (v8+) explains every
+partition error kcore has words for; Kafka fills it for the record errors
+only, and clients show it where they show the error code.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from kcore.handlers.base import BrokerFacade, CloseConnection
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.partition import PartitionError
+from kcore.replication.partition import Partition, PartitionError, ProduceResult
 
 log = logging.getLogger(__name__)
 FIRST_V2_VERSION = 3
@@ -37,22 +46,23 @@ async def handle(broker: BrokerFacade, context, request):
     for topic in body.topic_data:
         results = []
         for data in topic.partition_data:
-            code, message, result, partition = _append(broker, request.api_version, acks,
-                                                       topic.name, data)
-            failed |= code != ErrorCode.NONE
+            outcome = _append(broker, request.api_version, acks, topic.name, data)
+            result = outcome.result
+            failed |= outcome.error_code != ErrorCode.NONE
             results.append({
                 "index": data.index,
-                "error_code": code,
+                "error_code": outcome.error_code,
                 "base_offset": result.base_offset if result else -1,
                 "log_append_time_ms": result.log_append_time if result else -1,
                 "log_start_offset": result.log_start_offset if result else -1,
-                "record_errors": [],
-                "error_message": message,
+                "record_errors": [{"batch_index": index, "batch_index_error_message": message}
+                                  for index, message in outcome.record_errors],
+                "error_message": outcome.error_message,
             })
             if result is not None and result.durable is not None:
                 durable.append((results[-1], result.durable))
             if result is not None and acks == -1:
-                replicated.append((results[-1], partition, result.required_offset))
+                replicated.append((results[-1], outcome.partition, result.required_offset))
         responses.append({"name": topic.name, "partition_responses": results})
     if acks == 0:
         for _, future in durable:
@@ -123,23 +133,34 @@ def _observe(future: asyncio.Future) -> None:
         future.exception()
 
 
-def _append(broker, version: int, acks: int, topic: str, data):
+class AppendOutcome(NamedTuple):
+    """One partition's produce: its error (NONE, with ``result``), Kafka's
+    error_message, and the records that made the batch fail (KIP-467)."""
+
+    error_code: int
+    error_message: str | None = None
+    result: ProduceResult | None = None
+    partition: Partition | None = None
+    record_errors: Sequence[tuple[int, str]] = ()
+
+
+def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
     if version < FIRST_V2_VERSION:
-        return (ErrorCode.UNSUPPORTED_VERSION,
-                "produce v0-v2 (message format v0/v1) is not supported", None, None)
+        return AppendOutcome(ErrorCode.UNSUPPORTED_VERSION,
+                             "produce v0-v2 (message format v0/v1) is not supported")
     if acks not in (0, 1, -1):
-        return ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}", None, None
+        return AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}")
     partition = broker.replica_manager.get(topic, data.index)
     if partition is None:
         if broker.replica_manager.metadata_cache.partition(topic, data.index) is not None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, None, None
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None, None
+            return AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return AppendOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if data.records is None or len(data.records) == 0:
-        return ErrorCode.INVALID_RECORD, "no record batch", None, None
+        return AppendOutcome(ErrorCode.INVALID_RECORD, "no record batch")
     try:
         result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)
-        return exc.error_code, exc.message or None, None, None
-    return ErrorCode.NONE, None, result, partition
+        return AppendOutcome(exc.error_code, exc.message or None, record_errors=exc.record_errors)
+    return AppendOutcome(ErrorCode.NONE, result=result, partition=partition)

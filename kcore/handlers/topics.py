@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kcore.config import ConfigError, parse_topic_configs
+from kcore.config import ConfigError, check_combination, parse_topic_configs
 from kcore.controller.metadata import TopicError, TopicInfo
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
@@ -18,18 +18,22 @@ from kcore.protocol.errors import ErrorCode
 LEADER_POLL_S = 0.01
 
 
-def check_configs(configs: dict[str, Any]) -> dict[str, Any]:
+def check_configs(broker: BrokerFacade, configs: dict[str, Any]) -> dict[str, Any]:
+    """Each override, then the rules across keys on the topic's effective
+    values; INVALID_CONFIG naming the key, as Kafka answers."""
     try:
-        return parse_topic_configs(configs)
+        parsed = parse_topic_configs(configs)
+        check_combination(parsed, broker.config.topic_defaults())
     except ConfigError as exc:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    return parsed
 
 
 async def create_topic(broker: BrokerFacade, name: str, num_partitions: int, replication_factor: int,
                        configs: dict[str, str], assignment: dict[int, list[int]] | None = None,
                        validate_only: bool = False) -> TopicInfo:
     """Raises TopicError with Kafka's error code."""
-    check_configs(configs)
+    check_configs(broker, configs)
     return await broker.controller.create_topic(name, num_partitions, replication_factor,
                                                 dict(configs), assignment, validate_only)
 
@@ -74,6 +78,6 @@ async def set_topic_configs(broker: BrokerFacade, name: str, configs: dict[str, 
     """Replace a topic's overrides (AlterConfigs semantics)."""
     if broker.controller.topic(name) is None:
         raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-    check_configs(configs)
+    check_configs(broker, configs)
     if not validate_only:
         await broker.controller.set_topic_configs(name, configs)

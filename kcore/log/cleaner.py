@@ -12,8 +12,12 @@ map of the dirty section, rewrite of everything below it, swap):
   holding a record younger than min.compaction.lag.ms; it is always a
   segment base, so the active segment is never touched.
 * cleanable ratio = dirty bytes / (clean + dirty bytes), by segment sizes;
-  a log is cleaned when it reaches min.cleanable.dirty.ratio, or when a
-  tombstone or marker it kept has reached its delete horizon.
+  a log is cleaned when it reaches min.cleanable.dirty.ratio, when a dirty
+  segment below the active one holds a record older than
+  max.compaction.lag.ms (by its first batch's timestamp, whatever the ratio;
+  Kafka ``LogCleanerManager.maxCompactionDelay``, KIP-354: the active
+  segment rolls at that age, log.py), or when a tombstone or marker it kept
+  has reached its delete horizon.
 * ``cleaner-offset-checkpoint`` in each log dir (Kafka's name and format,
   checkpoints.py): topic partition first-dirty-offset, written after each
   completed pass. An offset outside [log start, log end] (the log was
@@ -137,6 +141,19 @@ class LogCleaner:
                     break
         return uncleanable
 
+    def max_compaction_delay(self, item: Log, first_dirty_offset: int, now: int) -> int:
+        """How far past max.compaction.lag.ms the oldest dirty segment below
+        the active one is, by its first batch's timestamp; 0 when none is."""
+        segments = item.segments
+        timestamps = [segment.rolling_based_timestamp for i, segment in enumerate(segments[:-1])
+                      if segments[i + 1].base_offset > first_dirty_offset
+                      and segment.rolling_based_timestamp is not None
+                      and segment.rolling_based_timestamp > 0]
+        clean_until = now - max(item.config.max_compaction_lag_ms, 0)
+        if timestamps and min(timestamps) < clean_until:
+            return clean_until - min(timestamps)
+        return 0
+
     def log_to_clean(self, item: Log) -> LogToClean:
         first_dirty = self.first_dirty_offset(item)
         uncleanable = self.first_uncleanable_offset(item, first_dirty)
@@ -164,8 +181,9 @@ class LogCleaner:
             if measured.clean_bytes + measured.dirty_bytes == 0:
                 continue
             horizon_due = self._horizons.get(key, now + 1) <= now
-            if horizon_due or (measured.dirty_bytes
-                               and measured.cleanable_ratio >= item.config.min_cleanable_dirty_ratio):
+            overdue = self.max_compaction_delay(item, measured.first_dirty_offset, now) > 0
+            if horizon_due or (measured.dirty_bytes and (
+                    overdue or measured.cleanable_ratio >= item.config.min_cleanable_dirty_ratio)):
                 due.append(measured)
         due.sort(key=lambda measured: measured.cleanable_ratio, reverse=True)
         return due

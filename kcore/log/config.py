@@ -9,6 +9,7 @@ and passes it to ``from_topic_configs``.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ class LogConfig:
     cleanup_policy: str = "delete"
     delete_retention_ms: int = DAY_MS
     min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
     file_delete_delay_ms: int = 60000
     flush_messages: int = LONG_MAX
@@ -60,6 +62,23 @@ class LogConfig:
         """This config as Kafka topic keys."""
         return {field.name.replace("_", "."): getattr(self, field.name)
                 for field in dataclasses.fields(self)}
+
+    @property
+    def max_segment_ms(self) -> int:
+        """segment.ms, or max.compaction.lag.ms when shorter on a compacted
+        topic: the active segment is never cleaned, so it must roll for its
+        records to be compacted within the lag (Kafka ``LogConfig.maxSegmentMs``)."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
+    def random_segment_jitter(self) -> int:
+        """A new segment's roll jitter: random in [0, min(segment.jitter.ms,
+        segment.ms)), so segments created together do not all roll at once
+        (Kafka ``LogConfig.randomSegmentJitter``)."""
+        if self.segment_jitter_ms == 0:
+            return 0
+        return random.randrange(min(self.segment_jitter_ms, self.segment_ms))
 
     @property
     def compact(self) -> bool:

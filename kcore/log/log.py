@@ -99,6 +99,7 @@ class Log:
         self._dir_dirty = False
         self._leader_epoch_cache = LeaderEpochCache.in_directory(self.dir)
         self.clock = now_ms
+        self._roll_jitter_ms = config.random_segment_jitter()  # the active segment's
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -272,8 +273,9 @@ class Log:
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int,
                     last_offset: int) -> LogSegment:
         """The segment to append to, rolling first when Kafka would
-        (``LogSegment.shouldRoll``): segment.bytes, segment.ms, a full index,
-        or a last offset beyond the int32 range of the segment's base."""
+        (``LogSegment.shouldRoll``): segment.bytes, segment.ms (or a shorter
+        max.compaction.lag.ms) less the segment's random jitter, a full
+        index, or a last offset beyond the int32 range of the segment's base."""
         segment = self._segments[-1]
         fits_offsets = 0 <= last_offset - segment.base_offset <= _INT32_MAX
         if segment.size == 0:
@@ -295,7 +297,7 @@ class Log:
             waited = max_timestamp - rolling
         else:
             waited = self.clock() - segment.created_ms
-        return waited > self.config.segment_ms - self.config.segment_jitter_ms
+        return waited > self.config.max_segment_ms - self._roll_jitter_ms
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (or at
@@ -318,6 +320,7 @@ class Log:
         self._segments.append(segment)
         self._bases.append(base)
         self._dir_dirty = True
+        self._roll_jitter_ms = self.config.random_segment_jitter()
         return segment
 
     # -- reads ----------------------------------------------------------------------------

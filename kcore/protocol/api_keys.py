@@ -4,7 +4,10 @@
 "advertise" column): clients send the highest version they know that is
 <= the advertised max. Produce 0-2 are decodable and advertised (librdkafka's
 compression probe needs min 0) but the Produce handler answers them with
-UNSUPPORTED_VERSION. WriteTxnMarkers is broker-to-broker only.
+UNSUPPORTED_VERSION. Produce stops at 8, the first version whose response
+names the records that failed a batch (record_errors, KIP-467): v9 only
+moves to the flexible encoding and v10 adds leader-discovery tags
+(KIP-951) that kcore does not fill. WriteTxnMarkers is broker-to-broker only.
 
 The inter-broker APIs of the ZooKeeper-mode cluster (PROTOCOL.md section 6:
 LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
@@ -104,7 +107,7 @@ class ApiKey(IntEnum):
 
 # (min, max) inclusive, in api key order.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 7),
+    ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 5),
     ApiKey.METADATA: (0, 8),
@@ -132,7 +135,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.END_TXN: (0, 2),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.TXN_OFFSET_COMMIT: (0, 2),
-    ApiKey.DESCRIBE_CONFIGS: (0, 2),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),

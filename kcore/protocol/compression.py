@@ -69,6 +69,7 @@ __all__ = [
     "GZIP_LEVEL",
     "LZ4_LEVEL",
     "ZSTD_LEVEL",
+    "KAFKA_LZ4_DEFAULT_LEVEL",
     "SNAPPY_XERIAL_BLOCK_SIZE",
 ]
 
@@ -111,6 +112,8 @@ GZIP_LEVEL = 6
 # Kafka's lz4 default level 9 picks lz4-java's fast compressor, i.e. LZ4's default
 # (non-HC) mode, which python-lz4 calls level 0.
 LZ4_LEVEL = 0
+# compression.lz4.level's default: the one level lz4-java compresses in fast mode.
+KAFKA_LZ4_DEFAULT_LEVEL = 9
 # Kafka's (and libzstd's ZSTD_CLEVEL_DEFAULT) default level.
 ZSTD_LEVEL = 3
 # xerial SnappyOutputStream's default block size: each framed block holds at most
@@ -143,12 +146,19 @@ def _codec_label(codec: int) -> str:
 
 
 class _ZstdContexts(threading.local):
-    """One zstd compressor and decompressor per thread (the contexts are not thread-safe)."""
+    """Per thread, one zstd compressor per level used and one decompressor
+    (the contexts are not thread-safe)."""
 
     def __init__(self) -> None:
         # write_content_size lets readers size the output buffer in one step.
         self.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True)
+        self.compressors = {ZSTD_LEVEL: self.compressor}
         self.decompressor = zstandard.ZstdDecompressor()
+
+    def compressor_at(self, level: int) -> zstandard.ZstdCompressor:
+        if level not in self.compressors:
+            self.compressors[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
+        return self.compressors[level]
 
 
 _zstd = _ZstdContexts()
@@ -156,18 +166,23 @@ _zstd = _ZstdContexts()
 
 # ---------------------------------------------------------------- compress
 
-def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
-    """Compress ``data`` as a Kafka producer using ``codec`` would."""
+def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
+    """Compress ``data`` as a Kafka producer using ``codec`` would, at
+    Kafka's ``compression.<codec>.level`` ``level`` (None: the codec's
+    default). gzip -1 is zlib's default (6); lz4 9, Kafka's default, is
+    LZ4's fast mode (lz4-java's fastCompressor) and any other level LZ4 HC
+    at that level (python-lz4 clamps above 12, as lz4-java does); zstd
+    takes the level as it is."""
     if codec == CompressionType.NONE:
         return bytes(data)
     if codec == CompressionType.GZIP:
-        return zlib.compress(data, GZIP_LEVEL, _GZIP_WBITS)
+        return zlib.compress(data, GZIP_LEVEL if level is None else level, _GZIP_WBITS)
     if codec == CompressionType.SNAPPY:
         return _snappy_xerial_compress(data)
     if codec == CompressionType.LZ4:
         return lz4.frame.compress(
             data,
-            compression_level=LZ4_LEVEL,
+            compression_level=LZ4_LEVEL if level in (None, KAFKA_LZ4_DEFAULT_LEVEL) else level,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
@@ -175,7 +190,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
             store_size=False,
         )
     if codec == CompressionType.ZSTD:
-        return _zstd.compressor.compress(data)
+        return _zstd.compressor_at(ZSTD_LEVEL if level is None else level).compress(data)
     raise UnsupportedCodecError(codec)
 
 

@@ -451,8 +451,10 @@ def build_control_batch(
         last_offset_delta=None)
 
 
-def recompress_batch(batch_bytes: bytes | bytearray | memoryview, codec: int) -> bytearray:
-    """Rewrite one batch with ``codec`` (topic compression.type).
+def recompress_batch(batch_bytes: bytes | bytearray | memoryview, codec: int,
+                     level: int | None = None) -> bytearray:
+    """Rewrite one batch with ``codec`` (topic compression.type) at
+    ``level`` (its compression.<codec>.level; None: the codec's default).
 
     Offsets, timestamps, producer fields, leader epoch and flags are kept.
     Control and empty batches carry no compressible records (Kafka writes them
@@ -469,14 +471,14 @@ def recompress_batch(batch_bytes: bytes | bytearray | memoryview, codec: int) ->
         is_control=False, partition_leader_epoch=batch.partition_leader_epoch,
         timestamp_type=batch.timestamp_type, base_timestamp=batch.base_timestamp,
         max_timestamp=batch.max_timestamp, last_offset_delta=batch.last_offset_delta,
-        delete_horizon=batch.has_delete_horizon)
+        delete_horizon=batch.has_delete_horizon, level=level)
 
 
 def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: int,
            producer_epoch: int, base_sequence: int, is_transactional: bool, is_control: bool,
            partition_leader_epoch: int, timestamp_type: int, base_timestamp: int | None,
            max_timestamp: int | None, last_offset_delta: int | None,
-           delete_horizon: bool = False) -> bytearray:
+           delete_horizon: bool = False, level: int | None = None) -> bytearray:
     if not records:
         raise ValueError("a batch needs at least one record")
     codec = _codec(codec)
@@ -496,7 +498,7 @@ def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: 
     encoded = bytearray()
     for record, offset, timestamp in zip(records, offsets, timestamps):
         _encode_record(encoded, record, offset - base_offset, timestamp - base_timestamp)
-    section = compress(codec, encoded) if codec != CompressionType.NONE else encoded
+    section = compress(codec, encoded, level) if codec != CompressionType.NONE else encoded
 
     attributes = (codec | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
                   | (TRANSACTIONAL_FLAG_MASK if is_transactional else 0)

@@ -48,10 +48,10 @@ from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK
 from kcore._native.records import BatchHeader
 from kcore.controller.metadata import PartitionState
-from kcore.log.cleaner_records import has_null_key
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.log import AppendInfo, Log
+from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
@@ -72,10 +72,15 @@ IsrChangeRequest = Callable[["Partition", list[int]], None]
 
 
 class PartitionError(Exception):
-    def __init__(self, error_code: int, message: str = ""):
+    """``record_errors``: [(batch index, message)] of the records that made
+    a produced batch fail (KIP-467), empty when the batch failed as a whole."""
+
+    def __init__(self, error_code: int, message: str = "",
+                 record_errors: Sequence[tuple[int, str]] = ()):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+        self.record_errors = list(record_errors)
 
 
 @dataclass
@@ -293,10 +298,12 @@ class Partition:
         return ErrorCode.NONE
 
     def _validate(self, records: memoryview, check_crc: bool = False) -> list[BatchHeader]:
-        """Header checks, and the CRC when ``check_crc`` or the records are
-        about to be parsed here (compacted topics); otherwise the log checks
-        the CRC as it appends."""
-        check_crc = check_crc or self.log.config.compact
+        """Header checks, then the per-record rules of the topic
+        (log_validator.py). The CRC is checked here when ``check_crc`` or
+        the records are about to be read (compacted topics, bounded
+        timestamps); otherwise the log checks it as it appends."""
+        policy = RecordPolicy.from_configs(self.configs)
+        check_crc = check_crc or policy.reads_records
         try:
             batches = native_records.validate_batches(records, check_crc=check_crc)
         except native_records.CorruptBatchError as exc:
@@ -316,9 +323,12 @@ class Partition:
                                  f"unknown compression codec {batch.compression_codec}")
         if batch.is_control:
             raise PartitionError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-        if self.log.config.compact and has_null_key(records):
-            raise PartitionError(ErrorCode.INVALID_RECORD,
-                                 "a compacted topic takes only records with a key")
+        if batch.timestamp_type == 1 and not check_crc:
+            return self._validate(records, check_crc=True)  # its records are about to be read
+        try:
+            validate_records(records, batch, policy, now_ms(), f"{self.topic}-{self.index}")
+        except RecordValidationError as exc:
+            raise PartitionError(exc.error_code, exc.message, exc.record_errors) from None
         return batches
 
     def _must_convert(self, attributes: int) -> bool:
@@ -335,7 +345,8 @@ class Partition:
         buffer: bytearray | memoryview = records
         wanted = self.configs["compression.type"]
         if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
-            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted])
+            level = self.configs.get(f"compression.{wanted}.level")  # gzip, lz4 and zstd have one
+            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = now_ms()

@@ -1,4 +1,5 @@
 import pytest
+from kafka import KafkaAdminClient
 
 from tests.support.compat import start_broker
 
@@ -25,3 +26,11 @@ def shared_broker(request, tmp_path_factory):
     broker = start_broker(tmp_path_factory.mktemp(f"compat-{processes}") / "data", overrides)
     yield broker
     broker.kill()
+
+
+@pytest.fixture
+def admin(shared_broker):
+    """A kafka-python admin client of the module's broker."""
+    client = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap)
+    yield client
+    client.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kafka import KafkaAdminClient, TopicPartition
+from kafka import TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.errors import InvalidConfigurationError, TopicAlreadyExistsError
 
@@ -35,17 +35,6 @@ from tests.support.compat import (
     wait_until,
 )
 from tests.support.kafka_python import consume, create_topic, new_consumer, produce, topic_configs
-
-
-@pytest.fixture
-def admin(shared_broker):
-    client = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap)
-    yield client
-    client.close()
-
-
-
-
 
 
 @pytest.mark.processes

@@ -204,3 +204,19 @@ def test_threads_compress_and_decompress_concurrently(codec):
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(round_trip, inputs * 4))
     assert results == inputs * 4
+
+
+@pytest.mark.parametrize("codec, low, high", [
+    (CompressionType.GZIP, 1, 9), (CompressionType.LZ4, 1, 12), (CompressionType.ZSTD, -5, 19)])
+def test_kafka_compression_levels_trade_size_and_decode_alike(codec, low, high):
+    data = b"".join(b"record-%06d:%s;" % (i, b"abcdefgh"[: i % 8] * (i % 13)) for i in range(20_000))
+    fast, small = compress(codec, data, low), compress(codec, data, high)
+    assert decompress(codec, fast) == decompress(codec, small) == data
+    assert len(small) < len(fast)
+
+
+def test_default_levels_are_kafkas():
+    data = bytes(range(256)) * 200
+    assert compress(CompressionType.GZIP, data, -1) == compress(CompressionType.GZIP, data)
+    assert compress(CompressionType.LZ4, data, 9) == compress(CompressionType.LZ4, data)
+    assert compress(CompressionType.ZSTD, data, 3) == compress(CompressionType.ZSTD, data)

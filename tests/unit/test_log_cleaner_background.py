@@ -53,6 +53,28 @@ def test_only_compacted_logs_past_their_dirty_ratio_are_due(manager):
     assert [due.log for due in cleaner.cleanable_logs()] == [compacted]
 
 
+def test_a_segment_past_max_compaction_lag_ms_is_due_below_the_dirty_ratio(manager):
+    clock = Clock(1_000_000)
+    item = manager.get_or_create_log("compacted", 0, {**TOPIC, "max.compaction.lag.ms": 60_000})
+    fill(item, batches=100, per_batch=10, keys=1000, timestamp=clock.now)
+    item.roll()
+    cleaner = LogCleaner(manager, clock=clock)
+    assert cleaner.clean_filthiest_log() is not None  # never cleaned: ratio 1.0
+    fill(item, batches=3, per_batch=10, keys=1000, start=1000, timestamp=clock.now)
+    item.roll()
+    measured = cleaner.log_to_clean(item)
+    assert 0 < measured.cleanable_ratio < 0.5
+    assert cleaner.cleanable_logs() == []
+    clock.now += 60_000
+    assert cleaner.max_compaction_delay(item, measured.first_dirty_offset, clock.now) == 0
+    clock.now += 1
+    assert cleaner.max_compaction_delay(item, measured.first_dirty_offset, clock.now) == 1
+    assert [due.log for due in cleaner.cleanable_logs()] == [item]
+    result = cleaner.clean_filthiest_log()
+    assert result is not None and result.end_offset == item.active_segment.base_offset
+    assert cleaner.cleanable_logs() == []
+
+
 def test_the_first_dirty_offset_survives_a_restart_in_the_checkpoint(tmp_path):
     manager = LogManager([tmp_path])
     item = manager.get_or_create_log("compacted", 0, TOPIC)

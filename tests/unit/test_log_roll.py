@@ -24,6 +24,36 @@ def test_roll_when_segment_ms_passed_between_batch_timestamps(open_log, batch):
     assert [s.base_offset for s in log.segments] == [0, 2]
 
 
+def test_each_segment_rolls_a_random_jitter_before_segment_ms(open_log, batch):
+    log = open_log(segment_ms=1000, segment_jitter_ms=400)
+    jitters = set()
+    for round_number in range(20):
+        start = 10_000 * (round_number + 1)
+        log.append(batch(1, timestamp=start), 0)  # rolls: the previous segment is old
+        jitter = log._roll_jitter_ms
+        jitters.add(jitter)
+        assert 0 <= jitter < 400
+        segments = len(log.segments)
+        log.append(batch(1, timestamp=start + 1000 - jitter), 0)
+        assert len(log.segments) == segments
+        log.append(batch(1, timestamp=start + 1001 - jitter), 0)
+        assert len(log.segments) == segments + 1
+    assert len(jitters) > 1
+
+
+def test_a_compacted_segment_rolls_at_max_compaction_lag_ms(open_log, batch):
+    log = open_log(cleanup_policy="compact", max_compaction_lag_ms=300)
+    log.append(batch(1, timestamp=10_000), 0)
+    log.append(batch(1, timestamp=10_300), 0)
+    assert len(log.segments) == 1
+    log.append(batch(1, timestamp=10_301), 0)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    deleting = open_log(cleanup_policy="delete", max_compaction_lag_ms=300, name="d-0")
+    deleting.append(batch(1, timestamp=10_000), 0)
+    deleting.append(batch(1, timestamp=20_000), 0)
+    assert len(deleting.segments) == 1
+
+
 def test_roll_by_time_uses_wall_clock_when_batches_have_no_timestamp(open_log, batch):
     log = open_log(segment_ms=1000)
     log.append(batch(1, timestamp=-1), 0)

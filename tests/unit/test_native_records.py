@@ -368,9 +368,34 @@ def test_walk_records_and_has_null_key_agree_with_twin_on_arbitrary_bytes(data):
         assert native.walk_records(data) == expected
 
 
+timestamp_deltas = st.lists(st.integers(-(1 << 40), 1 << 40), min_size=1, max_size=8)
+
+
+@given(timestamp_deltas, st.integers(-1, 1 << 45), st.integers(0, 1 << 41), st.integers(0, 1 << 41))
+def test_timestamps_within_checks_every_record_like_twin(deltas, base, below, above):
+    section = b"".join(encode_record(i, delta, b"k", b"v") for i, delta in enumerate(deltas))
+    earliest, latest = base - below, base + above
+    expected = all(base + d == -1 or earliest <= base + d <= latest for d in deltas)
+    assert native.timestamps_within(section, base, earliest, latest) == expected
+    assert twin.timestamps_within(section, base, earliest, latest) == expected
+
+
+def test_timestamps_within_skips_records_without_a_timestamp():
+    section = encode_record(0, 0, b"k", b"v") + encode_record(1, 0, b"k", b"v")
+    assert native.timestamps_within(section, -1, 1000, 2000)
+    assert not native.timestamps_within(section, 999, 1000, 2000)
+
+
+@given(st.binary(max_size=64), INT64)
+def test_timestamps_within_agrees_with_twin_on_arbitrary_bytes(data, base):
+    assert native.timestamps_within(data, base, -(1 << 40), 1 << 40) \
+        == twin.timestamps_within(data, base, -(1 << 40), 1 << 40)
+
+
 def test_a_record_running_past_its_section_is_malformed():
     section = encode_record(0, 0, b"key", b"value")
     for cut in range(1, len(section)):
         with pytest.raises(ValueError, match="malformed record"):
             native.walk_records(section[:cut])
         assert native.has_null_key(section[:cut])
+        assert not native.timestamps_within(section[:cut], 0, -(1 << 62), 1 << 62)

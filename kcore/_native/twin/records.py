@@ -374,3 +374,16 @@ def has_null_key(section: Buffer) -> bool:
         return any(span.key_length < 0 for span in walk_records(section))
     except ValueError:
         return True
+
+
+def timestamps_within(section: Buffer, base_timestamp: int, earliest: int, latest: int) -> bool:
+    try:
+        spans = walk_records(section)
+    except ValueError:
+        return False
+    for span in spans:
+        # int64 addition wraps as in Kafka's Java (baseTimestamp + timestampDelta).
+        timestamp = (base_timestamp + span.timestamp_delta - _INT64_MIN) % (1 << 64) + _INT64_MIN
+        if timestamp != -1 and not earliest <= timestamp <= latest:
+            return False
+    return True

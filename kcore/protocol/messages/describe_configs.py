@@ -1,7 +1,9 @@
-"""DescribeConfigs (api key 32): topic and broker configurations; versions 0-2.
+"""DescribeConfigs (api key 32): topic and broker configurations; versions 0-4.
 
 Versions: v1 include_synonyms, config_source and synonyms (replacing v0's
-is_default); v2 throttles after answering. Resource types: 2 topic, 4 broker.
+is_default); v2 throttles after answering; v3 include_documentation, and
+config_type and documentation per config (KIP-569); v4 is the first
+flexible version. Resource types: 2 topic, 4 broker.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 DescribeConfigsRequest.json and DescribeConfigsResponse.json (field names: snake_case of
@@ -18,6 +20,7 @@ REQUEST = Message(
             Field("configuration_keys", "[]string", "0+", nullable="0+"),
         ]),
         Field("include_synonyms", "bool", "1+"),
+        Field("include_documentation", "bool", "3+"),
     ],
 )
 
@@ -42,6 +45,8 @@ RESPONSE = Message(
                     Field("value", "string", "1+", nullable="0+"),
                     Field("source", "int8", "1+"),
                 ]),
+                Field("config_type", "int8", "3+", default=0),
+                Field("documentation", "string", "3+", nullable="0+"),
             ]),
         ]),
     ],

@@ -1,10 +1,11 @@
-"""Produce (api key 0): append record batches to partitions; versions 0-7.
+"""Produce (api key 0): append record batches to partitions; versions 0-8.
 
 Versions: v1 adds throttle_time_ms to the response; v2 log_append_time_ms
 (-1 unless the topic uses LogAppendTime); v3 transactional_id and record
 format v2 only (exactly one RecordBatch per partition); v4 may answer
 KAFKA_STORAGE_ERROR; v5 log_start_offset; v6 throttles after answering
-(KIP-219); v7 allows zstd (KIP-110). v0-2 are decoded but the handler answers
+(KIP-219); v7 allows zstd (KIP-110); v8 adds record_errors and error_message
+to the response (KIP-467). v0-2 are decoded but the handler answers
 UNSUPPORTED_VERSION. ``records`` decodes as a memoryview of the request frame.
 acks=0 requests get no response at all.
 
@@ -41,6 +42,11 @@ RESPONSE = Message(
                 Field("base_offset", "int64", "0+"),
                 Field("log_append_time_ms", "int64", "2+", default=-1),
                 Field("log_start_offset", "int64", "5+", default=-1),
+                Field("record_errors", "[]BatchIndexAndErrorMessage", "8+", fields=[
+                    Field("batch_index", "int32", "8+"),
+                    Field("batch_index_error_message", "string", "8+", nullable="8+"),
+                ]),
+                Field("error_message", "string", "8+", nullable="8+"),
             ]),
         ]),
         Field("throttle_time_ms", "int32", "1+"),
