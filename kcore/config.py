@@ -244,6 +244,16 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("transaction.state.log.num.partitions", _at_least(1), 50, "Partitions of __transaction_state."),
     _key("transaction.state.log.replication.factor", _at_least(1), 3,
          "Replication factor of __transaction_state (a single node without ZooKeeper uses 1)."),
+    _key("transaction.state.log.min.isr", _at_least(1), 2,
+         "min.insync.replicas of __transaction_state: transaction state is acknowledged only "
+         "once this many replicas have it."),
+    _key("transaction.state.log.segment.bytes", _at_least(1024), 104857600,
+         "Segment size of __transaction_state (small, so the cleaner compacts it often)."),
+    _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _at_least(1), 10000,
+         "How often the coordinator aborts transactions past their transaction.timeout.ms."),
+    _key("transaction.remove.expired.transaction.cleanup.interval.ms", _at_least(1), 3600000,
+         "How often the coordinator forgets transactional ids idle past "
+         "transactional.id.expiration.ms."),
     _key("group.initial.rebalance.delay.ms", _at_least(0), 3000,
          "Wait for more members before the first rebalance of an empty group."),
     _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),

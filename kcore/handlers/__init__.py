@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from kcore.handlers import (
+                            add_offsets_to_txn,
+                            add_partitions_to_txn,
                             alter_configs,
                             alter_partition,
                             api_versions,
@@ -13,7 +15,10 @@ from kcore.handlers import (
                             describe_cluster,
                             describe_configs,
                             describe_groups,
+                            describe_producers,
+                            describe_transactions,
                             elect_leaders,
+                            end_txn,
                             fetch,
                             find_coordinator,
                             heartbeat,
@@ -24,6 +29,7 @@ from kcore.handlers import (
                             leave_group,
                             list_groups,
                             list_offsets,
+                            list_transactions,
                             metadata,
                             offset_commit,
                             offset_delete,
@@ -32,7 +38,9 @@ from kcore.handlers import (
                             produce,
                             stop_replica,
                             sync_group,
+                            txn_offset_commit,
                             update_metadata,
+                            write_txn_markers,
 )
 from kcore.protocol.api_keys import ApiKey
 
@@ -63,6 +71,15 @@ HANDLERS = {
     ApiKey.DELETE_GROUPS: delete_groups.handle,
     ApiKey.OFFSET_DELETE: offset_delete.handle,
     ApiKey.ELECT_LEADERS: elect_leaders.handle,
+    # Transactions (kcore.coordinator.txn).
+    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
+    ApiKey.END_TXN: end_txn.handle,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
+    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
+    ApiKey.LIST_TRANSACTIONS: list_transactions.handle,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle,
     # Controller to broker, broker to controller (inter-broker, pinned versions).
     ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
     ApiKey.STOP_REPLICA: stop_replica.handle,

@@ -13,6 +13,7 @@ from typing import Protocol
 from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
 from kcore.coordinator.group.coordinator import GroupCoordinator
+from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.log.durability import GroupCommitSyncer
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
@@ -42,6 +43,8 @@ class BrokerFacade(Protocol):
     def producer_ids(self) -> ProducerIds: ...
     @property
     def group_coordinator(self) -> GroupCoordinator: ...
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator: ...
     @property
     def log_syncer(self) -> GroupCommitSyncer | None: ...
     @property

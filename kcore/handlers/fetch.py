@@ -8,7 +8,8 @@ max_wait_ms. Fetch sessions (KIP-227) are declined with session_id 0, which
 makes clients send full requests.
 
 Consumers (replica_id -1) read from the leader up to the high watermark
-(last stable offset under read_committed) and are woken when it moves.
+(last stable offset under read_committed, with the aborted transactions
+the returned data overlaps) and are woken when it moves.
 Followers (replica_id = their broker id) read up to the log end offset, are
 woken by appends, and each fetch reports their progress to the leader
 (the fetch offset is their log end offset), which moves the ISR and the
@@ -74,7 +75,8 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: in
                 "high_watermark": partition.high_watermark,
                 "last_stable_offset": partition.last_stable_offset,
                 "log_start_offset": partition.log_start_offset,
-                "aborted_transactions": [] if read_committed else None,
+                "aborted_transactions": (_aborted(partition, fetch.fetch_offset, slices)
+                                         if read_committed else None),
                 "preferred_read_replica": -1,
                 "records": slices if slices else b"",
             })
@@ -100,6 +102,16 @@ def _read_one(partition, fetch, limit: int, read_committed: bool, replica_id: in
         return code, partition.read(fetch.fetch_offset, limit, read_committed, min_one_message)
     except PartitionError as exc:
         return exc.error_code, []
+
+
+def _aborted(partition, fetch_offset: int, slices: list) -> list[dict]:
+    """read_committed: the aborted transactions the returned data overlaps;
+    the consumer drops those producers' batches in those ranges."""
+    if not slices:
+        return []
+    return [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+            for txn in partition.log.collect_aborted_txns(fetch_offset,
+                                                          partition.last_stable_offset)]
 
 
 def _missing_code(broker, topic: str, index: int) -> int:

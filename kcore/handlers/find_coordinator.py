@@ -5,9 +5,10 @@ A group's coordinator is the leader of its `__consumer_offsets` partition
 lookup (key_type 0, the only kind before v1) creates `__consumer_offsets`
 when it does not exist yet, as Kafka does, so the first commit does not pay
 for it; until the partition has a leader the answer is
-COORDINATOR_NOT_AVAILABLE and clients retry. Transactions are coordinated
-by this broker. Unknown key types get INVALID_REQUEST; v1+ carries an
-error_message.
+COORDINATOR_NOT_AVAILABLE and clients retry. A transactional id's
+coordinator (key_type 1) is, the same way, the leader of its
+`__transaction_state` partition, the topic created on first lookup.
+Unknown key types get INVALID_REQUEST; v1+ carries an error_message.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import logging
 
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
+from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
@@ -30,18 +32,23 @@ async def handle(broker: BrokerFacade, context, request):
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == TRANSACTION_KEY_TYPE:
-        host, port = broker.config.advertised_address()
-        return _found(broker.config.broker_id, host, port)
+        txn_manager = broker.txn_coordinator.manager
+        return await _lookup(broker, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
+                             txn_manager.partition_for(body.key))
     manager = broker.group_coordinator.manager
+    return await _lookup(broker, manager.ensure_topic, OFFSETS_TOPIC,
+                         manager.partition_for(body.key))
+
+
+async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) -> dict:
     try:
-        await manager.ensure_topic()
+        await ensure_topic()
     except (TopicError, OSError) as exc:
-        log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
-        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is unavailable: {exc}")
-    leader = broker.replica_manager.metadata_cache.leader_of(
-        OFFSETS_TOPIC, manager.partition_for(body.key))
+        log.error("cannot create %s: %s", topic, exc)
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{topic} is unavailable: {exc}")
+    leader = broker.replica_manager.metadata_cache.leader_of(topic, index)
     if leader is None:
-        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's coordinator is not elected yet")
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not elected yet")
     return _found(leader.broker_id, leader.host, leader.port)
 
 

@@ -1,26 +1,23 @@
-"""InitProducerId (key 22): a producer id and epoch for an idempotent
-producer.
-
-A transactional id asks for transactions, which kcore does not implement
-(AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and TxnOffsetCommit are absent
-from ApiVersions). Kafka's answer for a request a broker cannot serve is
-UNSUPPORTED_VERSION, and InitProducerId has no error_message to say more,
-so that is the answer: the Java client and kafka-python fail the
-transactional producer at once ("Unexpected error in InitProducerIdResponse:
-... The version of API is not supported"); librdkafka retries it until
-init_transactions' timeout and then reports it. The former answer,
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, read as a permissions problem.
-"""
+"""InitProducerId (key 22): a producer id and epoch, for an idempotent
+producer (no transactional id: any broker hands out a fresh id) or a
+transactional one (its coordinator bumps the id's epoch, fencing older
+producers with the same transactional id; kcore.coordinator.txn)."""
 from __future__ import annotations
 
+from kcore.handlers import txn_errors
 from kcore.handlers.base import BrokerFacade
-from kcore.protocol.errors import ErrorCode
+from kcore.protocol.api_keys import ApiKey
+
+FIRST_EXPECTED_PRODUCER_VERSION = 3
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
-    if body.transactional_id is not None:
-        return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
-                "error_code": ErrorCode.UNSUPPORTED_VERSION}
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-            "producer_id": await broker.producer_ids.next_id(), "producer_epoch": 0}
+    expected = ((body.producer_id, body.producer_epoch)
+                if request.api_version >= FIRST_EXPECTED_PRODUCER_VERSION else (-1, -1))
+    result = await broker.txn_coordinator.init_producer_id(
+        body.transactional_id, body.transaction_timeout_ms, *expected)
+    return {"throttle_time_ms": 0,
+            "error_code": txn_errors.for_version(ApiKey.INIT_PRODUCER_ID, request.api_version,
+                                                 result.error_code),
+            "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}

@@ -16,9 +16,9 @@ import asyncio
 import logging
 import time
 
-from kcore.coordinator.group.manager import StoreError
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
+from kcore.coordinator.internal_log import StoreError
 from kcore.handlers.base import BrokerFacade
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode

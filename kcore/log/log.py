@@ -42,6 +42,7 @@ from kcore.log.file_slice import FileSlice
 from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
+from kcore.log.txn_index import AbortedTxn
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -100,6 +101,8 @@ class Log:
         self._leader_epoch_cache = LeaderEpochCache.in_directory(self.dir)
         self.clock = now_ms
         self._roll_jitter_ms = config.random_segment_jitter()  # the active segment's
+        # Marker offset of the newest aborted transaction indexed (None: not read yet).
+        self._max_aborted_offset: int | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -362,6 +365,42 @@ class Log:
                     break
         return slices
 
+    # -- transactions ------------------------------------------------------------------------
+    def append_aborted_txn(self, entry: AbortedTxn) -> None:
+        """Index an aborted transaction in the segment holding its marker.
+        A marker indexed already (producer state replayed over it after a
+        restart or a truncation) is ignored: entries only ever grow."""
+        if entry.last_offset <= self._last_aborted_offset() \
+                or not self._log_start_offset <= entry.last_offset < self._log_end_offset:
+            return
+        i = bisect.bisect_right(self._bases, entry.last_offset) - 1
+        self._segments[i].txn_index.append(entry)
+        self._max_aborted_offset = entry.last_offset
+
+    def _last_aborted_offset(self) -> int:
+        if self._max_aborted_offset is None:
+            self._max_aborted_offset = max(
+                (s.txn_index.last_offset for s in reversed(self._segments)
+                 if s.txn_index.path.exists()), default=-1)
+        return self._max_aborted_offset
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_offset), for
+        a read_committed fetch (Kafka ``collectAbortedTransactions``). The
+        scan goes on past ``upper_offset`` until an entry's last stable
+        offset reaches it: a transaction that began below it may have been
+        aborted by a later marker."""
+        if self._last_aborted_offset() < fetch_offset:
+            return []
+        found: list[AbortedTxn] = []
+        start = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        for segment in self._segments[start:]:
+            entries = segment.txn_index.collect(fetch_offset, upper_offset)
+            found.extend(entries)
+            if any(e.last_stable_offset >= upper_offset for e in entries):
+                break
+        return found
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start
         offset whose timestamp is >= ``timestamp``, or None. The special
@@ -407,6 +446,7 @@ class Log:
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._max_aborted_offset = None
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -419,6 +459,7 @@ class Log:
         self._log_end_offset = self._log_start_offset = self._recovery_point = offset
         self._dir_dirty = True
         self._leader_epoch_cache.clear()
+        self._max_aborted_offset = None
 
     # -- retention ---------------------------------------------------------------------------
     def delete_old_segments(self, high_watermark: int | None = None) -> int:
@@ -522,6 +563,8 @@ class Log:
                              f"{old_segments[0].base_offset}")
         stem = self.dir / segment_name(base_offset)
         names = [stem.with_name(stem.name + suffix) for suffix in _SWAP_ORDER]
+        # The cleaned segment keeps the aborted transactions of those it replaces.
+        carried = [entry for old in old_segments for entry in old.txn_index.entries]
         try:
             for name in names:
                 os.replace(f"{name}{CLEANED_SUFFIX}", f"{name}{SWAP_SUFFIX}")
@@ -532,6 +575,9 @@ class Log:
                 os.replace(f"{name}{SWAP_SUFFIX}", name)
             fsync_dir(self.dir)
             segment = LogSegment.open(self.dir, base_offset, self.config)
+            for entry in carried:
+                segment.txn_index.append(entry)
+            segment.txn_index.flush()
         except OSError as exc:
             raise KafkaStorageError(f"cannot swap cleaned segment {stem}: {exc}") from exc
         self._segments[start:start + len(old_segments)] = [segment]

@@ -7,12 +7,23 @@ batch that repeats one of them is a retry: it is answered with the original
 offsets and not appended again. Otherwise its first sequence must follow the
 last one (wrapping from 2**31-1 to 0), or start at 0 under a newer epoch.
 
+Transactions: a producer's first transactional batch opens its
+transaction (its offset bounds the last stable offset); a marker (control
+batch) closes it, after two checks: the marker's producer epoch may not be
+older than the producer's (INVALID_PRODUCER_EPOCH) and its coordinator
+epoch not older than the last marker's (TRANSACTION_COORDINATOR_FENCED: a
+deposed coordinator). A marker under a newer epoch (a timed-out
+transaction aborted by its coordinator) makes that epoch the producer's,
+fencing its older batches.
+
 Snapshot `<offset>.snapshot` in the partition directory (big-endian):
 
-    i16 version=1 | u32 crc32c(of everything after it) | i32 count |
+    i16 version=2 | u32 crc32c(of everything after it) | i32 count |
     count x (i64 producer_id, i16 epoch, i32 first_seq, i32 last_seq,
              i64 first_offset, i64 last_offset, i64 timestamp,
-             i64 current_txn_first_offset)
+             i64 current_txn_first_offset, i32 coordinator_epoch)
+
+Version 1 (no coordinator_epoch) is read too.
 
 `offset` is the log end offset the snapshot covers; batches after it are
 replayed from the log on load. Only the newest batch per producer goes into
@@ -35,8 +46,9 @@ from kcore.protocol.errors import ErrorCode
 BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1
 SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 2
 _HEADER = struct.Struct(">hIi")
-_ENTRY = struct.Struct(">qhiiqqqq")
+_ENTRIES = {1: struct.Struct(">qhiiqqqq"), 2: struct.Struct(">qhiiqqqqi")}
 
 
 class ProducerStateError(Exception):
@@ -64,6 +76,8 @@ class ProducerEntry:
     last_timestamp: int = 0
     # First offset of the open transaction, -1 when none (read_committed LSO).
     current_txn_first_offset: int = -1
+    # Coordinator epoch of the last marker (-1 before any).
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -139,7 +153,8 @@ class ProducerStateManager:
         """Record an appended batch (also used when replaying the log)."""
         entry = self.producers.get(producer_id)
         if entry is None or epoch > entry.epoch:
-            entry = ProducerEntry(producer_id, epoch)
+            coordinator_epoch = entry.coordinator_epoch if entry is not None else -1
+            entry = ProducerEntry(producer_id, epoch, coordinator_epoch=coordinator_epoch)
             self.producers[producer_id] = entry
             self._open_transactions.pop(producer_id, None)
         if first_seq >= 0:
@@ -151,11 +166,39 @@ class ProducerStateManager:
             entry.current_txn_first_offset = first_offset
             self._open_transactions[producer_id] = first_offset
 
-    def end_transaction(self, producer_id: int) -> None:
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Raise ProducerStateError when a marker may not be written."""
         entry = self.producers.get(producer_id)
-        if entry is not None:
-            entry.current_txn_first_offset = -1
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"marker of producer {producer_id} has epoch {epoch}, older than {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise ProducerStateError(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}")
+
+    def complete_transaction(self, producer_id: int, epoch: int, coordinator_epoch: int,
+                             timestamp: int) -> int:
+        """A marker was appended: close the producer's transaction. Returns
+        the first offset of the transaction it closed, -1 when none was open
+        (a marker for a partition the transaction never wrote)."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            entry = ProducerEntry(
+                producer_id, epoch,
+                current_txn_first_offset=entry.current_txn_first_offset if entry else -1,
+                coordinator_epoch=entry.coordinator_epoch if entry else -1)
+            self.producers[producer_id] = entry
+        first_offset = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
         self._open_transactions.pop(producer_id, None)
+        return first_offset
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction, None when none is."""
@@ -181,14 +224,15 @@ class ProducerStateManager:
         body = bytearray(struct.pack(">i", len(self.producers)))
         for entry in self.producers.values():
             last = entry.batches[-1] if entry.batches else BatchMetadata(-1, -1, -1, -1, -1)
-            body += _ENTRY.pack(entry.producer_id, entry.epoch, last.first_seq, last.last_seq,
-                                last.first_offset, last.last_offset, entry.last_timestamp,
-                                entry.current_txn_first_offset)
+            body += _ENTRIES[SNAPSHOT_VERSION].pack(
+                entry.producer_id, entry.epoch, last.first_seq, last.last_seq, last.first_offset,
+                last.last_offset, entry.last_timestamp, entry.current_txn_first_offset,
+                entry.coordinator_epoch)
         crc = crc32c(bytes(body))
         path = self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
         tmp = path.with_suffix(".snapshot.tmp")
         with open(tmp, "wb") as handle:
-            handle.write(struct.pack(">hI", 1, crc) + body)
+            handle.write(struct.pack(">hI", SNAPSHOT_VERSION, crc) + body)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -221,13 +265,15 @@ class ProducerStateManager:
             return False
         version, crc, count = _HEADER.unpack_from(data)
         body = data[6:]
-        if version != 1 or crc32c(body) != crc or len(body) != 4 + count * _ENTRY.size:
+        layout = _ENTRIES.get(version)
+        if layout is None or crc32c(body) != crc or len(body) != 4 + count * layout.size:
             return False
         for i in range(count):
             (pid, epoch, first_seq, last_seq, first_offset, last_offset, timestamp,
-             txn_first) = _ENTRY.unpack_from(body, 4 + i * _ENTRY.size)
+             txn_first, *rest) = layout.unpack_from(body, 4 + i * layout.size)
             entry = ProducerEntry(pid, epoch, last_timestamp=timestamp,
-                                  current_txn_first_offset=txn_first)
+                                  current_txn_first_offset=txn_first,
+                                  coordinator_epoch=rest[0] if rest else -1)
             if first_seq >= 0:
                 entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset,
                                                    last_offset, timestamp))

@@ -5,6 +5,7 @@ Files (Kafka's layout; the name is the base offset as 20 digits)::
     00000000000000001234.log        RecordBatch v2 after RecordBatch v2
     00000000000000001234.index      sparse offset index (offset_index.py)
     00000000000000001234.timeindex  sparse time index (time_index.py)
+    00000000000000001234.txnindex   aborted transactions (txn_index.py; only once one is)
 
 The ``.log`` is appended with pwrite at the tracked size (preallocated when
 ``preallocate`` is set, so its file length may exceed the data). Offsets
@@ -31,6 +32,7 @@ from kcore.log.errors import CorruptRecordError, KafkaStorageError
 from kcore.log.file_slice import FileSlice
 from kcore.log.offset_index import OffsetIndex
 from kcore.log.time_index import TimeIndex
+from kcore.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kcore.protocol.records import RecordBatch
 
 LOG_SUFFIX = ".log"
@@ -74,6 +76,7 @@ class LogSegment:
                 self.log_path.unlink(missing_ok=True)
                 stem.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
             raise KafkaStorageError(f"cannot open the indexes of {self.log_path}: {exc}") from exc
+        self.txn_index = TransactionIndex(stem.with_suffix(TXN_INDEX_SUFFIX))
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -159,6 +162,7 @@ class LogSegment:
                                              self.config.index_interval_bytes)
         if end < file_size:
             os.ftruncate(self.fd, end)
+        self.txn_index.truncate_to(next_offset)
         self.size = end
         self.offset_index.write_entries(index_entries)
         self.time_index.write_entries(time_entries)
@@ -334,6 +338,7 @@ class LogSegment:
         position = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - position
         os.ftruncate(self.fd, position)
         self.size = position
@@ -365,6 +370,7 @@ class LogSegment:
             os.fdatasync(self.fd)
             self.offset_index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
         except OSError as exc:
             raise KafkaStorageError(f"cannot flush {self.log_path}: {exc}") from exc
 
@@ -381,6 +387,8 @@ class LogSegment:
         self.trim()
         for item in (self.offset_index, self.time_index):
             item.rename(item.path.with_name(item.path.name + DELETED_SUFFIX))
+        self.txn_index.rename_to(self.txn_index.path.with_name(
+            self.txn_index.path.name + DELETED_SUFFIX))
         deleted = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
         os.replace(self.log_path, deleted)
         self.log_path = deleted
@@ -388,7 +396,8 @@ class LogSegment:
 
     def delete_files(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path,
+                     self.txn_index.path):
             path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:

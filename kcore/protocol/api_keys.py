@@ -15,7 +15,8 @@ AlterPartition) are pinned: kcore brokers and controllers send only the
 version in ``INTER_BROKER_VERSIONS``: the first flexible one, or the
 first with a field the design needs (StopReplica v3: per-partition
 leader_epoch and delete_partition; AlterPartition v1:
-leader_recovery_state). The older versions in ``SUPPORTED_VERSIONS``
+leader_recovery_state). The transaction coordinator sends WriteTxnMarkers
+v1 (flexible) to partition leaders. The older versions in ``SUPPORTED_VERSIONS``
 decode and encode but nothing sends them. A key is
 advertised only once the broker has a handler for it (server/broker.py),
 so a range here without a handler is not offered to clients.
@@ -128,13 +129,13 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 4),
     ApiKey.DELETE_TOPICS: (1, 3),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
-    ApiKey.END_TXN: (0, 2),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 1),
@@ -145,6 +146,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.ALTER_PARTITION: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
 }
 
 # The one version each broker-to-broker request is sent at (module docstring).
@@ -154,4 +158,5 @@ INTER_BROKER_VERSIONS: dict[ApiKey, int] = {
     ApiKey.UPDATE_METADATA: 6,
     ApiKey.CONTROLLED_SHUTDOWN: 3,
     ApiKey.ALTER_PARTITION: 1,
+    ApiKey.WRITE_TXN_MARKERS: 1,
 }

@@ -38,6 +38,7 @@ import asyncio
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ from kcore.log.errors import LogError
 from kcore.log.log import AppendInfo, Log
 from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
+from kcore.log.txn_index import AbortedTxn
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters
@@ -128,6 +130,9 @@ class Partition:
         self._replica_waiters: list[asyncio.Future] = []  # followers: the log grew
         self._hw_waiters = HighWatermarkWaiters()         # acks=all produce
         self._syncer: GroupCommitSyncer | None = None  # once one was used
+        # (marker offset, first offset) of transactions ended by a marker the
+        # HW does not cover yet, in marker order (last_stable_offset).
+        self._unreplicated_txns: deque[tuple[int, int]] = deque()
         self._load_producer_state()
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
@@ -363,22 +368,101 @@ class Partition:
         fetcher reports the new offset only once it resolved), else None."""
         durable = self.durable
         info = self._append_to_log(records, assign_offsets=False)
-        self._update_producers_from(info.batches)
+        self._update_producers_from((header, records) for header in info.batches)
         if not durable:
             self._synced_offset = self.log.log_end_offset
             return None
         return self._make_durable(syncer, records, info.first_offset)
 
-    def _update_producers_from(self, batches: Iterable[BatchHeader]) -> None:
-        for batch in batches:
+    def _update_producers_from(self, batches: Iterable[tuple[BatchHeader, Buffer]]) -> None:
+        """Producer state after appended or replayed batches, each with the
+        buffer its ``position`` points into (markers are read from it)."""
+        for batch, data in batches:
             if batch.producer_id < 0:
                 continue
             if batch.is_control:
-                self.producers.end_transaction(batch.producer_id)
+                self._replay_marker(batch, data)
                 continue
             self.producers.update(batch.producer_id, batch.producer_epoch, batch.base_sequence,
                                   batch.last_offset_delta, batch.base_offset, batch.max_timestamp,
                                   batch.is_transactional)
+
+    def _replay_marker(self, header: BatchHeader, data: Buffer) -> None:
+        view = memoryview(data)[header.position:header.position + header.size_in_bytes]
+        batch = record_codec.RecordBatch(view)
+        try:
+            commit = batch.control_type is record_codec.ControlType.COMMIT
+            coordinator_epoch = batch.coordinator_epoch
+        except record_codec.CorruptRecordError as exc:
+            logger.warning("%s-%d: unreadable marker at offset %d: %s", self.topic, self.index,
+                           header.base_offset, exc)
+            return
+        self._complete_transaction(header.producer_id, header.producer_epoch, coordinator_epoch,
+                                   header.base_offset, commit, header.max_timestamp)
+
+    # -- transactions ------------------------------------------------------------------
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                          commit: bool, syncer: GroupCommitSyncer | None = None) -> ProduceResult:
+        """WriteTxnMarkers on the leader: end ``producer_id``'s transaction
+        here with a COMMIT or ABORT control batch. Raises PartitionError
+        (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH,
+        TRANSACTION_COORDINATOR_FENCED); the caller waits for the ISR as
+        for an acks=all produce."""
+        if not self.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is not the leader of "
+                                 f"{self.topic}-{self.index}")
+        if len(self.isr) < self.configs["min.insync.replicas"]:
+            raise PartitionError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                 f"ISR {self.isr} is smaller than min.insync.replicas="
+                                 f"{self.configs['min.insync.replicas']}")
+        try:
+            self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        except ProducerStateError as exc:
+            raise PartitionError(exc.error_code, str(exc)) from None
+        timestamp = now_ms()
+        batch = record_codec.build_control_batch(
+            record_codec.ControlType.COMMIT if commit else record_codec.ControlType.ABORT,
+            producer_id=producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch, timestamp=timestamp)
+        durable = self.durable
+        info = self._append_to_log(batch)
+        self._complete_transaction(producer_id, producer_epoch, coordinator_epoch,
+                                   info.first_offset, commit, timestamp)
+        self._wake_replica_waiters()
+        result = ProduceResult(info.first_offset, -1, self.log.log_start_offset,
+                               required_offset=info.last_offset + 1)
+        if not durable:
+            self._synced_offset = self.log.log_end_offset
+            self.maybe_increment_high_watermark()
+            return result
+        result.durable = self._make_durable(syncer, batch, info.first_offset)
+        return result
+
+    def _complete_transaction(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                              marker_offset: int, commit: bool, timestamp: int) -> None:
+        """A marker is in the log (leader or follower): the transaction is
+        over, but stays unstable until the high watermark passes its marker
+        (Kafka's unreplicated transactions), so a read_committed consumer
+        never reads past a marker a new leader might not have."""
+        first_offset = self.producers.complete_transaction(producer_id, producer_epoch,
+                                                           coordinator_epoch, timestamp)
+        if first_offset < 0:
+            return
+        self._unreplicated_txns.append((marker_offset, first_offset))
+        if not commit:
+            self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
+                                                   self._stable_offset_after(marker_offset)))
+
+    def _stable_offset_after(self, marker_offset: int) -> int:
+        """The last stable offset once the transaction ended at
+        ``marker_offset`` is replicated: the oldest transaction still open
+        or unreplicated, else the offset after the marker."""
+        candidates = [first for marker, first in self._unreplicated_txns if marker != marker_offset]
+        unstable = self.producers.first_unstable_offset()
+        if unstable is not None:
+            candidates.append(unstable)
+        return min(candidates) if candidates else marker_offset + 1
 
     def update_follower_high_watermark(self, leader_high_watermark: int,
                                        leader_log_start_offset: int) -> None:
@@ -585,8 +669,17 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
+        """Below the HW and below the first offset of every transaction that
+        is open, or ended by a marker the HW does not cover yet."""
+        high_watermark = self.high_watermark
+        unreplicated = self._unreplicated_txns
+        while unreplicated and unreplicated[0][0] < high_watermark:
+            unreplicated.popleft()
         unstable = self.producers.first_unstable_offset()
-        return self.high_watermark if unstable is None else min(self.high_watermark, unstable)
+        if unreplicated:
+            oldest = min(first for _, first in unreplicated)
+            unstable = oldest if unstable is None else min(unstable, oldest)
+        return high_watermark if unstable is None else min(high_watermark, unstable)
 
     @property
     def log_start_offset(self) -> int:
@@ -657,12 +750,15 @@ class Partition:
     def _load_producer_state(self) -> None:
         start = max(self.producers.load_snapshot(self.log.log_end_offset),
                     self.log.log_start_offset)
+        self._unreplicated_txns = deque(entry for entry in self._unreplicated_txns
+                                        if entry[0] < self.log.log_end_offset)
         self._update_producers_from(iter_batch_headers(self.log, start))
 
 
-def iter_batch_headers(log: Log, start_offset: int) -> Iterator[BatchHeader]:
-    """Batch headers from start_offset to the log end, read from the segment
-    files with pread (headers only are parsed; records are skipped)."""
+def iter_batch_headers(log: Log, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Batch headers from start_offset to the log end, each with the chunk
+    it was read from, with pread (headers only are parsed; records are
+    skipped)."""
     offset = start_offset
     while offset < log.log_end_offset:
         slices = log.read(offset, REPLAY_CHUNK, min_one_message=True)
@@ -675,4 +771,4 @@ def iter_batch_headers(log: Log, start_offset: int) -> Iterator[BatchHeader]:
                 header = native_records.parse_batch_header(data, position)
                 position += header.size_in_bytes
                 offset = header.last_offset + 1
-                yield header
+                yield header, data

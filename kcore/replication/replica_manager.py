@@ -33,6 +33,7 @@ from kcore.log.manager import LogManager
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition
+from kcore.replication.txn_markers import TxnMarkerWriter
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class ReplicaManager:
         # Called with the names of topics UpdateMetadata says were deleted
         # (the group coordinator drops their committed offsets).
         self.deleted_topic_listeners: list[Callable[[set[str]], object]] = []
+        # WriteTxnMarkers on the partitions this broker leads.
+        self.txn_markers = TxnMarkerWriter(self)
         self._checkpointed_hw = log_manager.read_high_watermarks()
 
     def effective_configs(self, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,9 @@ from kcore.controller.metadata import BrokerInfo
 from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
 from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from kcore.coordinator.txn.coordinator import TransactionCoordinator
+from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
+from kcore.coordinator.txn.markers import MarkerSender
 from kcore.handlers import HANDLERS
 from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
@@ -72,6 +75,10 @@ class Broker:
                                  config["offsets.topic.replication.factor"]))
         self.replica_manager.leadership_listeners.append(self.group_coordinator.on_leadership_change)
         self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
+        self.replica_manager.txn_markers.completion_listeners.append(
+            self.group_coordinator.on_txn_marker)
+        self.txn_coordinator = self._make_txn_coordinator()
+        self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
@@ -94,11 +101,14 @@ class Broker:
             raise ConfigError(str(exc)) from None
         log.info("%s", durability)
         self.group_coordinator.manager.syncer = self.log_syncer
+        self.txn_coordinator.manager.syncer = self.log_syncer
+        self.replica_manager.txn_markers.syncer = self.log_syncer
         if self.log_syncer is not None:
             self.log_manager.before_delete.append(self.log_syncer.forget)
             if self.log_syncer.journal is not None and self.config.topic_defaults()["flush.messages"] == 1:
                 await self.log_syncer.journal.prepare()
         self.group_coordinator.start()
+        self.txn_coordinator.start()
         self._start_fetchers()
         await self.controller.start()
         self._delete_stray_logs()
@@ -124,6 +134,21 @@ class Broker:
             self.config["replica.lag.time.max.ms"] / 2000, self.replica_manager.maybe_shrink_isr)))
         log.info("broker %d started (cluster id %s, %d partitions)", self.config.broker_id,
                  self.controller.cluster_id, len(self.replica_manager.partitions))
+
+    def _make_txn_coordinator(self) -> TransactionCoordinator:
+        config = self.config
+        # A node without ZooKeeper keeps one replica of internal topics.
+        replication_factor = (config["transaction.state.log.replication.factor"]
+                              if config["zookeeper.connect"] else 1)
+        manager = TransactionStateManager(self.controller, self.replica_manager, TxnConfig(
+            config["transaction.state.log.num.partitions"], replication_factor,
+            config["transaction.state.log.min.isr"], config["transaction.state.log.segment.bytes"],
+            config["transaction.max.timeout.ms"], config["transactional.id.expiration.ms"],
+            config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+            config["transaction.remove.expired.transaction.cleanup.interval.ms"]))
+        markers = MarkerSender(config.broker_id, self.replica_manager.metadata_cache,
+                               self.replica_manager.txn_markers)
+        return TransactionCoordinator(manager, self.producer_ids.next_id, markers)
 
     def _make_controller(self):
         """The local controller of a single node, the controller seam of one
@@ -207,6 +232,7 @@ class Broker:
         if self.log_syncer is not None:
             await self.log_syncer.close()
         self.group_coordinator.shutdown()
+        self.txn_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)

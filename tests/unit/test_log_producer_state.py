@@ -83,7 +83,7 @@ def test_first_unstable_offset_tracks_open_transactions(tmp_path):
     state.update(1, 0, 1, 0, 14, 0, is_transactional=True)  # same transaction: still from 10
     state.update(3, 0, 0, 0, 15, 0)  # idempotent only: never unstable
     assert state.first_unstable_offset() == 10
-    state.end_transaction(1)
+    state.complete_transaction(1, 0, 0, 0)
     assert state.first_unstable_offset() == 12
     state.write_snapshot(20)
     reloaded = ProducerStateManager(tmp_path)

@@ -23,7 +23,8 @@ Empty/Stable -> PreparingRebalance (members rejoin) -> CompletingRebalance
   member id take over their old member's id and assignment without a
   rebalance; the old id is fenced.
 
-Offsets, listing and deletion live in offsets.py (OffsetOperations).
+Offsets, listing and deletion live in offsets.py (OffsetOperations),
+transactional offset commits in txn_offsets.py (TxnOffsetOperations).
 
 Concurrency contract: not thread-safe. Everything runs on one event loop;
 each public method mutates state only before its first await, so no two
@@ -39,9 +40,11 @@ from typing import Any
 
 from kcore.config import BrokerConfig
 from kcore.coordinator.group.group import GroupMetadata, JoinResult, MemberMetadata, SyncResult
-from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager, StoreError
+from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
 from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
+from kcore.coordinator.group.txn_offsets import TxnOffsetOperations
+from kcore.coordinator.internal_log import StoreError
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 
@@ -106,7 +109,7 @@ class JoinRequest:
     protocols: list[tuple[str, bytes]]
 
 
-class GroupCoordinator(OffsetOperations):
+class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
     """Every group of this broker (see module doc)."""
 
     def __init__(self, config: GroupConfig, manager: GroupMetadataManager):
@@ -157,6 +160,7 @@ class GroupCoordinator(OffsetOperations):
             else:
                 group = GroupMetadata(group_id)
             group.offsets = loaded.offsets
+            group.pending_txn_offsets = loaded.pending_txn
             self.groups[group_id] = group
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)

@@ -115,6 +115,9 @@ class GroupMetadata:
         self.pending_members: set[str] = set()
         self.static_members: dict[str, str] = {}
         self.offsets: dict[tuple[str, int], OffsetValue] = {}
+        # TxnOffsetCommit offsets per producer id, applied at its COMMIT
+        # marker and dropped at ABORT (Kafka's pendingTransactionalOffsetCommits).
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = {}
         self.subscribed_topics: set[str] | None = None
         # Set when a member joins during the first rebalance's initial delay,
         # which then waits one more delay (Kafka's InitialDelayedJoin).

@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kcore.controller.base import Controller
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from kcore.coordinator.internal_log import ACKS_ALL, StoreError, append_replicated, iter_log_batches
 from kcore.log.durability import GroupCommitSyncer
-from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
@@ -53,22 +51,11 @@ OFFSETS_TOPIC_SEGMENT_BYTES = 104_857_600
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact",
                          "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
                          "compression.type": "producer"}
-# Replay reads this much log per read; Kafka's offsets.load.buffer.size is 5 MiB.
-LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 # Distinct group ids remembered by partition_for before the cache restarts.
 PARTITION_CACHE_SIZE = 100_000
-ACKS_ALL = -1
 # How long an offset commit waits for the ISR to copy it (Kafka's
 # offsets.commit.timeout.ms default).
 OFFSETS_COMMIT_TIMEOUT_S = 5.0
-
-
-class StoreError(Exception):
-    """An append to __consumer_offsets failed with Kafka error `error_code`."""
-
-    def __init__(self, error_code: int, message: str = ""):
-        super().__init__(message)
-        self.error_code = error_code
 
 
 @dataclass
@@ -76,6 +63,9 @@ class LoadedGroup:
     """What the log says of one group after replay."""
     value: GroupValue | None = None
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    # Offsets committed by transactions whose marker is not in the log yet,
+    # per producer id: they count once a COMMIT marker arrives.
+    pending_txn: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
 
 
 class GroupMetadataManager:
@@ -139,13 +129,15 @@ class GroupMetadataManager:
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
-               syncer: GroupCommitSyncer | None = None, wait: bool = False) -> asyncio.Future | None:
+               syncer: GroupCommitSyncer | None = None, wait: bool = False,
+               producer: tuple[int, int] | None = None) -> asyncio.Future | None:
         """Append (key, value) records of one group as one batch with
         acks=all; raises StoreError with the partition's error code. With
         ``wait``, returns a future that completes once the batch is durable
         (flush.messages=1 with the broker's ``syncer``) and replicated to
         the ISR, failing with StoreError otherwise; None when both hold
-        already."""
+        already. ``producer`` (id, epoch) makes the batch part of that
+        producer's transaction."""
         if not entries:
             return None
         partition = self.replica_manager.get(OFFSETS_TOPIC, self.partition_for(group_id))
@@ -154,21 +146,17 @@ class GroupMetadataManager:
                              f"this broker does not lead the {OFFSETS_TOPIC} partition of "
                              f"group {group_id!r}")
         timestamp = int(time.time() * 1000)
+        producer_id, producer_epoch = producer if producer is not None else (-1, -1)
         batch = record_codec.build_batch(
-            [record_codec.Record(key=key, value=value, timestamp=timestamp) for key, value in entries])
-        try:
-            result = partition.append_records_to_leader(memoryview(batch), ACKS_ALL, syncer)
-        except PartitionError as exc:
-            raise StoreError(exc.error_code, exc.message) from None
+            [record_codec.Record(key=key, value=value, timestamp=timestamp) for key, value in entries],
+            producer_id=producer_id, producer_epoch=producer_epoch,
+            is_transactional=producer is not None)
         if not wait:
-            return result.durable
-        replicated = partition.wait_for_replicas(result.required_offset)
-        if replicated is None and result.durable is None:
-            code = partition.acks_all_error()
-            if code != ErrorCode.NONE:
-                raise StoreError(code, "the in-sync replicas are too few")
-            return None
-        return asyncio.ensure_future(_committed(result.durable, replicated))
+            try:
+                return partition.append_records_to_leader(memoryview(batch), ACKS_ALL, syncer).durable
+            except PartitionError as exc:
+                raise StoreError(exc.error_code, exc.message) from None
+        return append_replicated(partition, batch, syncer, OFFSETS_COMMIT_TIMEOUT_S)
 
     def store_group(self, group_id: str, value: GroupValue) -> None:
         self.append(group_id, [(offsets_records.encode_group_key(group_id),
@@ -182,6 +170,15 @@ class GroupMetadataManager:
                                        offsets_records.encode_offset_value(value))
                                       for (topic, partition), value in offsets.items()],
                            self.syncer if wait else None, wait)
+
+    def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                          offsets: dict[tuple[str, int], OffsetValue]) -> asyncio.Future | None:
+        """TxnOffsetCommit: the offsets as part of the producer's
+        transaction; the returned future completes once the ISR has them."""
+        return self.append(group_id, [(offsets_records.encode_offset_key(group_id, topic, partition),
+                                       offsets_records.encode_offset_value(value))
+                                      for (topic, partition), value in offsets.items()],
+                           self.syncer, True, (producer_id, producer_epoch))
 
     def tombstones(self, group_id: str, offsets: list[tuple[str, int]],
                    include_group: bool) -> None:
@@ -203,7 +200,7 @@ class GroupMetadataManager:
             return loaded
         count = self._replay_partition(partition, loaded)
         groups = {group_id: item for group_id, item in loaded.items()
-                  if item.value is not None or item.offsets}
+                  if item.value is not None or item.offsets or item.pending_txn}
         log.log(logging.INFO if count else logging.DEBUG, "replayed %d records of %s-%d: %d groups",
                 count, OFFSETS_TOPIC, index, len(groups))
         return groups
@@ -211,7 +208,7 @@ class GroupMetadataManager:
     def _replay_partition(self, partition: Partition, loaded: dict[str, LoadedGroup]) -> int:
         pending_txn: dict[int, list[record_codec.Record]] = {}
         count = 0
-        for batch in _iter_log_batches(partition):
+        for batch in iter_log_batches(partition):
             if batch.is_control:
                 records = pending_txn.pop(batch.producer_id, [])
                 if batch.control_type is record_codec.ControlType.COMMIT:
@@ -221,24 +218,9 @@ class GroupMetadataManager:
                 pending_txn.setdefault(batch.producer_id, []).extend(batch.records())
                 continue
             count += _apply_all(batch.records(), loaded)
+        for producer_id, records in pending_txn.items():
+            _apply_pending(producer_id, records, loaded)
         return count
-
-
-async def _committed(durable: asyncio.Future | None,
-                     replicated: asyncio.Future | None) -> None:
-    """Durable first (a failed fsync is a storage error), then replicated."""
-    if durable is not None:
-        try:
-            await durable
-        except LogError as exc:
-            raise StoreError(exc.error_code, str(exc) or "fsync failed") from exc
-    if replicated is not None:
-        try:
-            code = await asyncio.wait_for(replicated, OFFSETS_COMMIT_TIMEOUT_S)
-        except TimeoutError:
-            code = ErrorCode.REQUEST_TIMED_OUT
-        if code != ErrorCode.NONE:
-            raise StoreError(code, "the offsets were not replicated")
 
 
 def _apply_all(items: list[record_codec.Record], loaded: dict[str, LoadedGroup]) -> int:
@@ -248,6 +230,20 @@ def _apply_all(items: list[record_codec.Record], loaded: dict[str, LoadedGroup])
         except offsets_records.RecordFormatError as exc:
             log.warning("%s: skipping record at offset %s: %s", OFFSETS_TOPIC, record.offset, exc)
     return len(items)
+
+
+def _apply_pending(producer_id: int, items: list[record_codec.Record],
+                   loaded: dict[str, LoadedGroup]) -> None:
+    """Offsets of a transaction still open at the log end (no marker yet)."""
+    for record in items:
+        try:
+            key = offsets_records.decode_key(record.key) if record.key is not None else None
+            if isinstance(key, OffsetKey) and record.value is not None:
+                value = offsets_records.decode_offset_value(record.value)
+                entry = loaded.setdefault(key.group, LoadedGroup())
+                entry.pending_txn.setdefault(producer_id, {})[(key.topic, key.partition)] = value
+        except offsets_records.RecordFormatError as exc:
+            log.warning("%s: skipping record at offset %s: %s", OFFSETS_TOPIC, record.offset, exc)
 
 
 def _apply(record: record_codec.Record, loaded: dict[str, LoadedGroup]) -> None:
@@ -262,23 +258,3 @@ def _apply(record: record_codec.Record, loaded: dict[str, LoadedGroup]) -> None:
             entry.offsets[(key.topic, key.partition)] = offsets_records.decode_offset_value(record.value)
     elif isinstance(key, GroupKey):
         entry.value = None if record.value is None else offsets_records.decode_group_value(record.value)
-
-
-def _iter_log_batches(partition: Partition) -> Iterator[record_codec.RecordBatch]:
-    """Every batch of a partition's log up to its log end offset: a new
-    leader's log is the partition's truth, and what lies past its high
-    watermark becomes committed as the followers copy it (Kafka loads to
-    the log end too)."""
-    offset = partition.log_start_offset
-    while offset < partition.log_end_offset:
-        slices = partition.read_for_follower(offset, LOAD_CHUNK_BYTES)
-        if not slices:
-            return
-        start = offset
-        for file_slice in slices:
-            data = os.pread(file_slice.fd, file_slice.size, file_slice.position)
-            for batch in record_codec.iter_batches(data):
-                offset = max(offset, batch.next_offset)
-                yield batch
-        if offset == start:
-            return

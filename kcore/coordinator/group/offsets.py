@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING
 
 from kcore.coordinator.group import consumer_protocol
 from kcore.coordinator.group.group import GroupMetadata, MemberMetadata, now_ms
-from kcore.coordinator.group.manager import GroupMetadataManager, StoreError
+from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
+from kcore.coordinator.internal_log import StoreError
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:  # coordinator.py imports this module
@@ -279,7 +280,7 @@ class OffsetOperations:
         in Kafka (the next expiry pass or compaction settles the log)."""
         for key in offsets:
             group.offsets.pop(key, None)
-        if group.is_state(GroupState.EMPTY) and not group.offsets:
+        if group.is_state(GroupState.EMPTY) and not group.offsets and not group.pending_txn_offsets:
             group.transition_to(GroupState.DEAD)
         is_dead = group.is_state(GroupState.DEAD)
         if is_dead and self.groups.get(group.group_id) is group:

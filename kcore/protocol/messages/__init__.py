@@ -20,6 +20,8 @@ from kcore.protocol.messages import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     elect_leaders,
     end_txn,
     fetch,
@@ -32,6 +34,7 @@ from kcore.protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -87,6 +90,9 @@ _MODULES = {
     ApiKey.OFFSET_DELETE: offset_delete,
     ApiKey.ALTER_PARTITION: alter_partition,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: list_transactions,
 }
 
 REQUESTS: dict[int, Message] = {int(key): module.REQUEST for key, module in _MODULES.items()}

@@ -1,6 +1,7 @@
-"""TxnOffsetCommit (api key 28): commit offsets inside a transaction; versions 0-2.
+"""TxnOffsetCommit (api key 28): commit offsets inside a transaction; versions 0-3.
 
-Versions: v1 behaviour bump (throttling); v2 committed_leader_epoch.
+Versions: v1 behaviour bump (throttling); v2 committed_leader_epoch; v3 is
+flexible and carries the consumer's group generation and member (KIP-447).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 TxnOffsetCommitRequest.json and TxnOffsetCommitResponse.json (field names: snake_case of
@@ -15,6 +16,9 @@ REQUEST = Message(
         Field("group_id", "string", "0+"),
         Field("producer_id", "int64", "0+"),
         Field("producer_epoch", "int16", "0+"),
+        Field("generation_id", "int32", "3+", default=-1),
+        Field("member_id", "string", "3+", default=""),
+        Field("group_instance_id", "string", "3+", nullable="3+", default=None),
         Field("topics", "[]TxnOffsetCommitRequestTopic", "0+", fields=[
             Field("name", "string", "0+"),
             Field("partitions", "[]TxnOffsetCommitRequestPartition", "0+", fields=[

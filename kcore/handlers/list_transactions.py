@@ -1,0 +1,31 @@
+"""ListTransactions (key 66): the transactional ids this broker
+coordinates, filtered by state names, producer ids and (v1) how long the
+transaction has been open. Admin clients ask every broker."""
+from __future__ import annotations
+
+import time
+
+from kcore.coordinator.txn.state import TransactionState
+from kcore.handlers.base import BrokerFacade
+from kcore.protocol.errors import ErrorCode
+
+KNOWN_STATES = frozenset(state.kafka_name for state in TransactionState)
+
+
+async def handle(broker: BrokerFacade, context, request):
+    body = request.body
+    states = set(body.state_filters)
+    duration = body.duration_filter if request.api_version >= 1 else -1
+    now = int(time.time() * 1000)
+    listed = broker.txn_coordinator.list_transactions(states & KNOWN_STATES,
+                                                      set(body.producer_id_filters))
+    if states and not states & KNOWN_STATES:
+        listed = []  # only unknown states asked for: nothing matches
+    if duration >= 0:
+        listed = [m for m in listed if m.start_ms >= 0 and now - m.start_ms > duration]
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+            "unknown_state_filters": sorted(states - KNOWN_STATES),
+            "transaction_states": [{"transactional_id": m.transactional_id,
+                                    "producer_id": m.producer_id,
+                                    "transaction_state": m.state.kafka_name}
+                                   for m in sorted(listed, key=lambda m: m.transactional_id)]}
