@@ -19,7 +19,9 @@ What a pass does (Kafka ``Cleaner.doClean``):
    sizes sum to at most segment.bytes merged into one, into
    ``<base>.log.cleaned`` (+ ``.index.cleaned``, ``.timeindex.cleaned``).
    A record stays when it has a key, is the latest for it (keys absent from
-   the map stay) and is not a tombstone past its delete horizon. Retained
+   the map stay) and is not a tombstone past its delete horizon. Records of
+   aborted transactions (the segments' ``.txnindex``) go whatever their
+   keys; only the header of a producer's last batch stays. Retained
    batches keep their offsets (cleaner_records.py); a batch left unchanged
    is copied as it was.
 4. The files are checked (native recovery scan, which also builds the
@@ -153,6 +155,10 @@ class CleaningTask:
         self._offset_map: dict[bytes, int] = {}
         self._producer_last_offsets: dict[int, int] = {}
         self._txn_has_data: dict[int, bool] = {}
+        # producer id -> (first offset, marker offset) of its aborted transactions.
+        self._aborted: dict[int, list[tuple[int, int]]] = {}
+        for txn in log.collect_aborted_txns(log.log_start_offset, first_uncleanable_offset):
+            self._aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
         self._next_horizon: int | None = None
         self._count = 0  # segments this pass covers, from the first
         self._fds: list[int] = []
@@ -352,6 +358,11 @@ class CleaningTask:
         if header.is_control:
             return self._clean_control_batch(batch, header)
         producer_id = header.producer_id
+        if header.is_transactional and self._is_aborted(producer_id, header.base_offset):
+            self.stats.records_read += header.records_count
+            if self._producer_last_offsets.get(producer_id) == header.last_offset:
+                return empty_batch(header)
+            return None
         horizon = header.delete_horizon_ms
         drop_tombstones = horizon is not None and self.now_ms >= horizon
         section = records_section(batch, header.attributes)
@@ -382,6 +393,9 @@ class CleaningTask:
         records = rebase_timestamps(records, header.base_timestamp - horizon)
         return build_batch(header, records, kept.retained, header.attributes | DELETE_HORIZON_FLAG_MASK,
                            horizon)
+
+    def _is_aborted(self, producer_id: int, offset: int) -> bool:
+        return any(first <= offset <= last for first, last in self._aborted.get(producer_id, ()))
 
     def _clean_control_batch(self, batch: bytes, header: BatchHeader) -> bytes | bytearray | None:
         producer_id = header.producer_id

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from kcore.log.cleaner_records import has_null_key
+from kcore.log.txn_index import AbortedTxn
 from kcore.protocol.compression import CompressionType
 from kcore.protocol.records import ControlType, Record, build_batch, build_control_batch
 from tests.support.cleaner import clean, fill, keyed_batch, latest_of, read_batches, records_of
@@ -123,12 +124,13 @@ def test_a_producers_last_batch_is_kept_as_an_empty_header(open_log):
     assert latest_of(log) == {b"k": (3, b"newest")}
 
 
-def test_aborted_transactions_never_hide_a_committed_value(open_log):
+def test_aborted_transactions_are_removed_and_never_hide_a_committed_value(open_log):
     log = open_log(segment_bytes=1 << 16, delete_retention_ms=1_000, **COMPACT)
     log.append(keyed_batch([(b"k", b"committed")]), 0)                                   # 0
     log.append(keyed_batch([(b"k", b"aborted")], producer_id=5, producer_epoch=0,
                            base_sequence=0, is_transactional=True), 0)                    # 1
     log.append(build_control_batch(ControlType.ABORT, producer_id=5, producer_epoch=0), 0)  # 2
+    log.append_aborted_txn(AbortedTxn(5, 1, 2, 3))  # what the partition indexes at the marker
     log.append(keyed_batch([(b"j", b"txn")], producer_id=6, producer_epoch=0,
                            base_sequence=0, is_transactional=True), 0)                    # 3
     log.append(build_control_batch(ControlType.COMMIT, producer_id=6, producer_epoch=0), 0)  # 4
@@ -138,19 +140,37 @@ def test_aborted_transactions_never_hide_a_committed_value(open_log):
     log.roll()
     clean(log, now_ms=10_000)
     offsets = [(b.base_offset, b.is_control) for b in read_batches(log)]
-    # The committed value stays: the aborted record is not in the offset map.
-    assert (0, False) in offsets and (1, False) in offsets
+    # The aborted record goes; the committed value of its key stays.
+    assert (0, False) in offsets and (1, False) not in offsets
+    assert latest_of(log)[b"k"] == (0, b"committed")
     # Markers stay, stamped with a horizon; the committed txn record was superseded.
     assert (2, True) in offsets and (4, True) in offsets and (3, False) not in offsets
     markers = [b for b in read_batches(log) if b.is_control]
     assert all(b.delete_horizon_ms == 11_000 for b in markers)
     assert markers[0].control_type is ControlType.ABORT
+    # The cleaned segment still indexes the abort (a fetch from before it needs it).
+    assert [t.producer_id for t in log.collect_aborted_txns(0, 8)] == [5]
 
     clean(log, now_ms=11_000)
     offsets = [(b.base_offset, b.is_control) for b in read_batches(log)]
-    assert (2, True) in offsets, "an abort marker stays while its aborted record does"
+    assert (2, True) not in offsets, "an abort marker whose records are gone goes after its horizon"
     assert (4, True) not in offsets, "a commit marker of an emptied transaction goes after its horizon"
     assert latest_of(log)[b"j"] == (5, b"later")
+
+
+def test_an_aborted_producers_marker_outlives_its_horizon_as_its_last_batch(open_log):
+    log = open_log(segment_bytes=1 << 16, delete_retention_ms=1_000, **COMPACT)
+    log.append(keyed_batch([(b"k", b"aborted")], producer_id=9, producer_epoch=2,
+                           base_sequence=4, is_transactional=True), 0)                    # 0
+    log.append(build_control_batch(ControlType.ABORT, producer_id=9, producer_epoch=2), 0)  # 1
+    log.append_aborted_txn(AbortedTxn(9, 0, 1, 2))
+    log.append(keyed_batch([(b"k", b"other")]), 0)                                       # 2
+    log.roll()
+    clean(log, now_ms=0)
+    clean(log, now_ms=5_000)
+    batches = read_batches(log)
+    assert [(b.base_offset, b.is_control) for b in batches] == [(1, True), (2, False)]
+    assert (batches[0].producer_id, batches[0].producer_epoch) == (9, 2)
 
 
 def test_cleaned_segments_merge_while_under_segment_bytes(open_log):
