@@ -120,8 +120,8 @@ class KcoreBatchReader(_Driver, DataSourceReader):
                 self._cluster = None
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        assert isinstance(partition, RangePartition)
-        yield from read_range(partition.range, self.options)
+        if isinstance(partition, RangePartition):  # Spark reads InputPartition(None) when none is planned
+            yield from read_range(partition.range, self.options)
 
 
 class KcoreStreamReader(_Driver, DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -165,8 +165,8 @@ class KcoreStreamReader(_Driver, DataSourceStreamReader, SupportsTriggerAvailabl
         return self._tasks(starts, finish, watermarks)
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        assert isinstance(partition, RangePartition)
-        yield from read_range(partition.range, self.options)
+        if isinstance(partition, RangePartition):  # Spark reads InputPartition(None) when none is planned
+            yield from read_range(partition.range, self.options)
 
     def commit(self, end: dict) -> None:
         """Spark keeps the offsets in its checkpoint; nothing goes to Kafka."""
