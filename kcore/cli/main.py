@@ -1,10 +1,10 @@
-"""`kcore` command line: broker, topics, produce, consume, groups, dump-log, bench."""
+"""`kcore` command line: broker, topics, produce, consume, groups, status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from kcore.cli import bench, client_commands, dump_log, groups
+from kcore.cli import bench, client_commands, dump_log, groups, status
 from kcore.cli import broker as broker_cmd
 
 
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, dump_log, bench]
+    return [broker_cmd, client_commands, groups, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,3 +96,11 @@ def test_stream_offsets_are_sparks_kafka_json():
     as_json = offsets.to_json({("b", 1): 5, ("a", 0): 7, ("a", 10): 1})
     assert as_json == {"a": {"0": 7, "10": 1}, "b": {"1": 5}}
     assert offsets.from_json(as_json) == {("b", 1): 5, ("a", 0): 7, ("a", 10): 1}
+
+
+def test_spark_finds_the_source_as_the_default_source_of_a_pyspark_module():
+    from pyspark.sql.datasource import DataSource
+
+    import pyspark_kcore
+    assert issubclass(pyspark_kcore.DefaultSource, DataSource)
+    assert pyspark_kcore.DefaultSource.name() == "kcore"
