@@ -86,6 +86,13 @@ def _processes(text: str) -> int | str:
     return count
 
 
+def _http_listeners(text: str) -> list[str]:
+    items = _list(text)
+    for item in items:
+        split_http_listener(item)
+    return items
+
+
 def _ratio(text: str) -> float:
     value = float(text.strip())
     if not 0.0 <= value <= 1.0:
@@ -121,6 +128,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"],
          "Addresses to listen on: NAME://host:port, comma separated."),
     _key("advertised.listeners", _list, None, "Addresses given to clients in Metadata; defaults to listeners."),
+    _key("http.listeners", _http_listeners, ["http://127.0.0.1:9644"],
+         "Addresses serving /metrics (Prometheus text format), comma separated; empty disables."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,
@@ -390,6 +399,14 @@ def split_listener(item: str) -> tuple[str, str, int]:
     if port > 65535:
         raise ConfigError(f"listener {item!r} has port {port} > 65535")
     return match.group(1).upper(), host, port
+
+
+def split_http_listener(item: str) -> tuple[str, int]:
+    """http://host:port -> (host, port); port 0 picks a free one."""
+    match = re.match(r"^http://(\[[^\]]*\]|[^:/]*):(\d+)/?$", item.strip())
+    if match is None or int(match.group(2)) > 65535:
+        raise ValueError(f"{item!r} is not http://host:port")
+    return match.group(1).strip("[]"), int(match.group(2))
 
 
 def _parse_value(name: str, parse: Callable[[str], Any], text: str) -> Any:

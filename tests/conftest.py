@@ -21,3 +21,12 @@ def broker_factory(tmp_path):
 @pytest.fixture
 def broker(broker_factory):
     return broker_factory()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The run's one Spark session (tests/support/spark.py)."""
+    from tests.support.spark import spark_session
+    session = spark_session()
+    yield session
+    session.stop()

@@ -8,7 +8,8 @@ machine's load hits every config alike; every config gets a fresh broker
 per round, which runs each workload of the sweep once.
 
 Built-in sweeps (``SWEEPS``): peers, durability, disk, network, codecs,
-processes (num.processes 1/2/4/8 beside noida-db and tansu).
+processes (num.processes 1/2/4/8 beside noida-db and tansu), metrics
+(/metrics served or not: the cost of the counters on the data path).
 """
 from __future__ import annotations
 
@@ -86,8 +87,16 @@ def processes_sweep() -> list[Config]:
     return configs + [Config("noida", "noida"), Config("tansu", "tansu")]  # in memory anyway
 
 
+def metrics_sweep() -> list[Config]:
+    """http.listeners on (port 0: no clash with a broker on 9644) and off;
+    off also drops the per-request observer (latency, error codes)."""
+    return [_kcore("metrics on", overrides=(("http.listeners", "http://127.0.0.1:0"),)),
+            _kcore("metrics off", overrides=(("http.listeners", ""),))]
+
+
 SWEEPS = {"peers": peers_sweep, "durability": durability_sweep, "disk": disk_sweep,
-          "network": network_sweep, "codecs": codecs_sweep, "processes": processes_sweep}
+          "network": network_sweep, "codecs": codecs_sweep, "processes": processes_sweep,
+          "metrics": metrics_sweep}
 
 
 class Sweep:

@@ -15,6 +15,7 @@ from kcore.controller.base import Controller
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
 
@@ -49,3 +50,5 @@ class BrokerFacade(Protocol):
     def log_syncer(self) -> GroupCommitSyncer | None: ...
     @property
     def api_versions(self) -> dict[ApiKey, tuple[int, int]]: ...
+    @property
+    def stats(self) -> BrokerStats: ...

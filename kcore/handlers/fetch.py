@@ -40,10 +40,12 @@ async def handle(broker: BrokerFacade, context, request):
                                                         replica_id)
         remaining = deadline - loop.time()
         if ready or total >= max(body.min_bytes, 1) or remaining <= 0:
+            _count_bytes_out(broker, responses, replica_id >= 0)
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
                     "responses": responses}
-        await broker.replica_manager.wait_for_data(partitions, remaining,
-                                                   for_replica=replica_id >= 0)
+        with broker.stats.delayed_fetch:  # Kafka's fetch purgatory
+            await broker.replica_manager.wait_for_data(partitions, remaining,
+                                                       for_replica=replica_id >= 0)
 
 
 def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: int):
@@ -112,6 +114,14 @@ def _aborted(partition, fetch_offset: int, slices: list) -> list[dict]:
     return [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
             for txn in partition.log.collect_aborted_txns(fetch_offset,
                                                           partition.last_stable_offset)]
+
+
+def _count_bytes_out(broker, responses: list, follower: bool) -> None:
+    """BytesOut / ReplicationBytesOut of the answer (not of the passes
+    that found too little and waited)."""
+    for topic in responses:
+        size = sum(piece.size for result in topic["partitions"] for piece in result["records"] or ())
+        broker.stats.topics.record_fetch(topic["topic"], size, follower)
 
 
 def _missing_code(broker, topic: str, index: int) -> int:

@@ -73,7 +73,8 @@ async def handle(broker: BrokerFacade, context, request):
     if durable:
         await _wait_durable(durable)
     if replicated:
-        await _wait_replicated(replicated, body.timeout_ms / 1000)
+        with broker.stats.delayed_produce:  # Kafka's produce purgatory
+            await _wait_replicated(replicated, body.timeout_ms / 1000)
     return {"responses": responses, "throttle_time_ms": 0}
 
 
@@ -163,4 +164,7 @@ def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)
         return AppendOutcome(exc.error_code, exc.message or None, record_errors=exc.record_errors)
+    if not result.duplicate:
+        broker.stats.topics.record_produce(topic, len(data.records),
+                                           result.required_offset - result.base_offset)
     return AppendOutcome(ErrorCode.NONE, result=result, partition=partition)

@@ -69,6 +69,7 @@ import errno
 import functools
 import logging
 import os
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -81,6 +82,7 @@ from kcore.log.errors import KafkaStorageError, SyncFailedError
 from kcore.log.journal import DEFAULT_JOURNAL_BYTES
 from kcore.log.journal_rounds import JournalRounds
 from kcore.log.log import Log
+from kcore.metrics import LOG_FLUSH_STATS
 
 log = logging.getLogger(__name__)
 
@@ -360,7 +362,7 @@ class _LogState:
 
 
 class _Round:
-    __slots__ = ("state", "target", "newest_base", "remaining", "error", "fds")
+    __slots__ = ("state", "target", "newest_base", "remaining", "error", "fds", "appends", "started")
 
     def __init__(self, state: _LogState, target: int, newest_base: int):
         self.state = state
@@ -369,6 +371,8 @@ class _Round:
         self.remaining = 0
         self.error = 0
         self.fds: list[tuple[int, bool]] = []  # (dup of the fd, datasync)
+        self.appends = len(state.waiters)
+        self.started = time.monotonic()
 
 
 class GroupCommitSyncer:
@@ -533,6 +537,7 @@ class GroupCommitSyncer:
         state = round_.state
         state.in_flight = False
         self._rounds_in_flight -= 1
+        LOG_FLUSH_STATS.record_round(round_.appends, (time.monotonic() - round_.started) * 1000)
         if round_.error:
             message = f"fdatasync in {state.log.dir} failed: {os.strerror(round_.error)}"
             log.error("%s; unsynced data will be truncated", message)

@@ -23,6 +23,7 @@ import errno
 import functools
 import logging
 import os
+import time
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from typing_extensions import Buffer
 
 from kcore.log.errors import KafkaStorageError, LogError, SyncFailedError
 from kcore.log.journal import Journal, RoundBuffer
+from kcore.metrics import LOG_FLUSH_STATS
 
 if TYPE_CHECKING:  # durability.py imports this module
     from kcore.log.durability import GroupCommitSyncer, _LogState
@@ -46,7 +48,7 @@ MAX_ROUNDS_IN_FLIGHT = 4
 
 
 class _Round:
-    __slots__ = ("buffer", "view", "waiters", "finished", "error")
+    __slots__ = ("buffer", "view", "waiters", "finished", "error", "started")
 
     def __init__(self, buffer: RoundBuffer, view: memoryview | None, waiters: list):
         self.buffer = buffer
@@ -54,6 +56,7 @@ class _Round:
         self.waiters = waiters
         self.finished = False
         self.error = 0
+        self.started = time.monotonic()
 
 
 class _Checkpoint:
@@ -204,6 +207,7 @@ class JournalRounds:
         failed one fails every round after it."""
         round_.error = error
         round_.finished = True
+        LOG_FLUSH_STATS.record_round(len(round_.waiters), (time.monotonic() - round_.started) * 1000)
         while self._in_flight and self._in_flight[0].finished:
             first = self._in_flight.popleft()
             first.view = None  # the backend drops its reference too

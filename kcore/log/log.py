@@ -43,6 +43,7 @@ from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 from kcore.log.txn_index import AbortedTxn
+from kcore.metrics import LOG_FLUSH_STATS
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -600,6 +601,7 @@ class Log:
         """fsync the segments holding offsets [recovery_point, up_to_offset)
         (default: the log end) and move the recovery point there."""
         offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
+        started = time.monotonic() if offset > self._recovery_point or self._dir_dirty else 0.0
         if offset > self._recovery_point:
             for i, segment in enumerate(self._segments):
                 next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
@@ -609,6 +611,8 @@ class Log:
         if self._dir_dirty:
             fsync_dir(self.dir)
             self._dir_dirty = False
+        if started:
+            LOG_FLUSH_STATS.flush_time_ms.observe((time.monotonic() - started) * 1000)
         if offset >= self._log_end_offset:
             self._unflushed_messages = 0
         self._last_flush_ms = self.clock()

@@ -6,7 +6,8 @@ AlterPartition request (KIP-497), keeps one request in flight, and hands
 each partition the controller's answer (``Partition.on_isr_change``). A
 request that fails as a whole answers every partition in it with that
 error, which clears the partition's pending change so it proposes again
-at its next check.
+at its next check. Accepted changes are counted as Kafka's IsrShrinksPerSec
+and IsrExpandsPerSec count them: when the controller's answer is applied.
 
 Not thread-safe: owned by the broker's event loop.
 """
@@ -32,6 +33,8 @@ class AlterPartitionManager:
         self._send = send
         self._pending: dict[TopicPartition, tuple[Partition, list[int]]] = {}
         self._in_flight = False
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     def submit(self, partition: Partition, new_isr: list[int]) -> None:
         self._pending[partition.topic_partition] = (partition, new_isr)
@@ -63,5 +66,13 @@ class AlterPartitionManager:
             if code != ErrorCode.NONE:
                 partition.on_isr_change(code, -1, (), -1)
             else:
+                before = len(partition.isr)
                 partition.on_isr_change(code, answer.leader_epoch, list(answer.isr),
                                         answer.partition_epoch)
+                self._count_change(before, len(partition.isr))
+
+    def _count_change(self, before: int, after: int) -> None:
+        if after < before:
+            self.isr_shrinks += 1
+        elif after > before:
+            self.isr_expands += 1

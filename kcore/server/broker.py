@@ -33,13 +33,17 @@ from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
 from kcore.log.relocate import find_partitions, relocate
+from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.server.connection import KafkaConnection
+from kcore.server.connection import ConnectionContext, KafkaConnection
+from kcore.server.http_listener import HttpListeners
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
+# One debug line per answered request (Kafka's kafka.request.logger).
+request_log = logging.getLogger("kcore.server.requests")
 
 # Producer state is snapshotted this often so that recovery after a crash
 # replays at most this much of the log to rebuild it.
@@ -64,6 +68,8 @@ class Broker:
                                               topic_overrides=self._topic_overrides,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
         self.fetchers: FetcherManager | None = None
+        self.stats = BrokerStats()
+        self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
         self.controller = self._make_controller()
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
@@ -75,6 +81,8 @@ class Broker:
                                  config["offsets.topic.replication.factor"]))
         self.replica_manager.leadership_listeners.append(self.group_coordinator.on_leadership_change)
         self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
+        self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
+        self.http = HttpListeners(self)
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
@@ -118,6 +126,7 @@ class Broker:
                 reuse_address=True, backlog=1024)
             self._servers.append(server)
             log.info("listening on %s://%s:%d", name, host, port)
+        await self.http.start(self.config["http.listeners"])
         await self.controller.register()
         self._tasks.append(loop.create_task(self._every(
             self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))
@@ -173,8 +182,8 @@ class Broker:
             controlled_shutdown=config["controlled.shutdown.enable"],
             controlled_shutdown_retries=config["controlled.shutdown.max.retries"],
             controlled_shutdown_backoff_s=config["controlled.shutdown.retry.backoff.ms"] / 1000)
-        self.replica_manager.isr_change_handler = AlterPartitionManager(
-            controller.alter_partition).submit
+        self.alter_partitions = AlterPartitionManager(controller.alter_partition)
+        self.replica_manager.isr_change_handler = self.alter_partitions.submit
         return controller
 
     def _start_fetchers(self) -> None:
@@ -224,6 +233,7 @@ class Broker:
             await self.fetchers.shutdown()
         for server in self._servers:
             server.close()
+        self.http.close()
         for connection in list(self._connections):
             connection.close()
         for task in self._tasks:
@@ -253,9 +263,35 @@ class Broker:
     def _new_connection(self, listener: str) -> KafkaConnection:
         connection = KafkaConnection(self.dispatch, listener,
                                      self.config["socket.request.max.bytes"],
-                                     next(self._connection_ids), self._connections.discard)
+                                     next(self._connection_ids), self._connections.discard,
+                                     self._request_observer())
         self._connections.add(connection)
+        created = self.stats.connections_created
+        created[listener] = created.get(listener, 0) + 1
         return connection
+
+    def connection_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for connection in self._connections:
+            counts[connection.listener] = counts.get(connection.listener, 0) + 1
+        return counts
+
+    def _request_observer(self):
+        """Request metrics when /metrics is served, the debug line when
+        asked for; neither costs anything otherwise."""
+        if self.config["http.listeners"] or request_log.isEnabledFor(logging.DEBUG):
+            return self._observe_request
+        return None
+
+    def _observe_request(self, context: ConnectionContext, request, size: int, elapsed_s: float,
+                         body) -> None:
+        header = request.header
+        name = self.stats.requests.record(header.api_key, header.api_version, request.body,
+                                          elapsed_s * 1000, body)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("%s v%d from client %r at %s (connection %d): %d bytes, %.3f ms", name,
+                              header.api_version, header.client_id, context.peer,
+                              context.connection_id, size, elapsed_s * 1000)
 
     async def dispatch(self, context, request):
         handler = HANDLERS.get(request.api_key)

@@ -24,6 +24,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -53,15 +54,20 @@ class ConnectionContext:
 
 
 Dispatch = Callable[[ConnectionContext, Any], Awaitable[Any]]
+# (context, request, request size in bytes, seconds to its response body,
+# the body or None): called once per answered request (metrics, debug log).
+Observe = Callable[[ConnectionContext, Any, int, float, Any], None]
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
     """asyncio protocol for one Kafka client connection (see module doc)."""
 
     def __init__(self, dispatch: Dispatch, listener: str, max_request_bytes: int,
-                 connection_id: int, on_close: Callable[[KafkaConnection], None]):
+                 connection_id: int, on_close: Callable[[KafkaConnection], None],
+                 observe: Observe | None = None):
         self._dispatch = dispatch
-        self._listener = listener
+        self._observe = observe
+        self.listener = listener
         self._connection_id = connection_id
         self._on_close = on_close
         self._frames = FrameReader(max_request_bytes)
@@ -95,7 +101,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = transport.get_extra_info("peername")
-        self._context = ConnectionContext(peer, self._listener, self._connection_id)
+        self._context = ConnectionContext(peer, self.listener, self._connection_id)
         self._sender = asyncio.get_running_loop().create_task(self._send_loop())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -153,15 +159,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._reject(f"malformed request: {exc}")
             return
         loop = asyncio.get_running_loop()
-        future = loop.create_task(self._handle(request))
+        future = loop.create_task(self._handle(request, len(frame)))
         self._pending.append(future)
         self._wake_sender()
         if len(self._pending) >= MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
             self._open_transport.pause_reading()
 
-    async def _handle(self, request) -> list | None:
-        body = await self._dispatch(self._open_context, request)
+    async def _handle(self, request, size: int) -> list | None:
+        if self._observe is None:
+            body = await self._dispatch(self._open_context, request)
+        else:
+            started = time.perf_counter()
+            body = await self._dispatch(self._open_context, request)
+            self._observe(self._open_context, request, size, time.perf_counter() - started, body)
         if body is None:  # acks=0 produce: no response at all
             return None
         return protocol.encode_response(request.header, body)

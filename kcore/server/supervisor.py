@@ -4,7 +4,7 @@ Measured reason (PERF.md, 16 cores): one broker process tops out at about
 one core; the node's cores serve it only as several processes. They share
 nothing on the data path: process ``i`` is a full broker with its own
 ``broker.id`` (the node's + i), listener ports (the node's + i, advertised
-ones too), log dirs (``<log dir>/process-<i>``: its own checkpoints, lock
+ones and the http.listeners of /metrics too), log dirs (``<log dir>/process-<i>``: its own checkpoints, lock
 and journal, so a process is exactly a broker and changing the count only
 moves directories) and ``broker.rack`` (the node's, or ``node-<broker.id>``:
 replicas of a partition land on different nodes). Metadata names every
@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcore.config import BrokerConfig, split_listener
+from kcore.config import BrokerConfig, split_http_listener, split_listener
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, read_meta_properties, write_meta_properties
 from kcore.controller.metadata import BrokerInfo
 from kcore.controller.node import NodeController
@@ -93,6 +93,7 @@ class Supervisor:
             "broker.rack": config["broker.rack"] or f"node-{config.broker_id}"})
         settings.pop("log.dir", None)
         settings.pop("node.id", None)
+        settings["http.listeners"] = ",".join(_shift_http(item, index) for item in config["http.listeners"])
         if config["advertised.listeners"]:
             settings["advertised.listeners"] = ",".join(
                 _shift(item, index) for item in config["advertised.listeners"])
@@ -247,6 +248,12 @@ def _shift(listener: str, index: int) -> str:
     name, host, port = split_listener(listener)
     host = f"[{host}]" if ":" in host else host
     return f"{name}://{host}:{port + index if port else 0}"
+
+
+def _shift_http(listener: str, index: int) -> str:
+    host, port = split_http_listener(listener)
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port + index if port else 0}"
 
 
 def _base_of(directory: Path, bases: list[Path]) -> Path:

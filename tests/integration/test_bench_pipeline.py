@@ -19,13 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def spark():
-    session = report.spark_session()
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "runs.jsonl"
     done = subprocess.run([sys.executable, "-m", "kcore.cli.main", "bench", "run", "tiny-max", "tiny-rate",

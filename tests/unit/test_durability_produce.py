@@ -1,7 +1,7 @@
 """The produce handler with flush.messages=1: it answers only after the
 group-commit fsync, and answers KAFKA_STORAGE_ERROR (56) when that fsync
 fails in the kernel; the retry is then appended afresh. Real handler,
-partition, log and syncer; the broker is reduced to the two attributes the
+partition, log and syncer; the broker is reduced to the three attributes the
 handler reads."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from kcore.controller.local import LocalController
 from kcore.handlers import produce
 from kcore.log.durability import GroupCommitSyncer, IoUringBackend
 from kcore.log.manager import LogManager
+from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
 from tests.support.batches import make_batch
@@ -42,7 +43,7 @@ def test_fsync_failure_answers_storage_error_and_the_retry_is_appended_again(tmp
         await controller.start()
         await controller.create_topic("t", 1, 1, {})
         syncer = GroupCommitSyncer(IoUringBackend(loop), loop)
-        broker = SimpleNamespace(replica_manager=replicas, log_syncer=syncer)
+        broker = SimpleNamespace(replica_manager=replicas, log_syncer=syncer, stats=BrokerStats())
         partition = replicas.get("t", 0)
 
         first = partition_response(await produce.handle(broker, None, produce_request(0)))
