@@ -11,18 +11,25 @@ Kafka ``LogLoader``:
    pending), ``*.cleaned`` (compaction output not yet swapped), ``*.swap``
    without a ``.log.swap``, ``*.tmp``, and index files whose ``.log`` is
    gone.
-3. Every ``<base>.log`` is opened. After a clean shutdown its state comes
-   from the indexes plus a header walk of the tail; an index that is
-   missing or fails its sanity check is rebuilt from the data.
+3. Every ``<base>.log`` is opened. Segments before the active one that
+   need no recovery are lazy (segment.py): their indexes are opened,
+   sanity-checked and if need be rebuilt on first use. The active segment
+   after a clean shutdown gets its state from the indexes plus a header
+   walk of the tail; an index that is missing or fails its sanity check is
+   rebuilt from the data.
 4. After an unclean stop, every segment from the one holding the recovery
-   point onwards is recovered: batches are checked (size, CRC-32C, offsets)
-   and the indexes rebuilt. The first torn or corrupt batch ends the log:
-   its segment is truncated there and every later segment deleted.
+   point onwards is recovered (``LogSegment.recover``): batches past the
+   last trusted index entry below the recovery point are checked (size,
+   CRC-32C, offsets) and their index entries rebuilt. The first torn or
+   corrupt batch ends the log: its segment is truncated there and every
+   later segment deleted. An empty partition costs one directory listing
+   and three opens.
 5. ``Log.open`` then makes the leader epoch cache agree with the log,
-   learning the epochs of the recovered segments' batches
-   (``learn_leader_epochs``).
+   learning the epochs of the recovered batches (``learn_leader_epochs``).
 
-Runs once per partition at startup, before the Log serves anything.
+Runs once per partition at startup, before the Log serves anything; the
+log manager runs it for many partitions at once on
+``num.recovery.threads.per.data.dir`` threads (the scans release the GIL).
 """
 from __future__ import annotations
 
@@ -52,10 +59,11 @@ _HEADERS_PER_READ = 4096
 
 
 class LoadedSegments(NamedTuple):
-    """Every segment, oldest first, and those recovery re-checked."""
+    """Every segment, oldest first, and those recovery re-checked with the
+    position each check started at."""
 
     segments: list[LogSegment]
-    recovered: list[LogSegment]
+    recovered: list[tuple[LogSegment, int]]
 
 
 def complete_swaps(directory: Path) -> int:
@@ -118,38 +126,41 @@ def load_segments(directory: Path, config: LogConfig, recovery_point: int,
     complete_swaps(directory)
     bases = remove_leftovers(directory)
     segments: list[LogSegment] = []
-    recovered: list[LogSegment] = []
+    recovered: list[tuple[LogSegment, int]] = []
     try:
         for i, base in enumerate(bases):
-            segment = LogSegment.open(directory, base, config)
-            segments.append(segment)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
-            unflushed = next_base is None or next_base > recovery_point
-            if (unflushed and not clean_shutdown) or segment.needs_rebuild():
-                removed, reason = segment.recover()
-                recovered.append(segment)
+            unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            segment = LogSegment.open(directory, base, config,
+                                      lazy=next_base is not None and not unflushed)
+            segments.append(segment)
+            if unflushed or (next_base is None and segment.needs_rebuild()):
+                start = recovery_point if unflushed else base
+                removed, reason, position = segment.recover(start)
+                recovered.append((segment, position))
                 if removed:
                     log.warning("%s: recovery cut %d bytes at position %d (%s); deleting %d later "
                                 "segment(s)", segment.log_path, removed, segment.size, reason,
                                 len(bases) - i - 1)
                     _delete_later(directory, bases[i + 1:])
                     break
+                if next_base is not None:
+                    segment.trim()
     except BaseException:
         for segment in segments:
             segment.close()
         raise
-    for segment in segments[:-1]:
-        segment.trim()
     return LoadedSegments(segments, recovered)
 
 
-def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache) -> None:
-    """Assign the epoch of each batch of ``segment`` that is newer than the
-    cache's latest, at the batch's base offset (Kafka ``LogSegment.recover``).
-    Truncation does not fsync the segment, so a crash can bring back batches
-    whose epochs the (fsynced) cache file had already dropped; a lost or
-    malformed cache file is partly rebuilt the same way."""
-    position = 0
+def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache, position: int = 0) -> None:
+    """Assign the epoch of each batch of ``segment`` from ``position`` on
+    that is newer than the cache's latest, at the batch's base offset
+    (Kafka ``LogSegment.recover``). The cache file is flushed before the
+    recovery point moves, so the epochs of batches before where recovery
+    started are in it. Truncation does not fsync the segment, so a crash
+    can bring back batches whose epochs the cache file had already
+    dropped; a lost or malformed cache file is partly rebuilt the same way."""
     while position < segment.size:
         headers, position = native_segment.batch_headers(segment.fd, position, segment.size,
                                                          _HEADERS_PER_READ)

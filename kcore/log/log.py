@@ -125,7 +125,7 @@ class Log:
             log._load_leader_epochs(recovered)
         return log
 
-    def _load_leader_epochs(self, recovered: list[LogSegment]) -> None:
+    def _load_leader_epochs(self, recovered: list[tuple[LogSegment, int]]) -> None:
         """Make the cache read from its file agree with the loaded log
         (Kafka ``LogLoader``): entries at or after the log end were assigned
         before batches a crash lost, recovered segments teach the epochs of
@@ -137,8 +137,8 @@ class Log:
                            "unknown", self.dir, LEADER_EPOCH_CHECKPOINT,
                            self._log_start_offset, self._log_end_offset)
         cache.truncate_from_end(self._log_end_offset)
-        for segment in recovered:
-            learn_leader_epochs(segment, cache)
+        for segment, position in recovered:
+            learn_leader_epochs(segment, cache, position)
         cache.truncate_from_start(self._log_start_offset)
 
     # -- properties -------------------------------------------------------------------
@@ -528,7 +528,7 @@ class Log:
             for name in names:
                 os.replace(f"{name}{SWAP_SUFFIX}", name)
             fsync_dir(self.dir)
-            segment = LogSegment.open(self.dir, base_offset, self.config)
+            segment = LogSegment.open(self.dir, base_offset, self.config, lazy=True)
         except OSError as exc:
             raise KafkaStorageError(f"cannot swap cleaned segment {stem}: {exc}") from exc
         self._segments[start:start + len(old_segments)] = [segment]
