@@ -149,6 +149,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.index.size.max.bytes", _at_least(4), 10485760,
          "Maximum offset index size; a full index rolls the segment."),
     _key("log.index.interval.bytes", _at_least(0), 4096, "Bytes between sparse index entries."),
+    _key("num.recovery.threads.per.data.dir", _at_least(1), 1,
+         "Threads per log dir that open the partition logs at start and recover them after a crash."),
     _key("log.flush.interval.messages", _at_least(1), LONG_MAX,
          "Messages between forced flushes (1 = sync every message before ack)."),
     _key("log.flush.interval.ms", int, None, "Maximum time data waits in the page cache before a flush."),

@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -99,6 +100,11 @@ class Log:
         self._dir_dirty = False
         self._leader_epoch_cache = LeaderEpochCache.in_directory(self.dir)
         self.clock = now_ms
+        # Called when a truncation moved the recovery point back: recovery
+        # trusts the index entries below the checkpointed recovery point,
+        # so the checkpoint must not stay above data written anew (the log
+        # manager writes it, as Kafka's LogManager.truncateTo does).
+        self.recovery_point_lowered: Callable[[Log], None] | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -401,10 +407,16 @@ class Log:
         active.truncate_to(offset)
         active.make_active()
         self._log_end_offset = active.next_offset
-        self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._lower_recovery_point(self._log_end_offset)
         return True
+
+    def _lower_recovery_point(self, offset: int) -> None:
+        if offset < self._recovery_point:
+            self._recovery_point = offset
+            if self.recovery_point_lowered is not None:
+                self.recovery_point_lowered(self)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart the log, empty, at ``offset``."""
@@ -413,9 +425,13 @@ class Log:
         segment = LogSegment.create(self.dir, offset, self.config)
         self._segments = [segment]
         self._bases = [offset]
-        self._log_end_offset = self._log_start_offset = self._recovery_point = offset
+        self._log_end_offset = self._log_start_offset = offset
         self._dir_dirty = True
         self._leader_epoch_cache.clear()
+        if offset < self._recovery_point:
+            self._lower_recovery_point(offset)
+        else:
+            self._recovery_point = offset
 
     # -- retention ---------------------------------------------------------------------------
     def delete_old_segments(self, high_watermark: int | None = None) -> int:
@@ -552,6 +568,7 @@ class Log:
         (default: the log end) and move the recovery point there."""
         offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
         if offset > self._recovery_point:
+            self._leader_epoch_cache.flush()
             for i, segment in enumerate(self._segments):
                 next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
                 if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
@@ -570,8 +587,13 @@ class Log:
             segment.config = config
 
     def close(self) -> None:
-        """Trim the active segment's preallocated files and close
-        everything (the caller flushes first for a clean shutdown)."""
+        """Write the leader epoch file if it lacks a change, trim the
+        active segment's files and close everything (the caller flushes
+        first for a clean shutdown)."""
+        try:
+            self._leader_epoch_cache.flush()
+        except KafkaStorageError as exc:  # the segments still close; recovery relearns epochs
+            logger.error("%s: %s", self.dir, exc)
         for segment in self._segments:
             if segment.fd >= 0:
                 segment.trim()

@@ -47,7 +47,8 @@ class Broker:
         _check_data_dir(self.data_dir)
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
-                                      high_watermark_of=self._high_watermark_of)
+                                      high_watermark_of=self._high_watermark_of,
+                                      recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"])
         self.log_cleaner = LogCleaner(self.log_manager, config["log.cleaner.backoff.ms"],
                                       enabled=config["log.cleaner.enable"])
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
