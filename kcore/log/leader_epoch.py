@@ -73,7 +73,8 @@ class LeaderEpochCache:
     @classmethod
     def in_directory(cls, directory: Path | str) -> LeaderEpochCache:
         """The cache of the partition directory ``directory``."""
-        return cls(LeaderEpochCheckpointFile(Path(directory) / LEADER_EPOCH_CHECKPOINT))
+        directory = directory if isinstance(directory, Path) else Path(directory)
+        return cls(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
 
     def _load(self) -> list[EpochEntry]:
         try:
@@ -176,11 +177,12 @@ class LeaderEpochCache:
         self._unflushed = True
         self._set(entries)
 
-    def flush(self) -> None:
-        """Write the file durably when it lacks a change."""
+    def flush(self, sync: bool = True) -> None:
+        """Write the file (durably unless ``sync`` is False: the caller
+        syncs the filesystem) when it lacks a change."""
         if self._unflushed:
             try:
-                self.checkpoint.write(self._entries)
+                self.checkpoint.write(self._entries, durable=sync)
             except OSError as exc:
                 raise KafkaStorageError(f"cannot write {self.checkpoint.path}: {exc}") from exc
             self._unflushed = False

@@ -44,13 +44,21 @@ from kcore._native import segment as native_segment
 from kcore.log.checkpoints import fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.leader_epoch import LeaderEpochCache
-from kcore.log.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from kcore.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_name,
+)
 
 log = logging.getLogger(__name__)
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
 _SWAP_FILE = re.compile(r"^(\d{20})\.log\.swap$")
+_SNAPSHOT_FILE = re.compile(r"^\d{20}\.snapshot$")
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex")
 # Batch headers read per native call while learning epochs: 4096 headers
 # (61 bytes each, under 1 MiB as Python objects) bound the memory of a round
@@ -59,11 +67,13 @@ _HEADERS_PER_READ = 4096
 
 
 class LoadedSegments(NamedTuple):
-    """Every segment, oldest first, and those recovery re-checked with the
-    position each check started at."""
+    """Every segment, oldest first, those recovery re-checked with the
+    position each check started at, and the offsets of the producer state
+    snapshots in the directory (the one listing a start makes of it)."""
 
     segments: list[LogSegment]
     recovered: list[tuple[LogSegment, int]]
+    snapshot_offsets: list[int]
 
 
 def complete_swaps(directory: Path) -> int:
@@ -101,14 +111,14 @@ def _segment_bases(directory: Path) -> list[int]:
                   if (match := _SEGMENT_FILE.match(name)) and match.group(2) == LOG_SUFFIX)
 
 
-def remove_leftovers(directory: Path) -> list[int]:
-    """Delete interrupted-operation files; return the base offsets of the
-    ``.log`` files, sorted."""
-    names = {path.name: path for path in directory.iterdir()}
+def remove_leftovers(directory: Path, names: set[str]) -> list[int]:
+    """Delete interrupted-operation files among ``names`` (the directory's
+    listing, updated); return the base offsets of the ``.log`` files,
+    sorted."""
     bases = set()
-    for name, path in names.items():
+    for name in list(names):
         if name.endswith(_LEFTOVER_SUFFIXES):
-            path.unlink(missing_ok=True)
+            _unlink(directory, name, names)
             continue
         match = _SEGMENT_FILE.match(name)
         if match is None:
@@ -116,23 +126,37 @@ def remove_leftovers(directory: Path) -> list[int]:
         if match.group(2) == LOG_SUFFIX:
             bases.add(int(match.group(1)))
         elif match.group(1) + LOG_SUFFIX not in names:
-            path.unlink(missing_ok=True)
+            _unlink(directory, name, names)
     return sorted(bases)
+
+
+def _unlink(directory: Path, name: str, names: set[str]) -> None:
+    try:
+        os.unlink(os.path.join(directory, name))
+    except FileNotFoundError:
+        pass
+    names.discard(name)
 
 
 def load_segments(directory: Path, config: LogConfig, recovery_point: int,
                   clean_shutdown: bool) -> LoadedSegments:
     """Open (and where needed recover) every segment, oldest first."""
-    complete_swaps(directory)
-    bases = remove_leftovers(directory)
+    names = set(os.listdir(directory))
+    if any(_SWAP_FILE.match(name) for name in names) and complete_swaps(directory):
+        names = set(os.listdir(directory))
+    bases = remove_leftovers(directory, names)
+    snapshot_offsets = [int(name[:20]) for name in names if _SNAPSHOT_FILE.match(name)]
     segments: list[LogSegment] = []
     recovered: list[tuple[LogSegment, int]] = []
     try:
         for i, base in enumerate(bases):
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            stem = segment_name(base)
             segment = LogSegment.open(directory, base, config,
-                                      lazy=next_base is not None and not unflushed)
+                                      lazy=next_base is not None and not unflushed,
+                                      indexes_present=stem + INDEX_SUFFIX in names
+                                      and stem + TIME_INDEX_SUFFIX in names)
             segments.append(segment)
             if unflushed or (next_base is None and segment.needs_rebuild()):
                 start = recovery_point if unflushed else base
@@ -150,7 +174,7 @@ def load_segments(directory: Path, config: LogConfig, recovery_point: int,
         for segment in segments:
             segment.close()
         raise
-    return LoadedSegments(segments, recovered)
+    return LoadedSegments(segments, recovered, snapshot_offsets)
 
 
 def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache, position: int = 0) -> None:

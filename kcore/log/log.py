@@ -69,9 +69,9 @@ class AppendInfo(NamedTuple):
     batches: list[BatchHeader]
 
 
-def parse_topic_partition(directory: Path) -> tuple[str, int]:
+def parse_topic_partition(directory: Path | str) -> tuple[str, int]:
     """``orders-3`` -> ("orders", 3); topic names may contain '-'."""
-    topic, _, partition = Path(directory).name.rpartition("-")
+    topic, _, partition = os.path.basename(os.fspath(directory)).rpartition("-")
     if not topic or not partition.isdigit():
         raise ValueError(f"{directory} is not named <topic>-<partition>")
     return topic, int(partition)
@@ -86,7 +86,7 @@ class Log:
 
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
                  log_start_offset: int, recovery_point: int):
-        self.dir = Path(directory)
+        self.dir = directory if isinstance(directory, Path) else Path(directory)
         self.topic, self.partition = parse_topic_partition(self.dir)
         self.config = config
         self._segments = segments
@@ -105,24 +105,32 @@ class Log:
         # so the checkpoint must not stay above data written anew (the log
         # manager writes it, as Kafka's LogManager.truncateTo does).
         self.recovery_point_lowered: Callable[[Log], None] | None = None
+        # Offsets of the producer state snapshots the directory held when
+        # the log opened, for the first partition loading its state (None
+        # once taken: ``take_snapshot_offsets_at_open``).
+        self._snapshot_offsets_at_open: list[int] | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path | str, config: LogConfig | None = None, recovery_point: int = 0,
-             log_start_offset: int = 0, clean_shutdown: bool = False) -> Log:
-        """Open (creating if needed) the partition directory ``path``.
-        Without ``clean_shutdown`` every segment from the one holding
+             log_start_offset: int = 0, clean_shutdown: bool = False, create: bool = True) -> Log:
+        """Open (creating if needed, unless ``create`` is False: the caller
+        found it) the partition directory ``path``. Without
+        ``clean_shutdown`` every segment from the one holding
         ``recovery_point`` is recovered (see loader.py)."""
         config = config or LogConfig()
-        directory = Path(path)
-        parse_topic_partition(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        segments, recovered = load_segments(directory, config, recovery_point, clean_shutdown)
+        directory = path if isinstance(path, Path) else Path(path)
+        if create:
+            parse_topic_partition(directory)
+            directory.mkdir(parents=True, exist_ok=True)
+        segments, recovered, snapshot_offsets = load_segments(directory, config, recovery_point,
+                                                              clean_shutdown)
         if not segments:
             segments = [LogSegment.create(directory, log_start_offset, config)]
         segments[-1].make_active()
         start = max(log_start_offset, segments[0].base_offset)
         log = cls(directory, config, segments, start, recovery_point)
+        log._snapshot_offsets_at_open = snapshot_offsets
         if clean_shutdown:
             log._recovery_point = log._log_end_offset
         if start > log._log_end_offset:
@@ -130,6 +138,12 @@ class Log:
         else:
             log._load_leader_epochs(recovered)
         return log
+
+    def take_snapshot_offsets_at_open(self) -> list[int] | None:
+        """The producer snapshot offsets listed when the log opened, once
+        (a later caller lists the directory itself: files change)."""
+        offsets, self._snapshot_offsets_at_open = self._snapshot_offsets_at_open, None
+        return offsets
 
     def _load_leader_epochs(self, recovered: list[tuple[LogSegment, int]]) -> None:
         """Make the cache read from its file agree with the loaded log
@@ -563,18 +577,21 @@ class Log:
                          f"{self.topic}-{self.partition}")
 
     # -- durability and lifecycle --------------------------------------------------------
-    def flush(self, up_to_offset: int | None = None) -> None:
+    def flush(self, up_to_offset: int | None = None, sync: bool = True) -> None:
         """fsync the segments holding offsets [recovery_point, up_to_offset)
-        (default: the log end) and move the recovery point there."""
+        (default: the log end) and move the recovery point there. With
+        ``sync`` False everything is written but nothing fsynced: the
+        caller syncs the filesystem before it checkpoints the recovery
+        point (a clean shutdown, LogManager.shutdown)."""
         offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
         if offset > self._recovery_point:
-            self._leader_epoch_cache.flush()
+            self._leader_epoch_cache.flush(sync)
             for i, segment in enumerate(self._segments):
                 next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
                 if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
-                    segment.flush()
+                    segment.flush(sync)
             self._recovery_point = offset
-        if self._dir_dirty:
+        if self._dir_dirty and sync:
             fsync_dir(self.dir)
             self._dir_dirty = False
         if offset >= self._log_end_offset:
@@ -586,12 +603,12 @@ class Log:
         for segment in self._segments:
             segment.config = config
 
-    def close(self) -> None:
-        """Write the leader epoch file if it lacks a change, trim the
-        active segment's files and close everything (the caller flushes
-        first for a clean shutdown)."""
+    def close(self, sync: bool = True) -> None:
+        """Write the leader epoch file if it lacks a change (fsynced when
+        ``sync``), trim the active segment's files and close everything
+        (the caller flushes first for a clean shutdown)."""
         try:
-            self._leader_epoch_cache.flush()
+            self._leader_epoch_cache.flush(sync)
         except KafkaStorageError as exc:  # the segments still close; recovery relearns epochs
             logger.error("%s: %s", self.dir, exc)
         for segment in self._segments:

@@ -44,6 +44,7 @@ from kcore.log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
     fsync_dir,
+    sync_filesystem,
 )
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
@@ -55,6 +56,8 @@ log = logging.getLogger(__name__)
 LOCK_FILE = ".lock"
 _PARTITION_DIR = re.compile(r"^.+-\d+$")
 _DELETED_DIR_SUFFIX = "-delete"
+# Distinct topic configs kept parsed (_config_of); a broker has a few.
+_CONFIGS_CACHED = 1024
 
 TopicPartition = tuple[str, int]
 
@@ -90,6 +93,7 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._logs_in: Counter[Path] = Counter()
+        self._configs: dict[tuple, LogConfig] = {}
         self._locks: list[int] = []
         # Called with a Log before it is closed and removed (the group-commit
         # syncer drops its journal entries).
@@ -167,7 +171,7 @@ class LogManager:
         try:
             return Log.open(item.path, self.default_config, recovery_point=item.recovery_point,
                             log_start_offset=item.log_start_offset,
-                            clean_shutdown=item.clean_shutdown)
+                            clean_shutdown=item.clean_shutdown, create=False)
         except BaseException as exc:  # reported once every log was tried
             return exc
 
@@ -204,7 +208,7 @@ class LogManager:
         partitions) when it does not exist. ``configs`` (Kafka topic keys)
         become its config over the defaults."""
         key = (topic, partition)
-        config = LogConfig.from_topic_configs(configs, self.defaults) if configs else self.default_config
+        config = self._config_of(configs)
         existing = self.logs.get(key)
         if existing is not None:
             if configs:
@@ -215,10 +219,24 @@ class LogManager:
         self._register(created, directory)
         return created
 
+    def _config_of(self, configs: Mapping[str, Any] | None) -> LogConfig:
+        """The LogConfig of topic ``configs`` over the defaults, parsed once
+        per distinct configs: every partition of a topic has the same, and
+        parsing them for each of 10,000 partitions took 0.5 s of a start."""
+        if not configs:
+            return self.default_config
+        key = tuple(sorted(configs.items()))
+        config = self._configs.get(key)
+        if config is None:
+            if len(self._configs) >= _CONFIGS_CACHED:
+                self._configs.clear()
+            config = self._configs[key] = LogConfig.from_topic_configs(configs, self.defaults)
+        return config
+
     def update_config(self, topic: str, partition: int, configs: Mapping[str, Any]) -> None:
         existing = self.logs.get((topic, partition))
         if existing is not None:
-            existing.update_config(LogConfig.from_topic_configs(configs, self.defaults))
+            existing.update_config(self._config_of(configs))
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log (renamed ``*-delete`` first, so
@@ -302,14 +320,20 @@ class LogManager:
 
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Clean shutdown: flush every log, write both checkpoints, close
-        the logs and leave ``.kafka_cleanshutdown`` in each dir."""
+        """Clean shutdown: write and close every log, sync each log dir's
+        filesystem once (not ~4 fsyncs per partition), then write both
+        checkpoints and leave ``.kafka_cleanshutdown`` in each dir."""
         for item in self.all_logs():
-            item.flush()
+            item.flush(sync=False)
+            item.close(sync=False)
+        devices = set()
+        for directory in self.log_dirs:
+            device = directory.stat().st_dev
+            if device not in devices:
+                devices.add(device)
+                sync_filesystem(directory)
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
-        for item in self.all_logs():
-            item.close()
         for directory in self.log_dirs:
             (directory / CLEAN_SHUTDOWN_FILE).touch()
             fsync_dir(directory)

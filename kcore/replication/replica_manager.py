@@ -243,7 +243,8 @@ class ReplicaManager:
             self.fetchers.remove_partitions(list(self.partitions))
         for partition in self.partitions.values():
             partition.stop()
-            partition.snapshot_producer_state()
+            # The log manager's shutdown syncs the filesystem after this.
+            partition.snapshot_producer_state(durable=False)
         try:
             self.checkpoint_high_watermarks()
         except Exception as exc:  # KafkaStorageError / OSError: the logs still close

@@ -32,6 +32,7 @@ from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.server.connection import KafkaConnection
+from kcore.server.limits import check_open_file_room, raise_open_file_limit
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,12 @@ class Broker:
         self.config = config
         self.data_dir = config.log_dirs[0]
         _check_data_dir(self.data_dir)
+        open_file_limit = raise_open_file_limit()
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
                                       high_watermark_of=self._high_watermark_of,
                                       recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"])
+        check_open_file_room(open_file_limit, self.log_manager.all_logs())
         self.log_cleaner = LogCleaner(self.log_manager, config["log.cleaner.backoff.ms"],
                                       enabled=config["log.cleaner.enable"])
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
