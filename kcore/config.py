@@ -181,6 +181,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
     _key("queued.max.requests", _at_least(1), 500, "Requests read ahead on one connection before reading pauses."),
     _key("fetch.max.bytes", _at_least(1024), 57671680, "Upper bound on a fetch response's data."),
+    _key("max.incremental.fetch.session.cache.slots", _at_least(0), 1000,
+         "Incremental fetch sessions (KIP-227) kept; 0 answers every fetch without a session."),
     _key("broker.rack", str, None, "Rack of this broker: replicas of a partition go to distinct racks first."),
     _key("replica.lag.time.max.ms", _at_least(1), 30000,
          "A follower that has not caught up with the leader for this long leaves the ISR."),

@@ -123,6 +123,9 @@ class Partition:
         self._waiters: list[asyncio.Future] = []          # consumers: the HW moved
         self._replica_waiters: list[asyncio.Future] = []  # followers: the log grew
         self._hw_waiters = HighWatermarkWaiters()         # acks=all produce
+        # Told (partition, log_grew) whenever the waiters above are woken:
+        # the fetch sessions holding this partition (fetch_session.py).
+        self.change_listener: Callable[[Partition, bool], None] | None = None
         self._syncer: GroupCommitSyncer | None = None  # once one was used
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
@@ -536,6 +539,8 @@ class Partition:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+        if self.change_listener is not None:
+            self.change_listener(self, False)
 
     def _wake_replica_waiters(self) -> None:
         if self._replica_waiters:
@@ -543,6 +548,8 @@ class Partition:
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
+        if self.change_listener is not None:
+            self.change_listener(self, True)
 
     def data_waiter(self, for_replica: bool = False) -> asyncio.Future:
         """A future resolved when a consumer (HW moved) or, with

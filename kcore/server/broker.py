@@ -58,7 +58,9 @@ class Broker:
                                               config.topic_defaults(),
                                               config["producer.id.expiration.ms"],
                                               topic_overrides=self._topic_overrides,
-                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
+                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+                                              fetch_session_cache_slots=config[
+                                                  "max.incremental.fetch.session.cache.slots"])
         self.fetchers: FetcherManager | None = None
         self.controller = self._make_controller()
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
