@@ -21,7 +21,7 @@ import logging
 from operator import itemgetter
 from pathlib import Path
 
-from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
+from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, StagedRenames
 from kcore.log.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
@@ -177,12 +177,13 @@ class LeaderEpochCache:
         self._unflushed = True
         self._set(entries)
 
-    def flush(self, sync: bool = True) -> None:
-        """Write the file (durably unless ``sync`` is False: the caller
-        syncs the filesystem) when it lacks a change."""
+    def flush(self, sync: bool = True, staged: StagedRenames | None = None) -> None:
+        """Write the file when it lacks a change: durably, or when ``sync``
+        is False not (the caller syncs the filesystem), or staged in
+        ``staged`` (renamed once the caller synced the filesystem)."""
         if self._unflushed:
             try:
-                self.checkpoint.write(self._entries, durable=sync)
+                self.checkpoint.write(self._entries, durable=sync, staged=staged)
             except OSError as exc:
                 raise KafkaStorageError(f"cannot write {self.checkpoint.path}: {exc}") from exc
             self._unflushed = False

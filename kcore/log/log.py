@@ -36,7 +36,7 @@ from kcore._native import append as native_append
 from kcore._native import records as native_records
 from kcore._native.batch_layout import TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
-from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
 from kcore.log.file_slice import FileSlice
@@ -577,15 +577,17 @@ class Log:
                          f"{self.topic}-{self.partition}")
 
     # -- durability and lifecycle --------------------------------------------------------
-    def flush(self, up_to_offset: int | None = None, sync: bool = True) -> None:
+    def flush(self, up_to_offset: int | None = None, sync: bool = True,
+              staged: StagedRenames | None = None) -> None:
         """fsync the segments holding offsets [recovery_point, up_to_offset)
         (default: the log end) and move the recovery point there. With
-        ``sync`` False everything is written but nothing fsynced: the
-        caller syncs the filesystem before it checkpoints the recovery
-        point (a clean shutdown, LogManager.shutdown)."""
+        ``sync`` False everything is written but nothing fsynced, and the
+        leader epoch file goes to ``staged``: the caller syncs the
+        filesystem and commits ``staged`` before it checkpoints the
+        recovery point (a clean shutdown, LogManager.shutdown)."""
         offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
         if offset > self._recovery_point:
-            self._leader_epoch_cache.flush(sync)
+            self._leader_epoch_cache.flush(sync, staged)
             for i, segment in enumerate(self._segments):
                 next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
                 if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
@@ -603,17 +605,15 @@ class Log:
         for segment in self._segments:
             segment.config = config
 
-    def close(self, sync: bool = True) -> None:
-        """Write the leader epoch file if it lacks a change (fsynced when
-        ``sync``), trim the active segment's files and close everything
-        (the caller flushes first for a clean shutdown)."""
+    def close(self, sync: bool = True, staged: StagedRenames | None = None) -> None:
+        """Write the leader epoch file if it lacks a change (as ``flush``
+        does), the pending index entries, and close everything (the caller
+        flushes first for a clean shutdown)."""
         try:
-            self._leader_epoch_cache.flush(sync)
+            self._leader_epoch_cache.flush(sync, staged)
         except KafkaStorageError as exc:  # the segments still close; recovery relearns epochs
             logger.error("%s: %s", self.dir, exc)
         for segment in self._segments:
-            if segment.fd >= 0:
-                segment.trim()
             segment.close()
         for _, segment in self._pending_deletes:
             segment.close()

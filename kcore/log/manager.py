@@ -43,6 +43,7 @@ from kcore.log.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
+    StagedRenames,
     fsync_dir,
     sync_filesystem,
 )
@@ -320,18 +321,17 @@ class LogManager:
 
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Clean shutdown: write and close every log, sync each log dir's
-        filesystem once (not ~4 fsyncs per partition), then write both
+        """Clean shutdown: write and close every log (leader epoch files
+        staged), sync each log dir's filesystem once (not ~4 fsyncs per
+        partition), rename the staged files and sync again, then write both
         checkpoints and leave ``.kafka_cleanshutdown`` in each dir."""
+        staged = StagedRenames()
         for item in self.all_logs():
-            item.flush(sync=False)
-            item.close(sync=False)
-        devices = set()
-        for directory in self.log_dirs:
-            device = directory.stat().st_dev
-            if device not in devices:
-                devices.add(device)
-                sync_filesystem(directory)
+            item.flush(sync=False, staged=staged)
+            item.close(sync=False, staged=staged)
+        self._sync_filesystems()
+        staged.commit()
+        self._sync_filesystems()
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         for directory in self.log_dirs:
@@ -341,6 +341,15 @@ class LogManager:
         self._dir_of.clear()
         self._logs_in.clear()
         self._release_locks()
+
+    def _sync_filesystems(self) -> None:
+        """syncfs once per filesystem holding a log dir."""
+        devices = set()
+        for directory in self.log_dirs:
+            device = directory.stat().st_dev
+            if device not in devices:
+                devices.add(device)
+                sync_filesystem(directory)
 
     def _close_all(self) -> None:
         for item in self.logs.values():

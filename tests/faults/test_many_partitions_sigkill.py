@@ -75,6 +75,8 @@ class Load(threading.Thread):
         self.stop.set()
         self.join(10)
         self.producer.flush(1)  # what the dead broker never answered is not acknowledged
+        self.producer.purge()
+        self.producer.flush(0)
 
 
 def test_sigkill_under_load_with_10000_partitions_keeps_every_acknowledged_message(broker_factory):

@@ -28,7 +28,7 @@ class MemoryCheckpoint:
     def read(self):
         return list(self.stored)
 
-    def write(self, entries, durable=True):
+    def write(self, entries, durable=True, staged=None):
         if self.fail_writes:
             raise OSError(28, "No space left on device")
         self.stored = list(entries)

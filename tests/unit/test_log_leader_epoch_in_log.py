@@ -36,7 +36,7 @@ def test_the_epoch_file_is_written_once_before_the_recovery_point_moves(open_log
     checkpoint = log.leader_epoch_cache.checkpoint
     writes = []
     monkeypatch.setattr(checkpoint, "write",
-                        lambda entries, durable: writes.append((list(entries), log.recovery_point)))
+                        lambda entries, durable, staged: writes.append((list(entries), log.recovery_point)))
     for _ in range(5):
         log.append(batch(1), leader_epoch=4)
     log.append(batch(1), leader_epoch=2)  # an older epoch never rewrites history
