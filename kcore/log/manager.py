@@ -26,6 +26,7 @@ Not thread-safe: owned by the broker's event loop.
 """
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import logging
 import os
@@ -95,6 +96,7 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._logs_in: Counter[Path] = Counter()
         self._configs: dict[tuple, LogConfig] = {}
+        self._lowered_dirs: set[Path] = set()  # recovery-point checkpoints to rewrite
         self._locks: list[int] = []
         # Called with a Log before it is closed and removed (the group-commit
         # syncer drops its journal entries).
@@ -289,10 +291,30 @@ class LogManager:
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda item: item.recovery_point)
 
     def _checkpoint_recovery_point_of(self, log_: Log) -> None:
+        """A truncation lowered ``log_``'s recovery point: its dir's
+        checkpoint is rewritten before anything is appended past the cut.
+        On an event loop that is once, after the current callback: a
+        follower truncating thousands of partitions from one
+        OffsetForLeaderEpoch answer writes the file once, not per
+        partition; nothing appends before the loop's next turn."""
         directory = self._dir_of.get((log_.topic, log_.partition))
-        if directory is not None:
+        if directory is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write_lowered_recovery_points([directory])
+            return
+        if not self._lowered_dirs:
+            loop.call_soon(self._write_lowered_recovery_points, None)
+        self._lowered_dirs.add(directory)
+
+    def _write_lowered_recovery_points(self, directories: list[Path] | None) -> None:
+        directories = directories or sorted(self._lowered_dirs)
+        self._lowered_dirs.clear()
+        if self.logs:  # not shut down meanwhile
             self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda item: item.recovery_point,
-                             [directory])
+                             directories)
 
     def checkpoint_log_start_offsets(self) -> None:
         self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda item: item.log_start_offset)

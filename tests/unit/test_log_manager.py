@@ -180,3 +180,27 @@ def test_a_truncation_rewrites_the_recovery_point_checkpoint_at_once(tmp_path):
     log.truncate_fully_and_start_at(2)
     assert OffsetCheckpointFile(checkpoint).read() == {("t", 0): 2}
     manager.shutdown()
+
+
+def test_truncations_in_one_loop_turn_rewrite_the_checkpoint_once(tmp_path, monkeypatch):
+    import asyncio
+    manager = LogManager([tmp_path])
+    logs = [manager.get_or_create_log("t", i) for i in range(20)]
+    for log in logs:
+        for _ in range(5):
+            log.append(make_batch(1), 0)
+        log.flush()
+    writes = []
+    real_write = OffsetCheckpointFile.write
+    monkeypatch.setattr(OffsetCheckpointFile, "write",
+                        lambda self, offsets: writes.append(dict(offsets)) or real_write(self, offsets))
+
+    async def follower_truncates_everything():
+        for log in logs:
+            log.truncate_to(2)
+        assert writes == []  # not yet: before the loop's next turn, nothing appends
+        await asyncio.sleep(0)
+        return list(writes)
+
+    assert asyncio.run(follower_truncates_everything()) == [{("t", i): 2 for i in range(20)}]
+    manager.shutdown()
