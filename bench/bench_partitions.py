@@ -163,7 +163,7 @@ def run_one(partitions: int, args, workdir: Path) -> dict:
     root = Path(tempfile.mkdtemp(prefix=f"partitions-{partitions}-", dir=workdir))
     broker = Broker(root, args.override)
     record: dict = {"partitions": partitions, "unflushed_mb": args.unflushed_mb,
-                    "overrides": args.override}
+                    "overrides": args.override, "load_avg_start": os.getloadavg()[0]}
     try:
         record["fresh_start_s"] = broker.start()
         empty_rss, empty_fds = broker.footprint()
@@ -179,6 +179,7 @@ def run_one(partitions: int, args, workdir: Path) -> dict:
         record.update(metadata_p50_ms=statistics.median(latencies) * 1000,
                       metadata_max_ms=latencies[-1] * 1000)
         broker.kill()
+        record["load_avg_at_restarts"] = os.getloadavg()[0]
         record["restart_after_sigkill_s"] = broker.start()
         record["rss_after_restart_mb"], record["fds_after_restart"] = (
             v / 2**20 if i == 0 else v for i, v in enumerate(broker.footprint()))
