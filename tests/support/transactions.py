@@ -8,12 +8,18 @@ offsets. Every wait is bounded.
 """
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+REPO = Path(__file__).resolve().parents[2]
 READ_TIMEOUT_S = 30.0
 TXN_TIMEOUT_S = 30.0
 READ_COMMITTED = "read_committed"
@@ -95,3 +101,66 @@ def values(reads: list[Read]) -> list[bytes]:
 
 def labelled(label: str, count: int) -> list[bytes]:
     return [f"{label}-{i}".encode() for i in range(count)]
+
+
+class ProcessorProcess:
+    """tests/support/txn_processor.py as a child process that a test can
+    SIGKILL and start again (same arguments, same transactional id, the
+    seed moved on by one per run); the output of every run goes to one
+    file. ``start`` while one runs leaves that one as a zombie for the new
+    one to fence."""
+
+    def __init__(self, output: Path, bootstrap: str, source: str, sink: str, group: str,
+                 transactional_id: str, seed: int, max_seconds: float):
+        self.output = output
+        self.args = [bootstrap, source, sink, group, transactional_id, str(seed), str(max_seconds)]
+        self.process: subprocess.Popen | None = None
+        self.started: list[subprocess.Popen] = []
+        self.runs = 0
+
+    def start(self) -> ProcessorProcess:
+        with open(self.output, "ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.support.txn_processor", *self.args[:5],
+                 str(int(self.args[5]) + self.runs), self.args[6]],
+                stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"})
+        self.started.append(self.process)
+        self.runs += 1
+        return self
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def kill_all(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+
+    def dump_stacks(self) -> None:
+        """The stacks of every run still alive, into the output (faulthandler on SIGUSR1)."""
+        for process in self.started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def log(self) -> str:
+        try:
+            return self.output.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def committed(self) -> int:
+        """The highest count of consumed-and-committed input any run reported."""
+        counts = [int(line.split()[2]) for line in self.log().splitlines()
+                  if len(line.split()) > 2 and line.split()[1] == "committed"]
+        return max(counts, default=0)
+
+    def aborts(self) -> int:
+        return sum(1 for line in self.log().splitlines() if " aborted, rewound" in line)
