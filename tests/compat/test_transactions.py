@@ -355,3 +355,32 @@ def test_coordinator_aborts_an_abandoned_transaction_after_its_timeout(tmp_path)
         raise
     finally:
         broker.kill()
+
+
+def test_offsets_for_times_under_read_committed_stops_at_the_lso(shared_broker):
+    """Kafka answers a timestamp lookup only below the last fetchable
+    offset: the LSO for read_committed, the high watermark otherwise."""
+    bootstrap = shared_broker.bootstrap
+    topic = create_topic(bootstrap, "txn-times")
+    base = int(time.time() * 1000) - 60_000
+    producer = txn_producer(bootstrap)
+    producer.begin_transaction()
+    for index in range(5):
+        producer.produce(topic, b"open-%d" % index, partition=0, timestamp=base + index)
+    assert producer.flush(TXN_TIMEOUT_S) == 0
+    try:
+        for isolation, expected in ((READ_UNCOMMITTED, 2), (READ_COMMITTED, -1)):
+            consumer = reader(bootstrap, isolation)
+            try:
+                [found] = consumer.offsets_for_times([TopicPartition(topic, 0, base + 2)], timeout=10)
+                assert found.offset == expected, isolation
+            finally:
+                consumer.close()
+    finally:
+        producer.commit_transaction(TXN_TIMEOUT_S)
+    consumer = reader(bootstrap, READ_COMMITTED)
+    try:
+        [found] = consumer.offsets_for_times([TopicPartition(topic, 0, base + 2)], timeout=10)
+        assert found.offset == 2
+    finally:
+        consumer.close()
