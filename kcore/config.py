@@ -44,6 +44,17 @@ def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+def _principals(text: str) -> list[str]:
+    """super.users: principals separated by ';' (a principal name may hold
+    a comma), each Type:name."""
+    principals = [item.strip() for item in text.split(";") if item.strip()]
+    for principal in principals:
+        kind, sep, name = principal.partition(":")
+        if not (kind and sep and name):
+            raise ValueError(f"{principal!r} is not a principal of the form User:name")
+    return principals
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip()
@@ -170,6 +181,14 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("default.replication.factor", _at_least(1), 1, "Replication factor of an auto-created topic."),
     _key("auto.create.topics.enable", _bool, True, "Create a topic when a client asks for its metadata."),
     _key("delete.topic.enable", _bool, True, "Allow DeleteTopics."),
+    _key("authorizer.class.name", str, "",
+         "Any non-empty value turns on kcore's ACL authorizer (Kafka's names, e.g. "
+         "kafka.security.authorizer.AclAuthorizer, are accepted); empty allows everything."),
+    _key("super.users", _principals, [],
+         "Principals allowed everything whatever the ACLs, ';' separated (User:admin;User:broker). "
+         "In a cluster it must name the brokers' own principal."),
+    _key("allow.everyone.if.no.acl.found", _bool, False,
+         "With the authorizer on, allow access to a resource that no ACL covers."),
     _key("log.segment.bytes", _at_least(14), 1073741824, "Roll a segment at this size."),
     _key("log.roll.ms", int, None, "Roll a segment after this age; overrides log.roll.hours."),
     _key("log.roll.hours", _at_least(1), 168, "Roll a segment after this many hours."),

@@ -18,6 +18,9 @@ from kcore.log.durability import GroupCommitSyncer
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.security.authorizer import Authorizer
+from kcore.security.quotas import ClientQuotas
+from kcore.security.store import SecurityStore
 
 
 class CloseConnection(Exception):
@@ -52,3 +55,11 @@ class BrokerFacade(Protocol):
     def api_versions(self) -> dict[ApiKey, tuple[int, int]]: ...
     @property
     def stats(self) -> BrokerStats: ...
+    @property
+    def authorizer(self) -> Authorizer | None:
+        """None unless authorizer.class.name is set: everything allowed."""
+        ...
+    @property
+    def quotas(self) -> ClientQuotas: ...
+    @property
+    def security_store(self) -> SecurityStore: ...

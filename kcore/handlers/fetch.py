@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 
+from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import PartitionError
+from kcore.security.acl import AclOperation
+from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
 READ_COMMITTED = 1
 
@@ -35,20 +38,56 @@ async def handle(broker: BrokerFacade, context, request):
     max_bytes = body.max_bytes if request.api_version >= 3 else 2**31 - 1
     read_committed = request.api_version >= 4 and body.isolation_level == READ_COMMITTED
     replica_id = body.replica_id
+    refused = _refused_topics(broker, context, body) if broker.authorizer is not None else None
+    throttle_ms = 0
+    if replica_id < 0 and broker.quotas.active:
+        throttle_ms = broker.quotas.throttle_ms(CONSUMER_BYTE_RATE, user_of(context.principal),
+                                                request.header.client_id or "")
+        if throttle_ms > 0:  # over the quota already: an empty answer, as Kafka's
+            return _throttled(context, body, throttle_ms)
     while True:
         responses, total, ready, partitions = _read_all(broker, body, max_bytes, read_committed,
-                                                        replica_id)
+                                                        replica_id, refused)
         remaining = deadline - loop.time()
         if ready or total >= max(body.min_bytes, 1) or remaining <= 0:
             _count_bytes_out(broker, responses, replica_id >= 0)
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
+            if replica_id < 0 and broker.quotas.active and total:
+                throttle_ms = _record_fetched(broker, context, request, total)
+            return {"throttle_time_ms": throttle_ms, "error_code": ErrorCode.NONE, "session_id": 0,
                     "responses": responses}
         with broker.stats.delayed_fetch:  # Kafka's fetch purgatory
             await broker.replica_manager.wait_for_data(partitions, remaining,
                                                        for_replica=replica_id >= 0)
 
 
-def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: int):
+def _refused_topics(broker: BrokerFacade, context, body) -> set[str]:
+    """Topics this principal may not fetch: a follower's fetch needs
+    CLUSTER_ACTION on the cluster (every topic refused otherwise), a
+    consumer's READ on each topic."""
+    topics = {topic.topic for topic in body.topics}
+    if body.replica_id >= 0:
+        return set() if allowed_on_cluster(broker, context, AclOperation.CLUSTER_ACTION) else topics
+    return topics - allowed_topics(broker, context, AclOperation.READ, topics)
+
+
+def _record_fetched(broker: BrokerFacade, context, request, size: int) -> int:
+    """consumer_byte_rate: the answer's bytes count against the quota; the
+    throttle time goes back in the answer and mutes the connection."""
+    throttle_ms = broker.quotas.record(CONSUMER_BYTE_RATE, user_of(context.principal),
+                                       request.header.client_id or "", size)
+    context.mute_ms = max(context.mute_ms, throttle_ms)
+    return throttle_ms
+
+
+def _throttled(context, body, throttle_ms: int) -> dict:
+    """No partitions at all, as Kafka's throttled fetch response."""
+    context.mute_ms = max(context.mute_ms, throttle_ms)
+    return {"throttle_time_ms": throttle_ms, "error_code": ErrorCode.NONE, "session_id": 0,
+            "responses": []}
+
+
+def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: int,
+              refused: set[str] | None):
     """One pass over the request's partitions. `ready` is True when some
     partition has an error to report, which answers immediately."""
     responses = []
@@ -57,6 +96,12 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: in
     parked = []
     for topic in body.topics:
         results = []
+        if refused and topic.topic in refused:
+            results = [_error(fetch.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                       for fetch in topic.partitions]
+            responses.append({"topic": topic.topic, "partitions": results})
+            ready = True
+            continue
         for fetch in topic.partitions:
             partition = broker.replica_manager.get(topic.topic, fetch.partition)
             if partition is None:

@@ -17,8 +17,10 @@ import logging
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC
+from kcore.handlers.authz import group_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +34,14 @@ async def handle(broker: BrokerFacade, context, request):
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == TRANSACTION_KEY_TYPE:
+        if not txn_allowed(broker, context, AclOperation.DESCRIBE, body.key):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                          "DESCRIBE on the transactional id is needed")
         txn_manager = broker.txn_coordinator.manager
         return await _lookup(broker, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
                              txn_manager.partition_for(body.key))
+    if not group_allowed(broker, context, AclOperation.DESCRIBE, body.key):
+        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, "DESCRIBE on the group is needed")
     manager = broker.group_coordinator.manager
     return await _lookup(broker, manager.ensure_topic, OFFSETS_TOPIC,
                          manager.partition_for(body.key))

@@ -10,13 +10,20 @@ created in a cluster) gets LEADER_NOT_AVAILABLE too.
 An unknown topic is created when `auto.create.topics.enable` is on and the
 request allows it (v4+ field; older versions always allow), as client test
 suites assume. Names that could never be a topic get INVALID_TOPIC_EXCEPTION.
+
+With an authorizer, only topics the principal may DESCRIBE appear; a topic
+asked for by name that it may not describe, or may not create (CREATE on
+the cluster or the topic) when it would be auto-created, gets
+TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
 from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
+from kcore.handlers.authz import allowed_topics, may_create_topic
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -24,13 +31,15 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     cache = broker.replica_manager.metadata_cache
-    if body.topics is None or (request.api_version == 0 and not body.topics):
-        names = cache.topic_names()
-    else:
-        names = [t.name for t in body.topics]
+    all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
+    names = cache.topic_names() if all_topics else [t.name for t in body.topics]
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
-    topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
+    if broker.authorizer is None:
+        topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
+    else:
+        topics = await _describe_authorized(broker, context, cache, names, all_topics,
+                                            allow_create)
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
@@ -40,6 +49,27 @@ async def handle(broker: BrokerFacade, context, request):
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
+
+
+async def _describe_authorized(broker, context, cache, names: list[str], all_topics: bool,
+                               allow_create: bool) -> list[dict]:
+    """Only topics the principal may DESCRIBE: the others are left out of
+    an all-topics answer and refused by name otherwise. Creating one needs
+    CREATE on the cluster or on the topic (Kafka's KafkaApis)."""
+    describable = allowed_topics(broker, context, AclOperation.DESCRIBE, names)
+    topics = []
+    for name in names:
+        if name not in describable:
+            if not all_topics:
+                topics.append(_topic_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        create = allow_create and not cache.contains(name) and may_create_topic(broker, context, name)
+        if allow_create and not create and not cache.contains(name) \
+                and broker.controller.topic(name) is None:
+            topics.append(_topic_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        topics.append(await _describe_topic(broker, cache, name, create))
+    return topics
 
 
 async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:

@@ -28,6 +28,7 @@ from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.handlers import HANDLERS
+from kcore.handlers.authz import client_host
 from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
@@ -37,6 +38,11 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
+from kcore.security.authorizer import Authorizer
+from kcore.security.quotas import ClientQuotas
+from kcore.security.store import LocalSecurityStore, QuotaConfigs, SecurityStore
+from kcore.security.zk_store import ZkSecurityStore
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
@@ -86,6 +92,12 @@ class Broker:
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
+        self.authorizer = (Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
+                           if config["authorizer.class.name"] else None)
+        self.quotas = ClientQuotas()
+        self.security_store: SecurityStore = (
+            ZkSecurityStore(self.controller.zk) if isinstance(self.controller, ZkController)
+            else LocalSecurityStore(managed_node_dir() or self.data_dir))
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
@@ -119,6 +131,7 @@ class Broker:
         self.txn_coordinator.start()
         self._start_fetchers()
         await self.controller.start()
+        await self.security_store.start(self._on_security_change)
         self._delete_stray_logs()
         for name, host, port in self.config.listener_addresses():
             server = await loop.create_server(
@@ -228,6 +241,7 @@ class Broker:
         self._stopped.set()
 
     async def shutdown(self) -> None:
+        await self.security_store.shutdown()
         await self.controller.shutdown()
         if self.fetchers is not None:
             await self.fetchers.shutdown()
@@ -293,10 +307,24 @@ class Broker:
                               header.api_version, header.client_id, context.peer,
                               context.connection_id, size, elapsed_s * 1000)
 
+    def _on_security_change(self, acls: set[AclBinding], quotas: QuotaConfigs) -> None:
+        """The stored ACLs and quotas, at start and after every change made
+        on any broker."""
+        if self.authorizer is not None:
+            self.authorizer.replace(acls)
+        self.quotas.replace(quotas)
+
     async def dispatch(self, context, request):
         handler = HANDLERS.get(request.api_key)
         if handler is None:
             raise CloseConnection(f"API key {request.api_key} is not served")
+        if (self.authorizer is not None and request.api_key in CLUSTER_ACTION_APIS
+                and not self.authorizer.authorize(context.principal, client_host(context),
+                                                  AclOperation.CLUSTER_ACTION,
+                                                  ResourceType.CLUSTER, CLUSTER_NAME)):
+            log.warning("%s from %s (%s) refused: no CLUSTER_ACTION on the cluster",
+                        request.api_key.name, context.peer, context.principal)
+            return _cluster_action_denied(request)
         return await handler(self, context, request)
 
     async def _every(self, interval_s: float, action) -> None:
@@ -306,6 +334,31 @@ class Broker:
                 action()
             except Exception:
                 log.exception("background task %s failed", getattr(action, "__name__", action))
+
+
+# Broker-to-broker requests: the sender needs CLUSTER_ACTION on the cluster
+# (Kafka's KafkaApis), so with an authorizer super.users must name the
+# brokers' principal.
+CLUSTER_ACTION_APIS = frozenset({
+    protocol.ApiKey.LEADER_AND_ISR, protocol.ApiKey.STOP_REPLICA, protocol.ApiKey.UPDATE_METADATA,
+    protocol.ApiKey.CONTROLLED_SHUTDOWN, protocol.ApiKey.ALTER_PARTITION,
+    protocol.ApiKey.WRITE_TXN_MARKERS,
+})
+
+
+def _cluster_action_denied(request) -> dict:
+    """The refusal of a broker-to-broker request: the top-level error of
+    each, per partition for WriteTxnMarkers (which has none)."""
+    code = protocol.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if request.api_key == protocol.ApiKey.WRITE_TXN_MARKERS:
+        return {"markers": [
+            {"producer_id": marker.producer_id, "topics": [
+                {"name": topic.name, "partitions": [
+                    {"partition_index": index, "error_code": code}
+                    for index in topic.partition_indexes]}
+                for topic in marker.topics]}
+            for marker in request.body.markers]}
+    return {"error_code": code}
 
 
 def managed_node_dir() -> Path | None:

@@ -44,13 +44,16 @@ IN_MEMORY = (bytes, bytearray, memoryview)  # response chunks written as they ar
 class ConnectionContext:
     """What a handler may know of the connection a request came on."""
 
-    __slots__ = ("peer", "listener", "principal", "connection_id")
+    __slots__ = ("peer", "listener", "principal", "connection_id", "mute_ms")
 
     def __init__(self, peer: Any, listener: str, connection_id: int):
         self.peer = peer
         self.listener = listener
         self.principal = "User:ANONYMOUS"
         self.connection_id = connection_id
+        # A quota's throttle time: set by a handler, the connection stops
+        # reading this long once the response is out (KIP-219).
+        self.mute_ms = 0
 
 
 Dispatch = Callable[[ConnectionContext, Any], Awaitable[Any]]
@@ -78,6 +81,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._drained: asyncio.Future | None = None
         self._sender: asyncio.Task | None = None
         self._reading_paused = False
+        self._muted: asyncio.TimerHandle | None = None  # quota throttle: reading resumes then
         self._closed = False
         self._sock_fd = -1
         self._poll_fd = -1
@@ -123,6 +127,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._muted is not None:
+            self._muted.cancel()
+            self._muted = None
         for future in self._pending:
             future.cancel()
         self._pending.clear()
@@ -164,7 +171,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._wake_sender()
         if len(self._pending) >= MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
-            self._open_transport.pause_reading()
+            if self._muted is None:
+                self._open_transport.pause_reading()
 
     async def _handle(self, request, size: int) -> list | None:
         if self._observe is None:
@@ -218,14 +226,35 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     if all(isinstance(chunk, IN_MEMORY) for chunk in chunks):
                         chunks = self._with_ready_responses(list(chunks))
                     await self._write_chunks(chunks)
+                context = self._open_context
+                if context.mute_ms > 0:
+                    self._mute(context.mute_ms)
+                    context.mute_ms = 0
                 if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
                     self._reading_paused = False
-                    self._open_transport.resume_reading()
+                    if self._muted is None:
+                        self._open_transport.resume_reading()
         except asyncio.CancelledError:
             pass
         except OSError as exc:
             log.info("connection %s failed while sending: %s", self._open_context.peer, exc)
             self.close()
+
+    def _mute(self, throttle_ms: int) -> None:
+        """Stop reading requests for ``throttle_ms`` (Kafka mutes the
+        channel of a throttled client once its response is sent)."""
+        if self._closed:
+            return
+        if self._muted is not None:
+            self._muted.cancel()
+        elif not self._reading_paused:
+            self._open_transport.pause_reading()
+        self._muted = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        self._muted = None
+        if not self._closed and not self._reading_paused:
+            self._open_transport.resume_reading()
 
     def _with_ready_responses(self, chunks: list) -> list:
         """Append the bytes of the responses queued behind this one that
