@@ -323,7 +323,7 @@ class Broker:
                                                   AclOperation.CLUSTER_ACTION,
                                                   ResourceType.CLUSTER, CLUSTER_NAME)):
             log.warning("%s from %s (%s) refused: no CLUSTER_ACTION on the cluster",
-                        request.api_key.name, context.peer, context.principal)
+                        protocol.ApiKey(request.api_key).name, context.peer, context.principal)
             return _cluster_action_denied(request)
         return await handler(self, context, request)
 
