@@ -40,19 +40,16 @@ async def handle(broker: BrokerFacade, context, request):
     replica_id = body.replica_id
     refused = _refused_topics(broker, context, body) if broker.authorizer is not None else None
     throttle_ms = 0
-    if replica_id < 0 and broker.quotas.active:
-        throttle_ms = broker.quotas.throttle_ms(CONSUMER_BYTE_RATE, user_of(context.principal),
-                                                request.header.client_id or "")
-        if throttle_ms > 0:  # over the quota already: an empty answer, as Kafka's
-            return _throttled(context, body, throttle_ms)
     while True:
         responses, total, ready, partitions = _read_all(broker, body, max_bytes, read_committed,
                                                         replica_id, refused)
         remaining = deadline - loop.time()
         if ready or total >= max(body.min_bytes, 1) or remaining <= 0:
-            _count_bytes_out(broker, responses, replica_id >= 0)
             if replica_id < 0 and broker.quotas.active and total:
                 throttle_ms = _record_fetched(broker, context, request, total)
+                if throttle_ms < 0:  # over the quota with this data: answer without it
+                    return _throttled(context, -throttle_ms)
+            _count_bytes_out(broker, responses, replica_id >= 0)
             return {"throttle_time_ms": throttle_ms, "error_code": ErrorCode.NONE, "session_id": 0,
                     "responses": responses}
         with broker.stats.delayed_fetch:  # Kafka's fetch purgatory
@@ -71,15 +68,28 @@ def _refused_topics(broker: BrokerFacade, context, body) -> set[str]:
 
 
 def _record_fetched(broker: BrokerFacade, context, request, size: int) -> int:
-    """consumer_byte_rate: the answer's bytes count against the quota; the
-    throttle time goes back in the answer and mutes the connection."""
-    throttle_ms = broker.quotas.record(CONSUMER_BYTE_RATE, user_of(context.principal),
-                                       request.header.client_id or "", size)
+    """consumer_byte_rate, as Kafka's: the answer's bytes are recorded; if
+    that puts the client over its quota they are taken back and the answer
+    goes without data (minus the throttle time, to the caller). An answer
+    worth more than a second of quota goes anyway once nothing is owed, or
+    a consumer of large batches would never get one."""
+    quotas = broker.quotas
+    user, client_id = user_of(context.principal), request.header.client_id or ""
+    owed = quotas.throttle_ms(CONSUMER_BYTE_RATE, user, client_id)
+    throttle_ms = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size)
+    if throttle_ms > 0 and (owed > 0 or not _larger_than_a_second(quotas, user, client_id, size)):
+        quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, size)
+        return -throttle_ms
     context.mute_ms = max(context.mute_ms, throttle_ms)
     return throttle_ms
 
 
-def _throttled(context, body, throttle_ms: int) -> dict:
+def _larger_than_a_second(quotas, user: str, client_id: str, size: int) -> bool:
+    found = quotas.quota(CONSUMER_BYTE_RATE, user, client_id)
+    return found is not None and size > found[0]
+
+
+def _throttled(context, throttle_ms: int) -> dict:
     """No partitions at all, as Kafka's throttled fetch response."""
     context.mute_ms = max(context.mute_ms, throttle_ms)
     return {"throttle_time_ms": throttle_ms, "error_code": ErrorCode.NONE, "session_id": 0,

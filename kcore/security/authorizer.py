@@ -107,7 +107,10 @@ class Authorizer:
     def replace(self, acls: Iterable[AclBinding]) -> None:
         """Install the whole ACL set (at start, and when the store reports
         a change made on any broker)."""
-        self._acls = set(acls)
+        acls = set(acls)
+        if acls == self._acls:
+            return  # keep the cached decisions
+        self._acls = acls
         self._literal = {}
         self._prefixed = {}
         for acl in self._acls:

@@ -34,6 +34,9 @@ QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
 SAMPLES = 11  # Kafka's quota.window.num
 SAMPLE_S = 1.0  # Kafka's quota.window.size.seconds
 MAX_THROTTLE_MS = int(SAMPLES * SAMPLE_S * 1000)  # Kafka's cap: the whole measured window
+# Rates kept before idle ones (nothing in the last window) are dropped: a
+# client cycling client ids cannot grow the broker's memory without bound.
+MAX_RATES = 10000
 
 
 class QuotaEntity(NamedTuple):
@@ -97,6 +100,13 @@ class Rate:
             samples.append([now, 0.0])
         samples[-1][1] += value
 
+    def idle(self, now: float) -> bool:
+        return not self._samples or self._samples[-1][0] <= now - SAMPLES * SAMPLE_S
+
+    def unrecord(self, value: float) -> None:
+        if self._samples:
+            self._samples[-1][1] -= value
+
     def throttle_ms(self, quota: float, now: float) -> int:
         """How long to wait until the measured rate is back at ``quota``."""
         if not self._samples:
@@ -120,9 +130,13 @@ class ClientQuotas:
         self.active = False  # any quota configured: handlers skip all of this otherwise
 
     def replace(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
-        self.configs = {entity: dict(values) for entity, values in configs.items() if values}
+        """Install the quota configuration; measured rates carry on (a
+        client does not get a fresh allowance when any quota changes)."""
+        configs = {entity: dict(values) for entity, values in configs.items() if values}
+        if configs == self.configs:
+            return
+        self.configs = configs
         self._resolved.clear()
-        self._rates.clear()
         self.active = bool(self.configs)
 
     def quota(self, key: str, user: str, client_id: str) -> tuple[float, tuple] | None:
@@ -160,9 +174,22 @@ class ClientQuotas:
         now = time.monotonic() if now is None else now
         rate = self._rates.get(tags)
         if rate is None:
+            if len(self._rates) >= MAX_RATES:
+                self._forget_idle(now)
             rate = self._rates[tags] = Rate()
         rate.record(value, now)
         return rate.throttle_ms(quota, now)
+
+    def _forget_idle(self, now: float) -> None:
+        for tags in [tags for tags, rate in self._rates.items() if rate.idle(now)]:
+            del self._rates[tags]
+
+    def unrecord(self, key: str, user: str, client_id: str, value: float) -> None:
+        """Take back a recorded value: a fetch answered empty because its
+        data would have put the client over its quota (Kafka does the same)."""
+        found = self.quota(key, user, client_id)
+        if found is not None and found[1] in self._rates:
+            self._rates[found[1]].unrecord(value)
 
     def throttle_ms(self, key: str, user: str, client_id: str, now: float | None = None) -> int:
         """The throttle time owed already, before anything more is recorded."""

@@ -82,6 +82,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._sender: asyncio.Task | None = None
         self._reading_paused = False
         self._muted: asyncio.TimerHandle | None = None  # quota throttle: reading resumes then
+        # Requests read before a mute took effect wait in it, then go one at a
+        # time (Kafka reads a throttled channel's requests one by one).
+        self._held: deque[bytes] = deque()
         self._closed = False
         self._sock_fd = -1
         self._poll_fd = -1
@@ -151,6 +154,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- requests ------------------------------------------------------------
     def _accept_frame(self, frame: bytearray | memoryview) -> None:
         """Decode one request and queue its response slot in arrival order."""
+        if self._muted is not None or self._held:
+            self._held.append(bytes(frame))
+            return
+        self._dispatch_frame(frame)
+
+    def _dispatch_frame(self, frame: bytearray | memoryview | bytes) -> None:
         try:
             request = protocol.decode_request(memoryview(frame))
         except protocol.UnsupportedVersionError as exc:
@@ -230,6 +239,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if context.mute_ms > 0:
                     self._mute(context.mute_ms)
                     context.mute_ms = 0
+                elif self._held and self._muted is None and not self._pending:
+                    self._release_held()
                 if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
                     self._reading_paused = False
                     if self._muted is None:
@@ -253,7 +264,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _unmute(self) -> None:
         self._muted = None
-        if not self._closed and not self._reading_paused:
+        if self._held:
+            if not self._pending:
+                self._release_held()
+        elif not self._closed and not self._reading_paused:
+            self._open_transport.resume_reading()
+
+    def _release_held(self) -> None:
+        """The next request read while muted; reading resumes once none is
+        left (the send loop releases the next after each answer)."""
+        if self._closed:
+            return
+        self._dispatch_frame(self._held.popleft())
+        if not self._held and not self._reading_paused:
             self._open_transport.resume_reading()
 
     def _with_ready_responses(self, chunks: list) -> list:
