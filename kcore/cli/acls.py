@@ -20,7 +20,7 @@ import argparse
 import sys
 
 from kcore.cli.client_commands import DEFAULT_BOOTSTRAP, EXIT_ERROR, _client, _run
-from kcore.client.security import SecurityAdmin
+from kcore.client.acls import AclAdmin
 from kcore.security.acl import (
     CLUSTER_NAME,
     AclBinding,
@@ -106,7 +106,7 @@ def run_add(args) -> int:
 
     async def go() -> int:
         async with _client(args) as client:
-            await SecurityAdmin(client).create_acls(bindings)
+            await AclAdmin(client).create_acls(bindings)
         print(f"Added {len(bindings)} ACLs:")
         _print_acls(bindings)
         return 0
@@ -133,7 +133,7 @@ def run_list(args) -> int:
 
     async def go() -> int:
         async with _client(args) as client:
-            admin = SecurityAdmin(client)
+            admin = AclAdmin(client)
             found: set[AclBinding] = set()
             for acl_filter in filters:
                 found.update(await admin.describe_acls(acl_filter))
@@ -151,7 +151,7 @@ def run_remove(args) -> int:
 
     async def go() -> int:
         async with _client(args) as client:
-            removed = await SecurityAdmin(client).delete_acls(filters)
+            removed = await AclAdmin(client).delete_acls(filters)
         print(f"Removed {len(removed)} ACLs:")
         _print_acls(removed)
         return 0

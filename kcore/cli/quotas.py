@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from kcore.cli.client_commands import DEFAULT_BOOTSTRAP, EXIT_ERROR, _client, _run
-from kcore.client.security import SecurityAdmin
+from kcore.client.quotas import QuotaAdmin
 from kcore.security.quotas import CLIENT_ID, USER, QuotaEntity
 
 ENTITY_TYPES = {"users": USER, "clients": CLIENT_ID}
@@ -100,7 +100,7 @@ def run_alter(args) -> int:
 
     async def go() -> int:
         async with _client(args) as client:
-            await SecurityAdmin(client).alter_quotas(entity, changes)
+            await QuotaAdmin(client).alter_quotas(entity, changes)
         print(f"Completed updating quotas of {entity.describe()}.")
         return 0
     return _run(go())
@@ -117,7 +117,7 @@ def run_describe(args) -> int:
 
     async def go() -> int:
         async with _client(args) as client:
-            found = await SecurityAdmin(client).describe_quotas(exact)
+            found = await QuotaAdmin(client).describe_quotas(exact)
         for entity, values in found:
             if not kinds <= {kind for kind, _ in entity.parts}:
                 continue

@@ -35,8 +35,8 @@ from kcore.security.acl import (
     PatternType,
     ResourceType,
 )
-from kcore.security.quotas import CLIENT_ID, USER, QuotaEntity
-from kcore.security.store import OnChange, QuotaConfigs, apply_quota_change
+from kcore.security.quotas import CLIENT_ID, QUOTA_KEYS, USER, QuotaEntity
+from kcore.security.store import OnChange, QuotaConfigs
 
 log = logging.getLogger(__name__)
 
@@ -182,13 +182,10 @@ class ZkSecurityStore:
 
     @staticmethod
     def _add_quota(configs: QuotaConfigs, parts, data: bytes) -> None:
-        if not data:
-            return
-        try:
-            values = {k: float(v) for k, v in json.loads(data).get("config", {}).items()}
-        except (ValueError, AttributeError):
-            log.warning("ignoring malformed quotas of %s", parts)
-            return
+        """The quota keys of a /config/users or /config/clients znode; the
+        same config map holds other things (SCRAM credentials), left alone."""
+        values = {key: float(value) for key, value in _config_map(data).items()
+                  if key in QUOTA_KEYS and _is_number(value)}
         if values:
             configs[QuotaEntity.of(parts)] = values
 
@@ -255,11 +252,13 @@ class ZkSecurityStore:
                 version: int | None = stat.version
             except NoNodeError:
                 data, version = b"", None
-            configs: QuotaConfigs = {}
-            self._add_quota(configs, entity.parts, data)
-            apply_quota_change(configs, entity, values)
-            encoded = json.dumps({"version": 1, "config": {
-                key: repr(value) for key, value in configs.get(entity, {}).items()}}).encode()
+            config = _config_map(data)
+            for key, value in values.items():
+                if value is None:
+                    config.pop(key, None)
+                else:
+                    config[key] = repr(float(value))
+            encoded = json.dumps({"version": 1, "config": config}).encode()
             try:
                 if version is None:
                     await self.zk.create(path, encoded, makepath=True)
@@ -268,10 +267,31 @@ class ZkSecurityStore:
                 break
             except (BadVersionError, NodeExistsError, NoNodeError):
                 continue
+        else:
+            raise RuntimeError(f"{path}: too many concurrent changes")
         await self.zk.create(f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}",
                              json.dumps({"version": 2, "entity_path": entity_path}).encode(),
                              sequential=True)
         await self._reload()
+
+
+def _config_map(data: bytes) -> dict[str, str]:
+    if not data:
+        return {}
+    try:
+        config = json.loads(data).get("config", {})
+    except (ValueError, AttributeError):
+        log.warning("ignoring a malformed config znode: %r", data[:100])
+        return {}
+    return {str(key): str(value) for key, value in config.items()} if isinstance(config, dict) else {}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _resource(acl: AclBinding) -> tuple[ResourceType, PatternType, str]:

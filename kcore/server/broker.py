@@ -95,6 +95,7 @@ class Broker:
         self.authorizer = (Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
                            if config["authorizer.class.name"] else None)
         self.quotas = ClientQuotas()
+        self._warn_if_brokers_are_refused()
         self.security_store: SecurityStore = (
             ZkSecurityStore(self.controller.zk) if isinstance(self.controller, ZkController)
             else LocalSecurityStore(managed_node_dir() or self.data_dir))
@@ -306,6 +307,17 @@ class Broker:
             request_log.debug("%s v%d from client %r at %s (connection %d): %d bytes, %.3f ms", name,
                               header.api_version, header.client_id, context.peer,
                               context.connection_id, size, elapsed_s * 1000)
+
+    def _warn_if_brokers_are_refused(self) -> None:
+        """Brokers (and a node's processes) reach each other unauthenticated,
+        as User:ANONYMOUS: unless it is a super user, the authorizer refuses
+        their LeaderAndIsr, UpdateMetadata and follower fetches."""
+        talks_to_brokers = self.config["zookeeper.connect"] or managed_node_dir() is not None
+        if (self.authorizer is not None and talks_to_brokers
+                and "User:ANONYMOUS" not in self.authorizer.super_users):
+            log.warning("authorizer.class.name is set but super.users does not name "
+                        "User:ANONYMOUS, the principal other brokers connect as: their "
+                        "requests will get CLUSTER_AUTHORIZATION_FAILED")
 
     def _on_security_change(self, acls: set[AclBinding], quotas: QuotaConfigs) -> None:
         """The stored ACLs and quotas, at start and after every change made

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from confluent_kafka import KafkaError
-from confluent_kafka.admin import AclOperation, ConfigResource, ResourceType
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AclOperation, ConfigResource, ResourcePatternType, ResourceType
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
@@ -203,3 +203,44 @@ def test_describe_configs_needs_describe_configs(broker_factory):
     grant(admin, TOPIC, "conf", Op.ALTER_CONFIGS)  # implies DESCRIBE_CONFIGS
     configs = admin.describe_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
     assert "retention.ms" in configs
+
+
+def test_transactional_producer_needs_write_on_its_transactional_id(broker_factory):
+    broker = secured_broker(broker_factory, ["ledger-tx"])
+    admin = admin_for(broker)
+    grant(admin, TOPIC, "ledger-tx", Op.WRITE)
+    settings = {"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1",
+                "transaction.timeout.ms": 10000}
+    refused = Producer(settings)
+    try:
+        refused.init_transactions(15)
+        raise AssertionError("init_transactions without WRITE on the transactional id succeeded")
+    except KafkaException as exc:
+        assert exc.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.TRANSACTIONAL_ID, "tx-", Op.WRITE,
+          pattern=ResourcePatternType.PREFIXED)
+    producer = Producer({**settings, "transactional.id": "tx-2"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce("ledger-tx", b"committed")
+    producer.commit_transaction(15)
+
+
+def test_committing_offsets_needs_read_on_group_and_topic(broker_factory):
+    broker = secured_broker(broker_factory, ["commits"])
+    admin = admin_for(broker)
+    grant(admin, TOPIC, "commits", Op.WRITE)
+    assert produce_one(broker.bootstrap, "commits") is None
+    grant(admin, ResourceType.GROUP, "committers", Op.READ)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committers",
+                         "enable.auto.commit": False})
+    try:
+        result = consumer.commit(offsets=[TopicPartition("commits", 0, 1)], asynchronous=False)
+        raise AssertionError(f"commit without READ on the topic succeeded: {result}")
+    except Exception as exc:
+        assert exc.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(admin, TOPIC, "commits", Op.READ)
+    committed = consumer.commit(offsets=[TopicPartition("commits", 0, 1)], asynchronous=False)
+    assert [(tp.offset, tp.error) for tp in committed] == [(1, None)]
+    assert consumer.committed([TopicPartition("commits", 0)], timeout=15)[0].offset == 1
+    consumer.close()

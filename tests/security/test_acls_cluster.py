@@ -92,3 +92,31 @@ def test_a_quota_set_on_one_broker_throttles_on_the_other(tmp_path, zookeeper):
         assert answer.throttle_time_ms >= 3000
     finally:
         cluster.kill_all()
+
+
+def test_user_quotas_share_the_users_znode_with_what_else_is_there(tmp_path, zookeeper):
+    """/config/users/<user> also holds SCRAM credentials in Kafka: a quota
+    change keeps them."""
+    cluster = start_cluster(tmp_path, zookeeper, {})
+    zk = KazooClient(hosts=cluster.connect)
+    zk.start(timeout=10)
+    try:
+        credential = "salt=c2FsdA==,stored_key=a2V5,server_key=c2s=,iterations=4096"
+        zk.create("/config/users/alice", json.dumps(
+            {"version": 1, "config": {"SCRAM-SHA-256": credential}}).encode(), makepath=True)
+        client = WireClient(cluster.brokers[1].port)
+        response = client.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [{
+            "entity": [{"entity_type": "user", "entity_name": "alice"}],
+            "ops": [{"key": "consumer_byte_rate", "value": 2048.0, "remove": False}]}],
+            "validate_only": False})
+        assert response.entries[0].error_code == ErrorCode.NONE
+        data, _ = zk.get("/config/users/alice")
+        assert json.loads(data)["config"] == {"SCRAM-SHA-256": credential,
+                                              "consumer_byte_rate": "2048.0"}
+        described = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1,
+                                   {"components": [], "strict": False})
+        assert [(v.key, v.value) for e in described.entries for v in e.values] == \
+            [("consumer_byte_rate", 2048.0)]
+    finally:
+        zk.stop()
+        cluster.kill_all()

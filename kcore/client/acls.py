@@ -1,8 +1,7 @@
-"""ACL and client quota administration: what `kafka-acls` and
-`kafka-configs --entity-type users/clients` do, on kcore.protocol.
+"""ACL administration: what `kafka-acls` does, on kcore.protocol.
 
-Every call goes to one broker (any: ACLs and quotas are stored with the
-cluster metadata and reach every broker from there).
+Every call goes to one broker (any: ACLs are stored with the cluster
+metadata and reach every broker from there).
 """
 from __future__ import annotations
 
@@ -11,13 +10,11 @@ from collections.abc import Sequence
 from kcore.client.errors import KafkaError
 from kcore.protocol.api_keys import ApiKey
 from kcore.security.acl import AclBinding, AclFilter, operation, pattern_type, permission, resource_type
-from kcore.security.quotas import QuotaEntity
-
-MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
-class SecurityAdmin:
-    """ACL and quota calls through a KafkaClient. Owned by one event loop."""
+class AclAdmin:
+    """CreateAcls, DescribeAcls and DeleteAcls through a KafkaClient.
+    Owned by one event loop."""
 
     def __init__(self, client):
         self.client = client
@@ -56,34 +53,6 @@ class SecurityAdmin:
                                    operation(m.operation), permission(m.permission_type))
                         for m in result.matching_acls]
         return deleted
-
-    async def alter_quotas(self, entity: QuotaEntity, values: dict[str, float | None]) -> None:
-        connection = await self.client.any_connection()
-        response = await connection.request(ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [{
-            "entity": [{"entity_type": kind, "entity_name": name} for kind, name in entity.parts],
-            "ops": [{"key": key, "value": value or 0.0, "remove": value is None}
-                    for key, value in values.items()]}], "validate_only": False})
-        for entry in response.entries:
-            if entry.error_code:
-                raise KafkaError(entry.error_code, entry.error_message,
-                                 context=f"quotas of {entity.describe()}")
-
-    async def describe_quotas(self, components: Sequence[tuple[str, str | None]] = (),
-                              strict: bool = False) -> list[tuple[QuotaEntity, dict[str, float]]]:
-        """Entities matching every (entity type, name) component: a name
-        matches exactly, None the default; no components: every entity."""
-        connection = await self.client.any_connection()
-        response = await connection.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, {
-            "components": [{"entity_type": kind,
-                            "match_type": MATCH_DEFAULT if name is None else MATCH_EXACT,
-                            "match": name} for kind, name in components],
-            "strict": strict})
-        if response.error_code:
-            raise KafkaError(response.error_code, response.error_message,
-                             context="DescribeClientQuotas")
-        return [(QuotaEntity.of((e.entity_type, e.entity_name) for e in entry.entity),
-                 {v.key: v.value for v in entry.values})
-                for entry in response.entries or []]
 
 
 def _filter_fields(acl_filter: AclFilter) -> dict:
