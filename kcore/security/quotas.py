@@ -128,6 +128,7 @@ class ClientQuotas:
         self._rates: dict[tuple, Rate] = {}
         self._resolved: dict[tuple[str, str, str], tuple | None] = {}
         self.active = False  # any quota configured: handlers skip all of this otherwise
+        self.limits_requests = False  # some request_percentage: dispatch times requests
 
     def replace(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
         """Install the quota configuration; measured rates carry on (a
@@ -138,6 +139,7 @@ class ClientQuotas:
         self.configs = configs
         self._resolved.clear()
         self.active = bool(self.configs)
+        self.limits_requests = any(REQUEST_PERCENTAGE in values for values in configs.values())
 
     def quota(self, key: str, user: str, client_id: str) -> tuple[float, tuple] | None:
         """(quota, the rate's key) that applies, or None (unlimited)."""

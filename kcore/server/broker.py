@@ -43,6 +43,7 @@ from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
 from kcore.security.store import LocalSecurityStore, QuotaConfigs, SecurityStore
 from kcore.security.zk_store import ZkSecurityStore
+from kcore.server import request_quota
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
@@ -337,6 +338,10 @@ class Broker:
             log.warning("%s from %s (%s) refused: no CLUSTER_ACTION on the cluster",
                         protocol.ApiKey(request.api_key).name, context.peer, context.principal)
             return _cluster_action_denied(request)
+        if self.quotas.limits_requests and request_quota.applies(self.quotas, request.api_key,
+                                                                 context, request):
+            return await request_quota.run_timed(self.quotas, context, request,
+                                                 handler(self, context, request))
         return await handler(self, context, request)
 
     async def _every(self, interval_s: float, action) -> None:

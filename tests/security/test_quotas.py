@@ -187,3 +187,29 @@ def test_validate_only_stores_nothing(broker):
     assert response.entries[0].error_code == ErrorCode.NONE
     described = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, {"components": [], "strict": False})
     assert described.entries == []
+
+
+def _describe_broker_configs(client: WireClient):
+    started = time.monotonic()
+    response = client.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+        {"resource_type": 4, "resource_name": "", "configuration_keys": None}],
+        "include_synonyms": True, "include_documentation": True})
+    assert response.results[0].error_code == ErrorCode.NONE
+    return response.throttle_time_ms, time.monotonic() - started
+
+
+def test_request_percentage_throttles_busy_clients_only(broker):
+    set_quota(broker, ["--entity-type", "clients", "--entity-name", "busy"],
+              "request_percentage=1")  # 10 ms of broker time per second
+    busy = WireClient(broker.port, client_id="busy")
+    deadline = time.monotonic() + 10
+    throttle_ms = 0
+    while not throttle_ms and time.monotonic() < deadline:
+        throttle_ms, _ = _describe_broker_configs(busy)
+    assert throttle_ms > 0, "no throttle within 10 s of back-to-back DescribeConfigs"
+    # the connection was muted: the next answer waits out most of the throttle
+    _, waited_s = _describe_broker_configs(busy)
+    assert waited_s >= 0.8 * throttle_ms / 1000
+    free = WireClient(broker.port, client_id="free")
+    answers = [_describe_broker_configs(free) for _ in range(50)]
+    assert all(throttle == 0 for throttle, _ in answers)
