@@ -18,12 +18,7 @@ SWEEP_ROUNDS=${SWEEP_ROUNDS:-3}
 W16="--workload 1-topic-16-partitions-1kb-max --workload 1-topic-16-partitions-1kb-20k"
 mkdir -p "$REPORT_DIR"
 
-SNAP=$(mktemp -d /tmp/kcore-bench-src-XXXXXX)
-trap 'rm -rf "$SNAP"' EXIT
-git archive HEAD | tar -x -C "$SNAP"
-git rev-parse --short HEAD > "$SNAP/.revision"
-(cd "$SNAP" && "$PY" setup.py -q build_ext --inplace > build.log 2>&1)
-export KCORE_BENCH_SOURCE=$SNAP
+source bench/snapshot.sh
 # A sweep exits 1 when some run failed; the failure is in the JSON lines and
 # the report lists it, so the script goes on.
 sweep() { $KCORE bench sweep "$@" || echo "sweep $1: some runs failed (see the report)"; }

@@ -13,11 +13,16 @@ after a crash the tail is zero-filled: ``*_valid_entries`` finds where the
 ordered prefix ends. Buffers are usually ``mmap`` objects; every function
 takes the number of entries in use, never trusting the buffer length alone.
 
-Stateless; the buffer is held only for the call (the O(n) checks release the
-GIL, so the caller must not close or resize the mapping meanwhile).
+The search functions are stateless; the buffer is held only for the call
+(the O(n) checks release the GIL, so the caller must not close or resize
+the mapping meanwhile). ``ReadOnlyMapping`` maps an inactive index file.
 """
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+cimport cython
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBuffer_FillInfo,
+                             PyBUF_SIMPLE, PyBUF_WRITABLE)
+from libc.errno cimport errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from posix.mman cimport mmap, munmap, PROT_READ, MAP_SHARED, MAP_FAILED
 
 
 cdef extern from "kbytes.h" nogil:
@@ -161,3 +166,44 @@ def time_index_valid_entries(buf, Py_ssize_t entries):
         return slot
     finally:
         PyBuffer_Release(&view)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class ReadOnlyMapping:
+    """The first ``length`` bytes of the file ``fd`` mapped read-only and
+    shared, holding no descriptor: the caller may close ``fd`` at once.
+    Python's ``mmap`` keeps a dup of the descriptor for its whole life,
+    which made each mapped index cost one; Kafka's cost none. Exposes the
+    bytes through the buffer protocol (read-only); unmapped when the last
+    reference goes, memoryviews over it included, so no view can outlive
+    the mapping."""
+    cdef void *address
+    cdef readonly Py_ssize_t length
+
+    def __cinit__(self, int fd, Py_ssize_t length):
+        cdef void *address
+        self.address = NULL
+        if length <= 0:
+            raise ValueError(f"cannot map {length} bytes")
+        with nogil:
+            address = mmap(NULL, <size_t>length, PROT_READ, MAP_SHARED, fd, 0)
+        if address == MAP_FAILED:
+            raise OSError(errno, "mmap failed on the index file")
+        self.address = address
+        self.length = length
+
+    def __dealloc__(self):
+        if self.address != NULL:
+            munmap(self.address, <size_t>self.length)
+
+    def __len__(self):
+        return self.length
+
+    def __getbuffer__(self, Py_buffer *buffer, int flags):
+        if flags & PyBUF_WRITABLE:
+            raise BufferError("the mapping is read-only")
+        PyBuffer_FillInfo(buffer, self, self.address, self.length, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *buffer):
+        pass

@@ -232,7 +232,7 @@ cdef int _check_batch(Reader *r, Scan *s, int64_t base_offset,
 
 
 cdef void _scan(Reader *r, Scan *s, int64_t base_offset,
-                int64_t index_interval_bytes) noexcept nogil:
+                int64_t index_interval_bytes, bint have_max) noexcept nogil:
     cdef unsigned char header[HEADER]
     cdef int64_t size = 0, last_offset, max_timestamp
     while s.position < r.limit:
@@ -241,7 +241,8 @@ cdef void _scan(Reader *r, Scan *s, int64_t base_offset,
             return
         last_offset = <int64_t>kc_load_be64(header) + <int32_t>kc_load_be32(header + KC_LAST_OFFSET_DELTA_OFFSET)
         max_timestamp = <int64_t>kc_load_be64(header + KC_MAX_TIMESTAMP_OFFSET)
-        if s.batches == 0 or max_timestamp > s.max_timestamp:
+        if not have_max or max_timestamp > s.max_timestamp:
+            have_max = True
             s.max_timestamp = max_timestamp
             s.offset_of_max_timestamp = last_offset
         if s.position - s.last_index_position > index_interval_bytes:
@@ -256,9 +257,21 @@ cdef void _scan(Reader *r, Scan *s, int64_t base_offset,
 
 
 def scan_segment(int fd, int64_t base_offset, int64_t end_position,
-                 int64_t index_interval_bytes=4096):
+                 int64_t index_interval_bytes=4096, int64_t start_position=0,
+                 int64_t max_timestamp=-1, int64_t offset_of_max_timestamp=-1,
+                 int64_t last_time_index_timestamp=-1):
     """Recover the segment in ``fd`` whose first offset is ``base_offset``,
-    reading batches from position 0 up to ``end_position`` (its size).
+    reading batches from ``start_position`` (0, or the batch boundary of an
+    offset-index entry whose batch and everything before it are trusted)
+    up to ``end_position`` (its size).
+
+    Resuming at ``start_position`` > 0, the scan continues the state the
+    trusted prefix left: no index entry for the batch there (the prefix's
+    last entry names it), ``max_timestamp`` at ``offset_of_max_timestamp``
+    so far (unknown when the offset is negative: the first batch read sets
+    it) and ``last_time_index_timestamp``, the prefix's last time-index
+    entry. Returned counts, entries and next_offset cover the scanned part
+    only.
 
     Returns (valid_end_position, next_offset, max_timestamp,
     offset_of_max_timestamp, batches, index_entries, time_index_entries,
@@ -272,17 +285,20 @@ def scan_segment(int fd, int64_t base_offset, int64_t end_position,
     cdef Scan s
     r.fd = fd
     r.capacity = SCAN_CHUNK
+    cdef bint have_max = offset_of_max_timestamp >= 0
+    if start_position < 0 or start_position > end_position:
+        raise ValueError(f"start_position {start_position} is outside [0, {end_position}]")
     r.start = 0
     r.length = 0
     r.limit = end_position
     r.error = 0
-    s.position = 0
+    s.position = start_position
     s.next_offset = base_offset
-    s.max_timestamp = -1
-    s.offset_of_max_timestamp = base_offset
+    s.max_timestamp = max_timestamp if have_max else -1
+    s.offset_of_max_timestamp = offset_of_max_timestamp if have_max else base_offset
     s.batches = 0
-    s.last_index_position = 0
-    s.last_time_index_timestamp = -1
+    s.last_index_position = start_position
+    s.last_time_index_timestamp = last_time_index_timestamp
     s.stop = STOP_END
     s.index = NULL
     s.index_len = s.index_cap = 0
@@ -293,7 +309,7 @@ def scan_segment(int fd, int64_t base_offset, int64_t end_position,
         raise MemoryError()
     try:
         with nogil:
-            _scan(&r, &s, base_offset, index_interval_bytes)
+            _scan(&r, &s, base_offset, index_interval_bytes, have_max)
         _raise_io(&r)
         if s.stop == STOP_IO:
             raise MemoryError()

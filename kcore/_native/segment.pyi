@@ -1,7 +1,9 @@
 """Type stubs for kcore._native.segment (native/segment.pyx)."""
 
 def scan_segment(
-    fd: int, base_offset: int, end_position: int, index_interval_bytes: int = 4096
+    fd: int, base_offset: int, end_position: int, index_interval_bytes: int = 4096,
+    start_position: int = 0, max_timestamp: int = -1, offset_of_max_timestamp: int = -1,
+    last_time_index_timestamp: int = -1,
 ) -> tuple[int, int, int, int, int, bytes, bytes, str | None]:
     """(valid_end_position, next_offset, max_timestamp, offset_of_max_timestamp,
     batches, index_entries, time_index_entries, stop_reason)"""

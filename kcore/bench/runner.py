@@ -71,12 +71,17 @@ class _Context:
                 **self.target.client_config}
 
     def consumer_config(self, tail: bool) -> dict:
-        # max.partition.fetch.bytes at Kafka's and librdkafka's default (1 MiB):
-        # Kafka 0.9's Fetch has no total limit, and 16 partitions x 10 MiB
-        # overflows librdkafka's 100 MB receive.message.max.bytes.
+        # max.partition.fetch.bytes at Kafka's and librdkafka's default (1 MiB),
+        # less when a consumer reads so many partitions that their sum would
+        # pass fetch.max.bytes (50 MiB): Kafka 0.9's Fetch has no total limit,
+        # and 16 partitions x 10 MiB, or 250 x 1 MiB, overflows librdkafka's
+        # 100 MB receive.message.max.bytes.
+        w = self.workload
+        per_consumer = -(-w.partitions // max(w.consumers, 1))
+        partition_bytes = min(1_048_576, 52_428_800 // per_consumer)
         config = {"bootstrap.servers": self.running.bootstrap, "group.id": f"bench-{self.topic}",
                   "enable.auto.commit": False, "enable.auto.offset.store": False,
-                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 1_048_576,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": partition_bytes,
                   "auto.offset.reset": "latest" if tail else "earliest",
                   **self.target.client_config}
         if tail:

@@ -1,11 +1,18 @@
-"""Fetch (key 1): file slices of whole batches, long-polled.
+"""Fetch (key 1): file slices of whole batches, long-polled, with sessions.
 
 Each partition contributes whole batches from its fetch offset, capped by
 partition_max_bytes and what is left of max_bytes; the first partition with
 data always returns at least one batch even if larger (KIP-74). When fewer
 than min_bytes are ready the request waits, woken by new data, until
-max_wait_ms. Fetch sessions (KIP-227) are declined with session_id 0, which
-makes clients send full requests.
+max_wait_ms.
+
+Fetch sessions (KIP-227, v7+; replication/fetch_session.py): a full fetch
+with epoch 0 opens one and gets its id; incremental fetches then name only
+the partitions whose fetch offset changed (and those to forget), and are
+answered with only the partitions that have something new. kafka-python
+and kcore's own follower fetcher use them; librdkafka and aiokafka send
+full fetches without a session (session id 0, epoch -1), answered as
+before.
 
 Consumers (replica_id -1) read from the leader up to the high watermark
 (last stable offset under read_committed, with the aborted transactions
@@ -16,68 +23,121 @@ woken by appends, and each fetch reports their progress to the leader
 high watermark. A fetch from a broker that is not a replica of the
 partition, or sent to a broker that is not its leader, gets
 NOT_LEADER_OR_FOLLOWER and reads nothing.
+
+With an authorizer, a consumer needs READ on each topic (its partitions
+get TOPIC_AUTHORIZATION_FAILED otherwise) and a follower CLUSTER_ACTION on
+the cluster (every partition refused otherwise). A consumer over its
+consumer_byte_rate is throttled (security/quotas.py): a fetch outside a
+session whose data would pass the quota is answered without it, as
+Kafka's; in a session (whose state follows every answer) the data goes
+and the throttle time follows it.
 """
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import dataclass, replace
 
+from kcore.controller.metadata import TopicPartition
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.partition import PartitionError
+from kcore.replication.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+    FetchSessionCache,
+    next_epoch,
+)
+from kcore.replication.partition import Partition, PartitionError
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
 READ_COMMITTED = 1
+SESSIONS_VERSION = 7
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """What one request asks of every partition it reads."""
+
+    max_bytes: int
+    min_bytes: int
+    read_committed: bool
+    replica_id: int
+    refused: frozenset[str] = frozenset()  # topics the principal may not fetch
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
-    max_bytes = body.max_bytes if request.api_version >= 3 else 2**31 - 1
-    read_committed = request.api_version >= 4 and body.isolation_level == READ_COMMITTED
-    replica_id = body.replica_id
-    refused = _refused_topics(broker, context, body) if broker.authorizer is not None else None
-    throttle_ms = 0
+    limits = _Limits(body.max_bytes if request.api_version >= 3 else 2**31 - 1,
+                     max(body.min_bytes, 1),
+                     request.api_version >= 4 and body.isolation_level == READ_COMMITTED,
+                     body.replica_id)
+    sessions = broker.replica_manager.fetch_sessions
+    with_sessions = request.api_version >= SESSIONS_VERSION
+    if with_sessions and body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+        answer = await _incremental(broker, context, sessions, body, limits, deadline)
+        return _throttle_in_session(broker, context, request, answer)
+    if with_sessions and body.session_id != INVALID_SESSION_ID:
+        sessions.remove(body.session_id)  # a full fetch closes the session it names
+    if broker.authorizer is not None:
+        limits = _with_refusals(broker, context, limits, {topic.topic for topic in body.topics})
     while True:
-        responses, total, ready, partitions = _read_all(broker, body, max_bytes, read_committed,
-                                                        replica_id, refused)
+        responses, total, ready, partitions = _read_all(broker, body, limits)
         remaining = deadline - loop.time()
-        if ready or total >= max(body.min_bytes, 1) or remaining <= 0:
-            if replica_id < 0 and broker.quotas.active and total:
-                throttle_ms = _record_fetched(broker, context, request, total)
-                if throttle_ms < 0:  # over the quota with this data: answer without it
-                    return _throttled(context, -throttle_ms)
-            _count_bytes_out(broker, responses, replica_id >= 0)
-            return {"throttle_time_ms": throttle_ms, "error_code": ErrorCode.NONE, "session_id": 0,
-                    "responses": responses}
+        if ready or total >= limits.min_bytes or remaining <= 0:
+            break
         with broker.stats.delayed_fetch:  # Kafka's fetch purgatory
             await broker.replica_manager.wait_for_data(partitions, remaining,
-                                                       for_replica=replica_id >= 0)
+                                                       for_replica=limits.replica_id >= 0)
+    throttle_ms = 0
+    opens_session = with_sessions and body.session_epoch == INITIAL_EPOCH
+    if limits.replica_id < 0 and broker.quotas.active and total:
+        throttle_ms = _record_fetched(broker, context, request, total, may_hold_back=not opens_session)
+        if throttle_ms < 0:  # over the quota with this data: answered without it
+            return _throttled(context, -throttle_ms)
+    session_id = INVALID_SESSION_ID
+    if opens_session:
+        session_id = _open_session(broker, sessions, body, responses, limits)
+    _count_bytes_out(broker, responses, limits.replica_id >= 0)
+    return _response(ErrorCode.NONE, session_id, responses, throttle_ms)
 
 
-def _refused_topics(broker: BrokerFacade, context, body) -> set[str]:
-    """Topics this principal may not fetch: a follower's fetch needs
-    CLUSTER_ACTION on the cluster (every topic refused otherwise), a
-    consumer's READ on each topic."""
-    topics = {topic.topic for topic in body.topics}
-    if body.replica_id >= 0:
-        return set() if allowed_on_cluster(broker, context, AclOperation.CLUSTER_ACTION) else topics
-    return topics - allowed_topics(broker, context, AclOperation.READ, topics)
+def _response(error_code: int, session_id: int, responses: list, throttle_ms: int = 0) -> dict:
+    return {"throttle_time_ms": throttle_ms, "error_code": error_code, "session_id": session_id,
+            "responses": responses}
 
 
-def _record_fetched(broker: BrokerFacade, context, request, size: int) -> int:
+# -- authorization and quotas ----------------------------------------------------------
+def _with_refusals(broker: BrokerFacade, context, limits: _Limits, topics: set[str]) -> _Limits:
+    """A follower's fetch needs CLUSTER_ACTION on the cluster (every topic
+    refused otherwise), a consumer's READ on each topic."""
+    if limits.replica_id >= 0:
+        allowed = allowed_on_cluster(broker, context, AclOperation.CLUSTER_ACTION)
+        refused = set() if allowed else topics
+    else:
+        refused = topics - allowed_topics(broker, context, AclOperation.READ, topics)
+    return replace(limits, refused=frozenset(refused)) if refused else limits
+
+
+def _record_fetched(broker: BrokerFacade, context, request, size: int,
+                    may_hold_back: bool) -> int:
     """consumer_byte_rate, as Kafka's: the answer's bytes are recorded; if
-    that puts the client over its quota they are taken back and the answer
-    goes without data (minus the throttle time, to the caller). An answer
-    worth more than a second of quota goes anyway once nothing is owed, or
-    a consumer of large batches would never get one."""
+    that puts the client over its quota (and the answer may go without
+    its data) they are taken back and minus the throttle time is returned.
+    An answer worth more than a second of quota goes anyway once nothing
+    is owed, or a consumer of large batches would never get one."""
     quotas = broker.quotas
     user, client_id = user_of(context.principal), request.header.client_id or ""
     owed = quotas.throttle_ms(CONSUMER_BYTE_RATE, user, client_id)
     throttle_ms = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size)
-    if throttle_ms > 0 and (owed > 0 or not _larger_than_a_second(quotas, user, client_id, size)):
+    if may_hold_back and throttle_ms > 0 and (
+            owed > 0 or not _larger_than_a_second(quotas, user, client_id, size)):
         quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, size)
         return -throttle_ms
     context.mute_ms = max(context.mute_ms, throttle_ms)
@@ -92,12 +152,22 @@ def _larger_than_a_second(quotas, user: str, client_id: str, size: int) -> bool:
 def _throttled(context, throttle_ms: int) -> dict:
     """No partitions at all, as Kafka's throttled fetch response."""
     context.mute_ms = max(context.mute_ms, throttle_ms)
-    return {"throttle_time_ms": throttle_ms, "error_code": ErrorCode.NONE, "session_id": 0,
-            "responses": []}
+    return _response(ErrorCode.NONE, INVALID_SESSION_ID, [], throttle_ms)
 
 
-def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: int,
-              refused: set[str] | None):
+def _throttle_in_session(broker: BrokerFacade, context, request, answer: dict) -> dict:
+    if request.body.replica_id >= 0 or not broker.quotas.active:
+        return answer
+    size = sum(piece.size for topic in answer["responses"] for result in topic["partitions"]
+               for piece in result["records"] or ())
+    if size:
+        answer["throttle_time_ms"] = _record_fetched(broker, context, request, size,
+                                                     may_hold_back=False)
+    return answer
+
+
+# -- full fetches ---------------------------------------------------------------------
+def _read_all(broker: BrokerFacade, body, limits: _Limits):
     """One pass over the request's partitions. `ready` is True when some
     partition has an error to report, which answers immediately."""
     responses = []
@@ -106,48 +176,172 @@ def _read_all(broker, body, max_bytes: int, read_committed: bool, replica_id: in
     parked = []
     for topic in body.topics:
         results = []
-        if refused and topic.topic in refused:
-            results = [_error(fetch.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                       for fetch in topic.partitions]
-            responses.append({"topic": topic.topic, "partitions": results})
-            ready = True
-            continue
         for fetch in topic.partitions:
             partition = broker.replica_manager.get(topic.topic, fetch.partition)
-            if partition is None:
-                results.append(_error(fetch.partition, _missing_code(broker, topic.topic,
-                                                                     fetch.partition)))
-                ready = True
-                continue
-            limit = min(fetch.partition_max_bytes, max(max_bytes - total, 0))
-            code, slices = _read_one(partition, fetch, limit, read_committed, replica_id,
-                                     min_one_message=total == 0)
-            ready |= code != ErrorCode.NONE
-            size = sum(s.size for s in slices)
+            data, size = _read(broker, topic.topic, fetch.partition, partition, fetch,
+                               fetch.partition_max_bytes, limits, total)
+            ready |= data["error_code"] != ErrorCode.NONE
             total += size
-            parked.append(partition)
-            results.append({
-                "partition_index": fetch.partition,
-                "error_code": code,
-                "high_watermark": partition.high_watermark,
-                "last_stable_offset": partition.last_stable_offset,
-                "log_start_offset": partition.log_start_offset,
-                "aborted_transactions": (_aborted(partition, fetch.fetch_offset, slices)
-                                         if read_committed else None),
-                "preferred_read_replica": -1,
-                "records": slices if slices else b"",
-            })
+            if partition is not None:
+                parked.append(partition)
+            results.append(data)
         responses.append({"topic": topic.topic, "partitions": results})
     return responses, total, ready, parked
 
 
-def _read_one(partition, fetch, limit: int, read_committed: bool, replica_id: int,
+def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body, responses: list,
+                  limits: _Limits) -> int:
+    """A session holding every partition of this full fetch, each marked
+    with what the answer told (0 when the cache has no room)."""
+    cached: dict[TopicPartition, CachedPartition] = {}
+    for topic in body.topics:
+        for fetch in topic.partitions:
+            cached[(topic.topic, fetch.partition)] = CachedPartition(
+                fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
+                fetch.log_start_offset)
+    session = sessions.create(limits.replica_id, cached, _now_ms())
+    if session is None:
+        return INVALID_SESSION_ID
+    for topic in responses:
+        for data in topic["partitions"]:
+            key = (topic["topic"], data["partition_index"])
+            entry = session.partitions[key]
+            entry.must_respond(data["error_code"], bool(data["records"]), data["high_watermark"],
+                               data["last_stable_offset"], data["log_start_offset"])
+            session.settle(key, not _caught_up(broker, key, entry, data["error_code"], limits))
+    return session.id
+
+
+# -- incremental fetches ------------------------------------------------------------
+async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCache, body,
+                       limits: _Limits, deadline: float) -> dict:
+    session = sessions.get(body.session_id)
+    if session is None:
+        return _response(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, INVALID_SESSION_ID, [])
+    if session.epoch != body.session_epoch:
+        return _response(ErrorCode.INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID, [])
+    sessions.add_partitions(session, {
+        (topic.topic, fetch.partition): CachedPartition(
+            fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
+            fetch.log_start_offset)
+        for topic in body.topics for fetch in topic.partitions})
+    sessions.forget(session, [(topic.topic, index) for topic in body.forgotten_topics_data
+                              for index in topic.partitions])
+    if not len(session):
+        sessions.remove(session.id)
+        return _response(ErrorCode.NONE, INVALID_SESSION_ID, [])
+    now_ms = _now_ms()
+    session.epoch = next_epoch(session.epoch)
+    session.last_used_ms = now_ms
+    if session.privileged and now_ms - session.touched_ms >= sessions.follower_touch_interval_ms:
+        _touch_idle_partitions(broker, session, now_ms)
+    if broker.authorizer is not None:
+        limits = _with_refusals(broker, context, limits, {key[0] for key in session.partitions})
+    loop = asyncio.get_running_loop()
+    while True:
+        reads, total, ready = _read_pending(broker, session, limits)
+        remaining = deadline - loop.time()
+        if ready or total >= limits.min_bytes or remaining <= 0:
+            responses = _answer(broker, session, reads, limits)
+            _count_bytes_out(broker, responses, limits.replica_id >= 0)
+            return _response(ErrorCode.NONE, session.id, responses)
+        with broker.stats.delayed_fetch:
+            await session.wait(remaining)
+
+
+def _read_pending(broker: BrokerFacade, session: FetchSession,
+                  limits: _Limits) -> tuple[list[tuple[TopicPartition, dict]], int, bool]:
+    """One pass over the session's pending partitions, changing nothing
+    of the session (a pass that ends in a wait is read again)."""
+    reads = []
+    total = 0
+    ready = False
+    for key in list(session.pending):
+        cached = session.partitions[key]
+        partition = broker.replica_manager.get(*key)
+        data, size = _read(broker, key[0], key[1], partition, cached, cached.max_bytes, limits,
+                           total)
+        ready |= data["error_code"] != ErrorCode.NONE
+        total += size
+        reads.append((key, data))
+    return reads, total, ready
+
+
+def _answer(broker: BrokerFacade, session: FetchSession,
+            reads: list[tuple[TopicPartition, dict]], limits: _Limits) -> list:
+    """The partitions of the final pass that must answer, grouped by topic
+    as they come; the session learns what each was told."""
+    responses: list = []
+    for key, data in reads:
+        cached = session.partitions[key]
+        code = data["error_code"]
+        if cached.must_respond(code, bool(data["records"]), data["high_watermark"],
+                               data["last_stable_offset"], data["log_start_offset"]):
+            session.answered(key)
+            if not responses or responses[-1]["topic"] != key[0]:
+                responses.append({"topic": key[0], "partitions": []})
+            responses[-1]["partitions"].append(data)
+        session.settle(key, not _caught_up(broker, key, cached, code, limits))
+    return responses
+
+
+def _touch_idle_partitions(broker: BrokerFacade, session: FetchSession, now_ms: int) -> None:
+    """The follower is still caught up on the partitions it is not
+    reading (it would have been told of news): say so to each, as a read
+    would, so the ISR keeps it."""
+    session.touched_ms = now_ms
+    for key, cached in session.partitions.items():
+        if key not in session.pending:
+            partition = broker.replica_manager.get(*key)
+            if partition is not None and partition.is_leader:
+                partition.update_follower_fetch_state(session.replica_id, cached.fetch_offset)
+
+
+def _caught_up(broker: BrokerFacade, key: TopicPartition, cached: CachedPartition,
+               error_code: int, limits: _Limits) -> bool:
+    """Nothing left to read at the cached offset: the partition may wait
+    for news instead of being read again."""
+    partition = broker.replica_manager.get(*key)
+    if error_code != ErrorCode.NONE or partition is None:
+        return False
+    if limits.replica_id >= 0:
+        return cached.fetch_offset >= partition.log_end_offset
+    upper = partition.last_stable_offset if limits.read_committed else partition.high_watermark
+    return cached.fetch_offset >= upper
+
+
+# -- one partition ----------------------------------------------------------------------
+def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | None, fetch,
+          partition_max_bytes: int, limits: _Limits, total: int) -> tuple[dict, int]:
+    """The answer for one partition, and its bytes of records."""
+    if limits.refused and topic in limits.refused:
+        return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0
+    if partition is None:
+        return _error(index, _missing_code(broker, topic, index)), 0
+    limit = min(partition_max_bytes, max(limits.max_bytes - total, 0))
+    code, slices = _read_one(partition, fetch, limit, limits, min_one_message=total == 0)
+    data = {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": partition.high_watermark,
+        "last_stable_offset": partition.last_stable_offset,
+        "log_start_offset": partition.log_start_offset,
+        "aborted_transactions": (_aborted(partition, fetch.fetch_offset, slices)
+                                 if limits.read_committed else None),
+        "preferred_read_replica": -1,
+        "records": slices if slices else b"",
+    }
+    return data, sum(s.size for s in slices)
+
+
+def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
               min_one_message: bool) -> tuple[int, list]:
     if not partition.is_leader:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
     code = partition.check_leader_epoch(fetch.current_leader_epoch)
     if code != ErrorCode.NONE:
         return code, []
+    replica_id = limits.replica_id
     try:
         if replica_id >= 0:
             if not partition.is_follower(replica_id):
@@ -156,12 +350,13 @@ def _read_one(partition, fetch, limit: int, read_committed: bool, replica_id: in
             # divergent tail) must not count as the follower's progress.
             slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
             return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset), slices
-        return code, partition.read(fetch.fetch_offset, limit, read_committed, min_one_message)
+        return code, partition.read(fetch.fetch_offset, limit, limits.read_committed,
+                                    min_one_message)
     except PartitionError as exc:
         return exc.error_code, []
 
 
-def _aborted(partition, fetch_offset: int, slices: list) -> list[dict]:
+def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[dict]:
     """read_committed: the aborted transactions the returned data overlaps;
     the consumer drops those producers' batches in those ranges."""
     if not slices:
@@ -171,7 +366,7 @@ def _aborted(partition, fetch_offset: int, slices: list) -> list[dict]:
                                                           partition.last_stable_offset)]
 
 
-def _count_bytes_out(broker, responses: list, follower: bool) -> None:
+def _count_bytes_out(broker: BrokerFacade, responses: list, follower: bool) -> None:
     """BytesOut / ReplicationBytesOut of the answer (not of the passes
     that found too little and waited)."""
     for topic in responses:
@@ -179,7 +374,7 @@ def _count_bytes_out(broker, responses: list, follower: bool) -> None:
         broker.stats.topics.record_fetch(topic["topic"], size, follower)
 
 
-def _missing_code(broker, topic: str, index: int) -> int:
+def _missing_code(broker: BrokerFacade, topic: str, index: int) -> int:
     """A partition this broker does not host: another broker's
     (NOT_LEADER_OR_FOLLOWER, clients refresh metadata) or none at all."""
     if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
@@ -191,3 +386,7 @@ def _error(index: int, code: int) -> dict:
     return {"partition_index": index, "error_code": code, "high_watermark": -1,
             "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": b""}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

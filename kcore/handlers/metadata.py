@@ -11,10 +11,16 @@ An unknown topic is created when `auto.create.topics.enable` is on and the
 request allows it (v4+ field; older versions always allow), as client test
 suites assume. Names that could never be a topic get INVALID_TOPIC_EXCEPTION.
 
+An answer about topics the cache holds is encoded once and kept in the
+cache (``MetadataCache.responses``) until the next update: clients poll
+Metadata, and building and encoding 10,000 partitions took ~25 ms of the
+event loop each time. At most ``CACHED_RESPONSES`` answers are kept.
+
 With an authorizer, only topics the principal may DESCRIBE appear; a topic
 asked for by name that it may not describe, or may not create (CREATE on
 the cluster or the topic) when it would be auto-created, gets
-TOPIC_AUTHORIZATION_FAILED.
+TOPIC_AUTHORIZATION_FAILED. Those answers depend on the principal and
+are not kept.
 """
 from __future__ import annotations
 
@@ -22,10 +28,15 @@ from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topi
 from kcore.handlers.authz import allowed_topics, may_create_topic
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
+from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from kcore.protocol.frames import encode_body
 from kcore.security.acl import AclOperation
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# Distinct requests (version, topic list) answered from memory; clients
+# of one broker ask about a few topic lists each.
+CACHED_RESPONSES = 256
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -35,11 +46,26 @@ async def handle(broker: BrokerFacade, context, request):
     names = cache.topic_names() if all_topics else [t.name for t in body.topics]
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
-    if broker.authorizer is None:
-        topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
-    else:
-        topics = await _describe_authorized(broker, context, cache, names, all_topics,
-                                            allow_create)
+    if broker.authorizer is not None:
+        return _response(broker, cache, await _describe_authorized(
+            broker, context, cache, names, all_topics, allow_create))
+    key = (ApiKey.METADATA, request.api_version, None if all_topics else tuple(names),
+           broker.controller.cluster_id)
+    cached = cache.responses.get(key)
+    if cached is not None:
+        return cached
+    known = all(cache.contains(name) for name in names)
+    topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
+    response = _response(broker, cache, topics)
+    if not known:
+        return response
+    if len(cache.responses) >= CACHED_RESPONSES:
+        cache.responses.clear()
+    encoded = cache.responses[key] = encode_body(ApiKey.METADATA, request.api_version, response)
+    return encoded
+
+
+def _response(broker: BrokerFacade, cache, topics: list[dict]) -> dict:
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}

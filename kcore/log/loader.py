@@ -11,18 +11,25 @@ Kafka ``LogLoader``:
    pending), ``*.cleaned`` (compaction output not yet swapped), ``*.swap``
    without a ``.log.swap``, ``*.tmp``, and index files whose ``.log`` is
    gone.
-3. Every ``<base>.log`` is opened. After a clean shutdown its state comes
-   from the indexes plus a header walk of the tail; an index that is
-   missing or fails its sanity check is rebuilt from the data.
+3. Every ``<base>.log`` is opened. Segments before the active one that
+   need no recovery are lazy (segment.py): their indexes are opened,
+   sanity-checked and if need be rebuilt on first use. The active segment
+   after a clean shutdown gets its state from the indexes plus a header
+   walk of the tail; an index that is missing or fails its sanity check is
+   rebuilt from the data.
 4. After an unclean stop, every segment from the one holding the recovery
-   point onwards is recovered: batches are checked (size, CRC-32C, offsets)
-   and the indexes rebuilt. The first torn or corrupt batch ends the log:
-   its segment is truncated there and every later segment deleted.
+   point onwards is recovered (``LogSegment.recover``): batches past the
+   last trusted index entry below the recovery point are checked (size,
+   CRC-32C, offsets) and their index entries rebuilt. The first torn or
+   corrupt batch ends the log: its segment is truncated there and every
+   later segment deleted. An empty partition costs one directory listing
+   and three opens.
 5. ``Log.open`` then makes the leader epoch cache agree with the log,
-   learning the epochs of the recovered segments' batches
-   (``learn_leader_epochs``).
+   learning the epochs of the recovered batches (``learn_leader_epochs``).
 
-Runs once per partition at startup, before the Log serves anything.
+Runs once per partition at startup, before the Log serves anything; the
+log manager runs it for many partitions at once on
+``num.recovery.threads.per.data.dir`` threads (the scans release the GIL).
 """
 from __future__ import annotations
 
@@ -37,13 +44,21 @@ from kcore._native import segment as native_segment
 from kcore.log.checkpoints import fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.leader_epoch import LeaderEpochCache
-from kcore.log.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from kcore.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_name,
+)
 
 log = logging.getLogger(__name__)
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
 _SWAP_FILE = re.compile(r"^(\d{20})\.log\.swap$")
+_SNAPSHOT_FILE = re.compile(r"^\d{20}\.snapshot$")
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex")
 # Batch headers read per native call while learning epochs: 4096 headers
 # (61 bytes each, under 1 MiB as Python objects) bound the memory of a round
@@ -52,10 +67,13 @@ _HEADERS_PER_READ = 4096
 
 
 class LoadedSegments(NamedTuple):
-    """Every segment, oldest first, and those recovery re-checked."""
+    """Every segment, oldest first, those recovery re-checked with the
+    position each check started at, and the offsets of the producer state
+    snapshots in the directory (the one listing a start makes of it)."""
 
     segments: list[LogSegment]
-    recovered: list[LogSegment]
+    recovered: list[tuple[LogSegment, int]]
+    snapshot_offsets: list[int]
 
 
 def complete_swaps(directory: Path) -> int:
@@ -93,14 +111,14 @@ def _segment_bases(directory: Path) -> list[int]:
                   if (match := _SEGMENT_FILE.match(name)) and match.group(2) == LOG_SUFFIX)
 
 
-def remove_leftovers(directory: Path) -> list[int]:
-    """Delete interrupted-operation files; return the base offsets of the
-    ``.log`` files, sorted."""
-    names = {path.name: path for path in directory.iterdir()}
+def remove_leftovers(directory: Path, names: set[str]) -> list[int]:
+    """Delete interrupted-operation files among ``names`` (the directory's
+    listing, updated); return the base offsets of the ``.log`` files,
+    sorted."""
     bases = set()
-    for name, path in names.items():
+    for name in list(names):
         if name.endswith(_LEFTOVER_SUFFIXES):
-            path.unlink(missing_ok=True)
+            _unlink(directory, name, names)
             continue
         match = _SEGMENT_FILE.match(name)
         if match is None:
@@ -108,48 +126,65 @@ def remove_leftovers(directory: Path) -> list[int]:
         if match.group(2) == LOG_SUFFIX:
             bases.add(int(match.group(1)))
         elif match.group(1) + LOG_SUFFIX not in names:
-            path.unlink(missing_ok=True)
+            _unlink(directory, name, names)
     return sorted(bases)
+
+
+def _unlink(directory: Path, name: str, names: set[str]) -> None:
+    try:
+        os.unlink(os.path.join(directory, name))
+    except FileNotFoundError:
+        pass
+    names.discard(name)
 
 
 def load_segments(directory: Path, config: LogConfig, recovery_point: int,
                   clean_shutdown: bool) -> LoadedSegments:
     """Open (and where needed recover) every segment, oldest first."""
-    complete_swaps(directory)
-    bases = remove_leftovers(directory)
+    names = set(os.listdir(directory))
+    if any(_SWAP_FILE.match(name) for name in names) and complete_swaps(directory):
+        names = set(os.listdir(directory))
+    bases = remove_leftovers(directory, names)
+    snapshot_offsets = [int(name[:20]) for name in names if _SNAPSHOT_FILE.match(name)]
     segments: list[LogSegment] = []
-    recovered: list[LogSegment] = []
+    recovered: list[tuple[LogSegment, int]] = []
     try:
         for i, base in enumerate(bases):
-            segment = LogSegment.open(directory, base, config)
-            segments.append(segment)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
-            unflushed = next_base is None or next_base > recovery_point
-            if (unflushed and not clean_shutdown) or segment.needs_rebuild():
-                removed, reason = segment.recover()
-                recovered.append(segment)
+            unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            stem = segment_name(base)
+            segment = LogSegment.open(directory, base, config,
+                                      lazy=next_base is not None and not unflushed,
+                                      indexes_present=stem + INDEX_SUFFIX in names
+                                      and stem + TIME_INDEX_SUFFIX in names)
+            segments.append(segment)
+            if unflushed or (next_base is None and segment.needs_rebuild()):
+                start = recovery_point if unflushed else base
+                removed, reason, position = segment.recover(start)
+                recovered.append((segment, position))
                 if removed:
                     log.warning("%s: recovery cut %d bytes at position %d (%s); deleting %d later "
                                 "segment(s)", segment.log_path, removed, segment.size, reason,
                                 len(bases) - i - 1)
                     _delete_later(directory, bases[i + 1:])
                     break
+                if next_base is not None:
+                    segment.trim()
     except BaseException:
         for segment in segments:
             segment.close()
         raise
-    for segment in segments[:-1]:
-        segment.trim()
-    return LoadedSegments(segments, recovered)
+    return LoadedSegments(segments, recovered, snapshot_offsets)
 
 
-def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache) -> None:
-    """Assign the epoch of each batch of ``segment`` that is newer than the
-    cache's latest, at the batch's base offset (Kafka ``LogSegment.recover``).
-    Truncation does not fsync the segment, so a crash can bring back batches
-    whose epochs the (fsynced) cache file had already dropped; a lost or
-    malformed cache file is partly rebuilt the same way."""
-    position = 0
+def learn_leader_epochs(segment: LogSegment, cache: LeaderEpochCache, position: int = 0) -> None:
+    """Assign the epoch of each batch of ``segment`` from ``position`` on
+    that is newer than the cache's latest, at the batch's base offset
+    (Kafka ``LogSegment.recover``). The cache file is flushed before the
+    recovery point moves, so the epochs of batches before where recovery
+    started are in it. Truncation does not fsync the segment, so a crash
+    can bring back batches whose epochs the cache file had already
+    dropped; a lost or malformed cache file is partly rebuilt the same way."""
     while position < segment.size:
         headers, position = native_segment.batch_headers(segment.fd, position, segment.size,
                                                          _HEADERS_PER_READ)

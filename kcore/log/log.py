@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,7 +36,7 @@ from kcore._native import append as native_append
 from kcore._native import records as native_records
 from kcore._native.batch_layout import TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
-from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
 from kcore.log.file_slice import FileSlice
@@ -70,9 +71,9 @@ class AppendInfo(NamedTuple):
     batches: list[BatchHeader]
 
 
-def parse_topic_partition(directory: Path) -> tuple[str, int]:
+def parse_topic_partition(directory: Path | str) -> tuple[str, int]:
     """``orders-3`` -> ("orders", 3); topic names may contain '-'."""
-    topic, _, partition = Path(directory).name.rpartition("-")
+    topic, _, partition = os.path.basename(os.fspath(directory)).rpartition("-")
     if not topic or not partition.isdigit():
         raise ValueError(f"{directory} is not named <topic>-<partition>")
     return topic, int(partition)
@@ -87,7 +88,7 @@ class Log:
 
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
                  log_start_offset: int, recovery_point: int):
-        self.dir = Path(directory)
+        self.dir = directory if isinstance(directory, Path) else Path(directory)
         self.topic, self.partition = parse_topic_partition(self.dir)
         self.config = config
         self._segments = segments
@@ -104,24 +105,37 @@ class Log:
         self._roll_jitter_ms = config.random_segment_jitter()  # the active segment's
         # Marker offset of the newest aborted transaction indexed (None: not read yet).
         self._max_aborted_offset: int | None = None
+        # Called when a truncation moved the recovery point back: recovery
+        # trusts the index entries below the checkpointed recovery point,
+        # so the checkpoint must not stay above data written anew (the log
+        # manager writes it, as Kafka's LogManager.truncateTo does).
+        self.recovery_point_lowered: Callable[[Log], None] | None = None
+        # Offsets of the producer state snapshots the directory held when
+        # the log opened, for the first partition loading its state (None
+        # once taken: ``take_snapshot_offsets_at_open``).
+        self._snapshot_offsets_at_open: list[int] | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path | str, config: LogConfig | None = None, recovery_point: int = 0,
-             log_start_offset: int = 0, clean_shutdown: bool = False) -> Log:
-        """Open (creating if needed) the partition directory ``path``.
-        Without ``clean_shutdown`` every segment from the one holding
+             log_start_offset: int = 0, clean_shutdown: bool = False, create: bool = True) -> Log:
+        """Open (creating if needed, unless ``create`` is False: the caller
+        found it) the partition directory ``path``. Without
+        ``clean_shutdown`` every segment from the one holding
         ``recovery_point`` is recovered (see loader.py)."""
         config = config or LogConfig()
-        directory = Path(path)
-        parse_topic_partition(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        segments, recovered = load_segments(directory, config, recovery_point, clean_shutdown)
+        directory = path if isinstance(path, Path) else Path(path)
+        if create:
+            parse_topic_partition(directory)
+            directory.mkdir(parents=True, exist_ok=True)
+        segments, recovered, snapshot_offsets = load_segments(directory, config, recovery_point,
+                                                              clean_shutdown)
         if not segments:
             segments = [LogSegment.create(directory, log_start_offset, config)]
         segments[-1].make_active()
         start = max(log_start_offset, segments[0].base_offset)
         log = cls(directory, config, segments, start, recovery_point)
+        log._snapshot_offsets_at_open = snapshot_offsets
         if clean_shutdown:
             log._recovery_point = log._log_end_offset
         if start > log._log_end_offset:
@@ -130,7 +144,13 @@ class Log:
             log._load_leader_epochs(recovered)
         return log
 
-    def _load_leader_epochs(self, recovered: list[LogSegment]) -> None:
+    def take_snapshot_offsets_at_open(self) -> list[int] | None:
+        """The producer snapshot offsets listed when the log opened, once
+        (a later caller lists the directory itself: files change)."""
+        offsets, self._snapshot_offsets_at_open = self._snapshot_offsets_at_open, None
+        return offsets
+
+    def _load_leader_epochs(self, recovered: list[tuple[LogSegment, int]]) -> None:
         """Make the cache read from its file agree with the loaded log
         (Kafka ``LogLoader``): entries at or after the log end were assigned
         before batches a crash lost, recovered segments teach the epochs of
@@ -142,8 +162,8 @@ class Log:
                            "unknown", self.dir, LEADER_EPOCH_CHECKPOINT,
                            self._log_start_offset, self._log_end_offset)
         cache.truncate_from_end(self._log_end_offset)
-        for segment in recovered:
-            learn_leader_epochs(segment, cache)
+        for segment, position in recovered:
+            learn_leader_epochs(segment, cache, position)
         cache.truncate_from_start(self._log_start_offset)
 
     # -- properties -------------------------------------------------------------------
@@ -444,11 +464,17 @@ class Log:
         active.truncate_to(offset)
         active.make_active()
         self._log_end_offset = active.next_offset
-        self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
         self._max_aborted_offset = None
+        self._lower_recovery_point(self._log_end_offset)
         return True
+
+    def _lower_recovery_point(self, offset: int) -> None:
+        if offset < self._recovery_point:
+            self._recovery_point = offset
+            if self.recovery_point_lowered is not None:
+                self.recovery_point_lowered(self)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart the log, empty, at ``offset``."""
@@ -457,10 +483,14 @@ class Log:
         segment = LogSegment.create(self.dir, offset, self.config)
         self._segments = [segment]
         self._bases = [offset]
-        self._log_end_offset = self._log_start_offset = self._recovery_point = offset
+        self._log_end_offset = self._log_start_offset = offset
         self._dir_dirty = True
         self._leader_epoch_cache.clear()
         self._max_aborted_offset = None
+        if offset < self._recovery_point:
+            self._lower_recovery_point(offset)
+        else:
+            self._recovery_point = offset
 
     # -- retention ---------------------------------------------------------------------------
     def delete_old_segments(self, high_watermark: int | None = None) -> int:
@@ -575,7 +605,7 @@ class Log:
             for name in names:
                 os.replace(f"{name}{SWAP_SUFFIX}", name)
             fsync_dir(self.dir)
-            segment = LogSegment.open(self.dir, base_offset, self.config)
+            segment = LogSegment.open(self.dir, base_offset, self.config, lazy=True)
             for entry in carried:
                 segment.txn_index.append(entry)
             segment.txn_index.flush()
@@ -597,18 +627,24 @@ class Log:
                          f"{self.topic}-{self.partition}")
 
     # -- durability and lifecycle --------------------------------------------------------
-    def flush(self, up_to_offset: int | None = None) -> None:
+    def flush(self, up_to_offset: int | None = None, sync: bool = True,
+              staged: StagedRenames | None = None) -> None:
         """fsync the segments holding offsets [recovery_point, up_to_offset)
-        (default: the log end) and move the recovery point there."""
+        (default: the log end) and move the recovery point there. With
+        ``sync`` False everything is written but nothing fsynced, and the
+        leader epoch file goes to ``staged``: the caller syncs the
+        filesystem and commits ``staged`` before it checkpoints the
+        recovery point (a clean shutdown, LogManager.shutdown)."""
         offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
         started = time.monotonic() if offset > self._recovery_point or self._dir_dirty else 0.0
         if offset > self._recovery_point:
+            self._leader_epoch_cache.flush(sync, staged)
             for i, segment in enumerate(self._segments):
                 next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
                 if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
-                    segment.flush()
+                    segment.flush(sync)
             self._recovery_point = offset
-        if self._dir_dirty:
+        if self._dir_dirty and sync:
             fsync_dir(self.dir)
             self._dir_dirty = False
         if started:
@@ -622,12 +658,15 @@ class Log:
         for segment in self._segments:
             segment.config = config
 
-    def close(self) -> None:
-        """Trim the active segment's preallocated files and close
-        everything (the caller flushes first for a clean shutdown)."""
+    def close(self, sync: bool = True, staged: StagedRenames | None = None) -> None:
+        """Write the leader epoch file if it lacks a change (as ``flush``
+        does), the pending index entries, and close everything (the caller
+        flushes first for a clean shutdown)."""
+        try:
+            self._leader_epoch_cache.flush(sync, staged)
+        except KafkaStorageError as exc:  # the segments still close; recovery relearns epochs
+            logger.error("%s: %s", self.dir, exc)
         for segment in self._segments:
-            if segment.fd >= 0:
-                segment.trim()
             segment.close()
         for _, segment in self._pending_deletes:
             segment.close()

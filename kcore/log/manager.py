@@ -10,8 +10,13 @@ Per log dir (Kafka's layout)::
 
 At start every partition directory is opened: after a clean shutdown its
 state is trusted (indexes are still sanity-checked); otherwise each log is
-recovered from its checkpointed recovery point. The clean-shutdown marker
-is removed once loading is done, so a crash from then on is seen as one.
+recovered from its checkpointed recovery point. Logs open on
+``num.recovery.threads.per.data.dir`` threads per log dir (Kafka's name
+and default, 1): the recovery scans release the GIL, so threads pay when
+there is unflushed data to check. The clean-shutdown marker is removed
+once loading is done, so a crash from then on is seen as one. A
+truncation that moves a log's recovery point back rewrites its dir's
+recovery-point checkpoint at once (recovery trusts what lies below it).
 Background duties are methods the broker calls on its timers:
 ``cleanup_logs`` (log.retention.check.interval.ms) and ``flush_dirty_logs``
 (log.flush.scheduler.interval.ms); ``shutdown`` flushes, checkpoints and
@@ -21,14 +26,17 @@ Not thread-safe: owned by the broker's event loop.
 """
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import logging
 import os
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kcore.log.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
@@ -36,7 +44,9 @@ from kcore.log.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
+    StagedRenames,
     fsync_dir,
+    sync_filesystem,
 )
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
@@ -48,15 +58,29 @@ log = logging.getLogger(__name__)
 LOCK_FILE = ".lock"
 _PARTITION_DIR = re.compile(r"^.+-\d+$")
 _DELETED_DIR_SUFFIX = "-delete"
+# Distinct topic configs kept parsed (_config_of); a broker has a few.
+_CONFIGS_CACHED = 1024
 
 TopicPartition = tuple[str, int]
+
+
+class _LogToOpen(NamedTuple):
+    """A partition directory found at start and what its log dir's
+    checkpoints say about it."""
+
+    directory: Path
+    path: Path
+    recovery_point: int
+    log_start_offset: int
+    clean_shutdown: bool
 
 
 class LogManager:
     def __init__(self, log_dirs: Sequence[Path | str],
                  defaults: Mapping[str, Any] | LogConfig | None = None, *,
                  retention_check_interval_ms: int = 300_000,
-                 high_watermark_of: Callable[[str, int], int | None] | None = None):
+                 high_watermark_of: Callable[[str, int], int | None] | None = None,
+                 recovery_threads_per_data_dir: int = 1):
         """``defaults``: topic configs (Kafka keys) every log starts from.
         ``high_watermark_of(topic, partition)``, when given, bounds what
         retention may delete (Kafka never deletes past the high watermark)."""
@@ -67,8 +91,12 @@ class LogManager:
         self.default_config = LogConfig.from_topic_configs(None, defaults)
         self.retention_check_interval_ms = retention_check_interval_ms
         self.high_watermark_of = high_watermark_of
+        self.recovery_threads_per_data_dir = recovery_threads_per_data_dir
         self.logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._logs_in: Counter[Path] = Counter()
+        self._configs: dict[tuple, LogConfig] = {}
+        self._lowered_dirs: set[Path] = set()  # recovery-point checkpoints to rewrite
         self._locks: list[int] = []
         # Called with a Log before it is closed and removed (the group-commit
         # syncer drops its journal entries).
@@ -76,8 +104,10 @@ class LogManager:
         try:
             for directory in self.log_dirs:
                 self._lock(directory)
+            self._load_logs([item for directory in self.log_dirs
+                             for item in self._logs_in_dir(directory)])
             for directory in self.log_dirs:
-                self._load_dir(directory)
+                self._remove_clean_shutdown_marker(directory)
             self._replay_journals()
         except BaseException:
             self._close_all()
@@ -101,31 +131,66 @@ class LogManager:
             log.warning("ignoring %s: %s", path, exc)
             return {}
 
-    def _load_dir(self, directory: Path) -> None:
-        marker = directory / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
+    def _logs_in_dir(self, directory: Path) -> list[_LogToOpen]:
+        clean = (directory / CLEAN_SHUTDOWN_FILE).exists()
         recovery_points = self._read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
         start_offsets = self._read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
-        for path in sorted(directory.iterdir()):
-            if not path.is_dir():
+        found = []
+        for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+            if not entry.is_dir():
                 continue
-            if path.name.endswith(_DELETED_DIR_SUFFIX):
+            path = Path(entry.path)
+            if entry.name.endswith(_DELETED_DIR_SUFFIX):
                 _remove_tree(path)
-                continue
-            if not _PARTITION_DIR.match(path.name):
-                continue
-            opened = Log.open(path, self.default_config,
-                              recovery_point=recovery_points.get(_key_of(path), 0),
-                              log_start_offset=start_offsets.get(_key_of(path), 0),
-                              clean_shutdown=clean)
-            key = (opened.topic, opened.partition)
-            if key in self.logs:
-                opened.close()
-                raise KafkaStorageError(f"{key[0]}-{key[1]} is in two log dirs: "
-                                        f"{self._dir_of[key]} and {directory}")
-            self.logs[key] = opened
-            self._dir_of[key] = directory
-        if clean:
+            elif _PARTITION_DIR.match(entry.name):
+                key = _key_of(path)
+                found.append(_LogToOpen(directory, path, recovery_points.get(key, 0),
+                                        start_offsets.get(key, 0), clean))
+        return found
+
+    def _load_logs(self, found: list[_LogToOpen]) -> None:
+        """Open every log, on the recovery threads when there are several;
+        all of them are registered, or none (those opened are closed)."""
+        threads = self.recovery_threads_per_data_dir * len(self.log_dirs)
+        if threads <= 1 or len(found) <= 1:
+            opened = [self._try_open(item) for item in found]
+        else:
+            with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+                opened = list(pool.map(self._try_open, found))
+        failure = next((item for item in opened if isinstance(item, BaseException)), None)
+        try:
+            if failure is not None:
+                raise failure
+            for item, log_ in zip(found, opened):
+                assert isinstance(log_, Log)
+                self._register(log_, item.directory)
+        except BaseException:
+            for log_ in opened:
+                if isinstance(log_, Log) and self.logs.get((log_.topic, log_.partition)) is not log_:
+                    log_.close()
+            raise
+
+    def _try_open(self, item: _LogToOpen) -> Log | BaseException:
+        try:
+            return Log.open(item.path, self.default_config, recovery_point=item.recovery_point,
+                            log_start_offset=item.log_start_offset,
+                            clean_shutdown=item.clean_shutdown, create=False)
+        except BaseException as exc:  # reported once every log was tried
+            return exc
+
+    def _register(self, log_: Log, directory: Path) -> None:
+        key = (log_.topic, log_.partition)
+        if key in self.logs:
+            raise KafkaStorageError(f"{key[0]}-{key[1]} is in two log dirs: "
+                                    f"{self._dir_of[key]} and {directory}")
+        self.logs[key] = log_
+        self._dir_of[key] = directory
+        self._logs_in[directory] += 1
+        log_.recovery_point_lowered = self._checkpoint_recovery_point_of
+
+    def _remove_clean_shutdown_marker(self, directory: Path) -> None:
+        marker = directory / CLEAN_SHUTDOWN_FILE
+        if marker.exists():
             marker.unlink()
             fsync_dir(directory)
 
@@ -146,22 +211,35 @@ class LogManager:
         partitions) when it does not exist. ``configs`` (Kafka topic keys)
         become its config over the defaults."""
         key = (topic, partition)
-        config = LogConfig.from_topic_configs(configs, self.defaults) if configs else self.default_config
+        config = self._config_of(configs)
         existing = self.logs.get(key)
         if existing is not None:
             if configs:
                 existing.update_config(config)
             return existing
-        directory = min(self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        directory = min(self.log_dirs, key=lambda d: self._logs_in[d])
         created = Log.open(directory / f"{topic}-{partition}", config)
-        self.logs[key] = created
-        self._dir_of[key] = directory
+        self._register(created, directory)
         return created
+
+    def _config_of(self, configs: Mapping[str, Any] | None) -> LogConfig:
+        """The LogConfig of topic ``configs`` over the defaults, parsed once
+        per distinct configs: every partition of a topic has the same, and
+        parsing them for each of 10,000 partitions took 0.5 s of a start."""
+        if not configs:
+            return self.default_config
+        key = tuple(sorted(configs.items()))
+        config = self._configs.get(key)
+        if config is None:
+            if len(self._configs) >= _CONFIGS_CACHED:
+                self._configs.clear()
+            config = self._configs[key] = LogConfig.from_topic_configs(configs, self.defaults)
+        return config
 
     def update_config(self, topic: str, partition: int, configs: Mapping[str, Any]) -> None:
         existing = self.logs.get((topic, partition))
         if existing is not None:
-            existing.update_config(LogConfig.from_topic_configs(configs, self.defaults))
+            existing.update_config(self._config_of(configs))
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log (renamed ``*-delete`` first, so
@@ -173,6 +251,7 @@ class LogManager:
         for hook in self.before_delete:
             hook(existing)
         directory = self._dir_of.pop(key)
+        self._logs_in[directory] -= 1
         existing.close()
         doomed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{_DELETED_DIR_SUFFIX}"
         os.replace(existing.dir, doomed)
@@ -211,6 +290,32 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda item: item.recovery_point)
 
+    def _checkpoint_recovery_point_of(self, log_: Log) -> None:
+        """A truncation lowered ``log_``'s recovery point: its dir's
+        checkpoint is rewritten before anything is appended past the cut.
+        On an event loop that is once, after the current callback: a
+        follower truncating thousands of partitions from one
+        OffsetForLeaderEpoch answer writes the file once, not per
+        partition; nothing appends before the loop's next turn."""
+        directory = self._dir_of.get((log_.topic, log_.partition))
+        if directory is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write_lowered_recovery_points([directory])
+            return
+        if not self._lowered_dirs:
+            loop.call_soon(self._write_lowered_recovery_points, None)
+        self._lowered_dirs.add(directory)
+
+    def _write_lowered_recovery_points(self, directories: list[Path] | None) -> None:
+        directories = directories or sorted(self._lowered_dirs)
+        self._lowered_dirs.clear()
+        if self.logs:  # not shut down meanwhile
+            self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda item: item.recovery_point,
+                             directories)
+
     def checkpoint_log_start_offsets(self) -> None:
         self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda item: item.log_start_offset)
 
@@ -229,28 +334,44 @@ class LogManager:
             found.update(self._read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
         return found
 
-    def _checkpoint(self, name: str, value: Callable[[Log], int]) -> None:
-        for directory in self.log_dirs:
+    def _checkpoint(self, name: str, value: Callable[[Log], int],
+                    directories: Sequence[Path] | None = None) -> None:
+        for directory in directories or self.log_dirs:
             offsets = {key: value(item) for key, item in self.logs.items()
                        if self._dir_of[key] == directory}
             OffsetCheckpointFile(directory / name).write(offsets)
 
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Clean shutdown: flush every log, write both checkpoints, close
-        the logs and leave ``.kafka_cleanshutdown`` in each dir."""
+        """Clean shutdown: write and close every log (leader epoch files
+        staged), sync each log dir's filesystem once (not ~4 fsyncs per
+        partition), rename the staged files and sync again, then write both
+        checkpoints and leave ``.kafka_cleanshutdown`` in each dir."""
+        staged = StagedRenames()
         for item in self.all_logs():
-            item.flush()
+            item.flush(sync=False, staged=staged)
+            item.close(sync=False, staged=staged)
+        self._sync_filesystems()
+        staged.commit()
+        self._sync_filesystems()
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
-        for item in self.all_logs():
-            item.close()
         for directory in self.log_dirs:
             (directory / CLEAN_SHUTDOWN_FILE).touch()
             fsync_dir(directory)
         self.logs.clear()
         self._dir_of.clear()
+        self._logs_in.clear()
         self._release_locks()
+
+    def _sync_filesystems(self) -> None:
+        """syncfs once per filesystem holding a log dir."""
+        devices = set()
+        for directory in self.log_dirs:
+            device = directory.stat().st_dev
+            if device not in devices:
+                devices.add(device)
+                sync_filesystem(directory)
 
     def _close_all(self) -> None:
         for item in self.logs.values():

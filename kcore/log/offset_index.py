@@ -27,8 +27,8 @@ INT32_MAX = 2**31 - 1
 class OffsetIndex(IndexFile):
     entry_size = 8
 
-    def _valid_entries(self, entries: int) -> int:
-        return native_index.offset_index_valid_entries(self.buffer, entries)
+    def _valid_entries(self, buffer, entries: int) -> int:
+        return native_index.offset_index_valid_entries(buffer, entries)
 
     def append(self, offset: int, position: int) -> None:
         relative = offset - self.base_offset

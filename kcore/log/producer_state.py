@@ -103,7 +103,7 @@ class ProducerStateManager:
     """Producer ids -> epochs and recent batches for one partition."""
 
     def __init__(self, directory: Path, expiration_ms: int = 86_400_000):
-        self.directory = Path(directory)
+        self.directory = directory if isinstance(directory, Path) else Path(directory)
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerEntry] = {}
         # producer id -> first offset of its open transaction: the last
@@ -220,7 +220,9 @@ class ProducerStateManager:
         self.snapshot_offset = 0
 
     # -- snapshots ------------------------------------------------------------
-    def write_snapshot(self, offset: int) -> Path:
+    def write_snapshot(self, offset: int, durable: bool = True) -> Path:
+        """Write ``<offset>.snapshot`` (fsynced when ``durable``; a clean
+        shutdown syncs the filesystem once instead) and drop older ones."""
         body = bytearray(struct.pack(">i", len(self.producers)))
         for entry in self.producers.values():
             last = entry.batches[-1] if entry.batches else BatchMetadata(-1, -1, -1, -1, -1)
@@ -234,7 +236,8 @@ class ProducerStateManager:
         with open(tmp, "wb") as handle:
             handle.write(struct.pack(">hI", SNAPSHOT_VERSION, crc) + body)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
         for old in self._snapshot_files():
             if old != path:
@@ -242,12 +245,16 @@ class ProducerStateManager:
         self.snapshot_offset = offset
         return path
 
-    def load_snapshot(self, log_end_offset: int) -> int:
+    def load_snapshot(self, log_end_offset: int, offsets: list[int] | None = None) -> int:
         """Load the newest valid snapshot at or below log_end_offset and
-        return its offset (0 when none): the caller replays from there."""
+        return its offset (0 when none): the caller replays from there.
+        ``offsets``: the snapshots in the directory, when the caller has
+        just listed it (else it is listed here)."""
         self.producers.clear()
         self._open_transactions.clear()
-        for path in sorted(self._snapshot_files(), reverse=True):
+        paths = self._snapshot_files() if offsets is None else [
+            self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}" for offset in offsets]
+        for path in sorted(paths, reverse=True):
             offset = int(path.name[:20])
             if offset > log_end_offset:
                 path.unlink(missing_ok=True)  # covers data that was truncated away

@@ -13,15 +13,25 @@ inside are stored absolute; index entries are relative to the base offset,
 hence the int32 limit on ``last offset - base offset``. Suffix ``.deleted``
 marks files waiting for removal. Source: Kafka ``LogSegment``.
 
-Not thread-safe: one owner (the partition's Log, on one event loop). The
-file descriptor outlives a deletion request by ``file.delete.delay.ms`` so
-that slices handed to in-flight fetches stay readable.
+An inactive segment opened at start is lazy (Kafka ``LazyIndex``): only
+its ``.log`` is opened; the indexes are mapped, sanity-checked (and
+rebuilt from the log when they fail) and the state past the last index
+entry read on first use, so a broker with many old segments starts in
+time proportional to its active segments and holds one descriptor per
+segment.
+
+Not thread-safe: one owner (the partition's Log, on one event loop, or the
+loader thread opening it). The file descriptor outlives a deletion request
+by ``file.delete.delay.ms`` so that slices handed to in-flight fetches stay
+readable.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from kcore._native import append as native_append
 from kcore._native import index as native_index
@@ -41,6 +51,31 @@ TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 
+log = logging.getLogger(__name__)
+
+
+class ScanStart(NamedTuple):
+    """Where recovery resumes in a segment: the batch boundary of the last
+    trusted offset-index entry and the state of the prefix before it (the
+    arguments of ``scan_segment`` after ``index_interval_bytes``)."""
+
+    position: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    last_time_index_timestamp: int
+
+
+FROM_START = ScanStart(0, -1, -1, -1)
+
+
+class Recovery(NamedTuple):
+    """What ``LogSegment.recover`` did: the bytes it cut off the end, why
+    ('size', 'crc', ... or None), and the position its check started at."""
+
+    bytes_removed: int
+    reason: str | None
+    start_position: int
+
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
@@ -49,82 +84,178 @@ def segment_name(base_offset: int) -> str:
 class LogSegment:
     """A segment opened on its files. Build with ``create`` or ``open``."""
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, fresh: bool):
-        self.directory = Path(directory)
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, fresh: bool,
+                 lazy: bool = False, indexes_present: bool | None = None):
+        self.directory = directory
         self.base_offset = base_offset
         self.config = config
-        stem = self.directory / segment_name(base_offset)
-        self.log_path = stem.with_suffix(LOG_SUFFIX)
-        self.index_missing = not (stem.with_suffix(INDEX_SUFFIX).exists()
-                                  and stem.with_suffix(TIME_INDEX_SUFFIX).exists())
+        # Paths as str: pathlib parses every Path it makes, a measurable
+        # share of a start with 10,000 partitions.
+        self._stem = os.path.join(directory, segment_name(base_offset))
+        self._log_file = self._stem + LOG_SUFFIX
+        self.deleted = False
         flags = os.O_RDWR | os.O_CREAT | (os.O_EXCL if fresh else 0)
         try:
-            self.fd = os.open(self.log_path, flags, 0o644)
+            self.fd = os.open(self._log_file, flags, 0o644)
         except OSError as exc:
             raise KafkaStorageError(f"cannot open {self.log_path}: {exc}") from exc
-        try:
-            self.size = 0 if fresh else os.fstat(self.fd).st_size
-            self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset,
-                                            config.segment_index_bytes)
-            self.time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset,
-                                        config.segment_index_bytes)
-        except OSError as exc:
-            if hasattr(self, "offset_index"):
-                self.offset_index.close()
-            os.close(self.fd)
-            if fresh:  # O_EXCL: the file is ours; a later roll must be able to create it
-                self.log_path.unlink(missing_ok=True)
-                stem.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
-            raise KafkaStorageError(f"cannot open the indexes of {self.log_path}: {exc}") from exc
-        self.txn_index = TransactionIndex(stem.with_suffix(TXN_INDEX_SUFFIX))
-        self.next_offset = base_offset
-        self.max_timestamp = -1
-        self.offset_of_max_timestamp = base_offset
+        self.size = 0 if fresh else os.fstat(self.fd).st_size
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._txn_index: TransactionIndex | None = None
+        self.index_missing = False
+        self._next_offset: int | None = None  # None: not read yet (lazy)
+        self._max_timestamp = -1
+        self._offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None
         self.bytes_since_last_index_entry = 0
         self.created_ms = int(time.time() * 1000)
         self.tail_damaged = False
-        self.deleted = False
+        if not lazy:
+            try:
+                self._open_indexes(appendable=True, present=True if fresh else indexes_present)
+            except BaseException:
+                os.close(self.fd)
+                if fresh:  # O_EXCL: the file is ours; a later roll must be able to create it
+                    _unlink(self._log_file)
+                    _unlink(self._index_path(INDEX_SUFFIX))
+                raise
+            if fresh:
+                self._next_offset = base_offset
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self._log_file)
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        """Made on first use: most segments never hold an abort, and the
+        object costs nothing until it reads its (usually absent) file."""
+        if self._txn_index is None:
+            self._txn_index = TransactionIndex(Path(self._index_path(TXN_INDEX_SUFFIX)))
+        return self._txn_index
+
+    def _index_path(self, suffix: str) -> str:
+        return self._stem + suffix + (DELETED_SUFFIX if self.deleted else "")
+
+    def _open_indexes(self, appendable: bool,
+                      present: bool | None = None) -> tuple[OffsetIndex, TimeIndex]:
+        """Open both indexes; ``present``: whether both files exist, when
+        the caller knows (None: look)."""
+        index_path, time_path = self._index_path(INDEX_SUFFIX), self._index_path(TIME_INDEX_SUFFIX)
+        if present is None:
+            present = os.path.exists(index_path) and os.path.exists(time_path)
+        self.index_missing = not present
+        try:
+            offset_index = OffsetIndex(index_path, self.base_offset, self.config.segment_index_bytes,
+                                       appendable)
+            try:
+                time_index = TimeIndex(time_path, self.base_offset, self.config.segment_index_bytes,
+                                       appendable)
+            except BaseException:
+                offset_index.close()
+                raise
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot open the indexes of {self.log_path}: {exc}") from exc
+        self._offset_index, self._time_index = offset_index, time_index
+        return offset_index, time_index
+
+    # -- lazy parts (Kafka LazyIndex) ------------------------------------------------
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            return self._load_lazily()[0]
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            return self._load_lazily()[1]
+        return self._time_index
+
+    def _load_lazily(self) -> tuple[OffsetIndex, TimeIndex]:
+        """First use of an old segment: map its indexes, read the state
+        past their last entry, and rebuild them from the log when they
+        fail the sanity check."""
+        indexes = self._open_indexes(appendable=False)
+        self._load_state()
+        if self.needs_rebuild():
+            log.warning("%s: rebuilding the indexes of an old segment (missing or failing their "
+                        "sanity check)", self.log_path)
+            self._rebuild_indexes()
+        return indexes
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the segment's last batch (its base offset when
+        empty)."""
+        if self._next_offset is None:
+            self._load_lazily()
+            assert self._next_offset is not None
+        return self._next_offset
+
+    @next_offset.setter
+    def next_offset(self, value: int) -> None:
+        self._next_offset = value
+
+    @property
+    def max_timestamp(self) -> int:
+        if self._next_offset is None:
+            self._load_lazily()
+        return self._max_timestamp
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        if self._next_offset is None:
+            self._load_lazily()
+        return self._offset_of_max_timestamp
+
+    def _set_max_timestamp(self, timestamp: int, offset: int) -> None:
+        self._max_timestamp, self._offset_of_max_timestamp = timestamp, offset
 
     # -- construction ------------------------------------------------------------
     @classmethod
     def create(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
-        """A new, empty, active segment (files preallocated)."""
+        """A new, empty, active segment."""
         segment = cls(directory, base_offset, config, fresh=True)
-        try:
-            segment.offset_index.preallocate()
-            segment.time_index.preallocate()
-            if config.preallocate:
+        if config.preallocate:
+            try:
                 os.posix_fallocate(segment.fd, 0, config.segment_bytes)
-        except OSError as exc:
-            # E.g. a full disk: leave nothing behind, so the next roll can retry.
-            segment.delete_files()
-            raise KafkaStorageError(f"cannot create {segment.log_path}: {exc}") from exc
+            except OSError as exc:
+                # E.g. a full disk: leave nothing behind, so the next roll can retry.
+                segment.delete_files()
+                raise KafkaStorageError(f"cannot create {segment.log_path}: {exc}") from exc
         return segment
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+    def open(cls, directory: Path, base_offset: int, config: LogConfig,
+             lazy: bool = False, indexes_present: bool | None = None) -> LogSegment:
         """An existing segment, trusted as cleanly written: its state is read
-        from the indexes and the batch headers after the last index entry.
-        Call ``needs_rebuild`` then ``recover`` when it may not be."""
-        segment = cls(directory, base_offset, config, fresh=False)
-        segment._load_state()
+        from the indexes and the batch headers after the last index entry
+        (on first use when ``lazy``: an inactive segment). Call
+        ``needs_rebuild`` then ``recover`` when it may not be trusted.
+        ``indexes_present``: whether both index files exist, when the
+        caller listed the directory."""
+        segment = cls(directory, base_offset, config, fresh=False, lazy=lazy,
+                      indexes_present=indexes_present)
+        if not lazy:
+            segment._load_state()
         return segment
 
     def _load_state(self) -> None:
-        last_offset, last_position = self.offset_index.last_entry()
+        offset_index, time_index = self.offset_index, self.time_index
+        last_offset, last_position = offset_index.last_entry()
         if last_position > self.size:
             last_position = 0
         end, batches, next_offset, max_ts, max_ts_offset = native_segment.walk_headers(
             self.fd, last_position, self.size)
         self.tail_damaged = end < self.size
         self.size = end
-        self.next_offset = next_offset if batches else (
-            last_offset + 1 if self.offset_index.entries else self.base_offset)
-        index_ts, index_ts_offset = self.time_index.last_entry()
-        self.max_timestamp, self.offset_of_max_timestamp = index_ts, index_ts_offset
-        if batches and (max_ts > index_ts or not self.time_index.entries):
-            self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_ts_offset
+        self._next_offset = next_offset if batches else (
+            last_offset + 1 if offset_index.entries else self.base_offset)
+        self._set_max_timestamp(*time_index.last_entry())
+        if batches and (max_ts > self._max_timestamp or not time_index.entries):
+            self._set_max_timestamp(max_ts, max_ts_offset)
         self.bytes_since_last_index_entry = self.size - last_position
         self._load_rolling_timestamp()
 
@@ -137,42 +268,116 @@ class LogSegment:
         """True when the indexes are missing or fail the sanity check: the
         last offset-index entry must point at a batch boundary holding that
         offset, and no entry may lie past the data."""
-        if self.index_missing or self.tail_damaged or self.offset_index.damaged \
-                or self.time_index.damaged:
+        offset_index, time_index = self.offset_index, self.time_index
+        if self.index_missing or self.tail_damaged or offset_index.damaged or time_index.damaged:
             return True
-        offset, position = self.offset_index.last_entry()
-        if self.offset_index.entries:
+        offset, position = offset_index.last_entry()
+        if offset_index.entries:
             try:
                 found = native_segment.find_batch(self.fd, position, self.size, offset)
             except ValueError:
                 return True
             if found is None or found[0] != position or found[3] != offset:
                 return True
-        _, time_offset = self.time_index.last_entry()
+        _, time_offset = time_index.last_entry()
         return time_offset >= max(self.next_offset, self.base_offset + 1)
 
     # -- recovery ---------------------------------------------------------------------
-    def recover(self) -> tuple[int, str | None]:
-        """Check every batch (size, CRC, offsets), truncate the file at the
-        first torn or corrupt one and rebuild both indexes. Returns the bytes
-        cut off and the reason ('size', 'crc', ... or None)."""
+    def recover(self, recovery_point: int = 0) -> Recovery:
+        """Check the batches past ``recovery_point`` (size, CRC, offsets),
+        truncate the file at the first torn or corrupt one and rebuild the
+        index entries they need. The scan starts at the last offset-index
+        entry below the recovery point whose batch the data confirms:
+        everything before it was fsynced (with its index entries) before
+        the recovery point moved, so a restart costs what was unflushed,
+        never a scan of the whole segment."""
         file_size = os.fstat(self.fd).st_size
-        (end, next_offset, max_ts, max_ts_offset, batches, index_entries, time_entries,
-         stop) = native_segment.scan_segment(self.fd, self.base_offset, file_size,
-                                             self.config.index_interval_bytes)
+        start = self._scan_start(recovery_point, file_size)
+        scan = self._scan(start, file_size)
+        if start.position and scan[4] == 0 and scan[7] is not None:
+            # The trusted entry's own batch is damaged: check everything.
+            start = self._scan_start(self.base_offset, file_size)
+            scan = self._scan(start, file_size)
+        end, next_offset, max_ts, max_ts_offset, batches, index_entries, time_entries, stop = scan
         if end < file_size:
-            os.ftruncate(self.fd, end)
+            try:
+                os.ftruncate(self.fd, end)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot truncate {self.log_path}: {exc}") from exc
         self.txn_index.truncate_to(next_offset)
+        self._apply_scan(start, scan)
+        return Recovery(file_size - end, stop, start.position)
+
+    def _scan_start(self, recovery_point: int, file_size: int) -> ScanStart:
+        """Keep the index entries below ``recovery_point`` up to one whose
+        batch the data confirms, drop the rest; where to scan from."""
+        offset_index, time_index = self.offset_index, self.time_index
+        slot = -1
+        if recovery_point > self.base_offset and not (offset_index.damaged or time_index.damaged):
+            slot = native_index.offset_index_lookup(offset_index.buffer, offset_index.entries,
+                                                    recovery_point - 1 - self.base_offset)
+        while slot >= 0 and not self._confirms(*offset_index.entry(slot), file_size):
+            slot -= 1
+        offset_index.truncate_entries(slot + 1)
+        if slot < 0:
+            time_index.truncate_entries(0)
+            return FROM_START
+        relative, position = offset_index.entry(slot)
+        time_index.truncate_to(self.base_offset + relative + 1)
+        timestamp, offset = time_index.last_entry()
+        if not time_index.entries:
+            return ScanStart(position, -1, -1, -1)
+        return ScanStart(position, timestamp, offset, timestamp)
+
+    def _confirms(self, relative: int, position: int, file_size: int) -> bool:
+        """The index entry names a batch boundary holding its offset."""
+        offset = self.base_offset + relative
+        try:
+            found = native_segment.find_batch(self.fd, position, file_size, offset, offset)
+        except ValueError:
+            return False
+        return found is not None and found[0] == position
+
+    def _scan(self, start: ScanStart, end_position: int) -> tuple:
+        try:
+            return native_segment.scan_segment(self.fd, self.base_offset, end_position,
+                                               self.config.index_interval_bytes, *start)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot read {self.log_path}: {exc}") from exc
+
+    def _apply_scan(self, start: ScanStart, scan: tuple) -> None:
+        """Take the state and index entries of a scan from ``start``."""
+        end, next_offset, max_ts, max_ts_offset, batches, index_entries, time_entries, _ = scan
         self.size = end
-        self.offset_index.write_entries(index_entries)
-        self.time_index.write_entries(time_entries)
+        self.offset_index.append_entries(index_entries)
+        self.time_index.append_entries(time_entries)
         self.index_missing = self.tail_damaged = False
-        self.next_offset = next_offset
-        self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_ts_offset
+        self.offset_index.damaged = self.time_index.damaged = False
+        self._next_offset = next_offset
+        if batches or start.offset_of_max_timestamp >= 0:
+            self._set_max_timestamp(max_ts, max_ts_offset)
+        else:
+            self._set_max_timestamp(-1, self.base_offset)
         last_position = self.offset_index.last_entry()[1]
         self.bytes_since_last_index_entry = end - last_position
         self._load_rolling_timestamp()
-        return file_size - end, stop
+
+    def _rebuild_indexes(self) -> None:
+        """Rebuild both indexes of a trusted segment from its data, which
+        must be whole: corrupt data in a segment the log relies on is a
+        storage error, never cut here."""
+        active = self.offset_index.active
+        size = os.fstat(self.fd).st_size  # self.size may be a damaged index's guess
+        scan = self._scan(FROM_START, size)
+        if scan[0] != size or scan[7] is not None:
+            raise KafkaStorageError(
+                f"{self.log_path}: corrupt data ({scan[7]}) at position {scan[0]} of {size}, "
+                f"found while rebuilding its indexes")
+        self.offset_index.truncate_entries(0)
+        self.time_index.truncate_entries(0)
+        self._apply_scan(FROM_START, scan)
+        for index in (self.offset_index, self.time_index):
+            index.sync() if active else index.trim()
 
     # -- append ------------------------------------------------------------------------
     def append(self, records, batches: list[tuple[int, int, int, int]],
@@ -189,11 +394,11 @@ class LogSegment:
             self._write_all(records, position)
         interval = self.config.index_interval_bytes
         for batch_position, size, last_offset, max_timestamp in batches:
-            if max_timestamp > self.max_timestamp or position + batch_position == 0:
-                self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, last_offset
+            if max_timestamp > self._max_timestamp or position + batch_position == 0:
+                self._set_max_timestamp(max_timestamp, last_offset)
             if self.bytes_since_last_index_entry > interval:
                 self.offset_index.append(last_offset, position + batch_position)
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+                self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
                 self.bytes_since_last_index_entry = 0
             self.bytes_since_last_index_entry += size
         if self.rolling_based_timestamp is None:
@@ -247,7 +452,8 @@ class LogSegment:
             return self._find_batch(offset, start_position)
         except ValueError as exc:
             # The index disagrees with the data: rebuild it, never trust it.
-            self._rebuild_index(exc)
+            log.warning("%s: rebuilding its indexes: %s", self.log_path, exc)
+            self._rebuild_indexes()
         try:
             return self._find_batch(offset, start_position)
         except ValueError as exc:
@@ -259,14 +465,6 @@ class LogSegment:
         if start_position > position:
             position, expected = start_position, -1
         return native_segment.find_batch(self.fd, position, self.size, offset, expected)
-
-    def _rebuild_index(self, cause: Exception) -> None:
-        size, next_offset = self.size, self.next_offset
-        removed, reason = self.recover()
-        if removed or self.next_offset != next_offset:
-            raise KafkaStorageError(
-                f"{self.log_path}: corrupt data in a trusted segment ({reason}) at position "
-                f"{self.size} of {size}, found while rebuilding its index ({cause})")
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> FileSlice | None:
@@ -342,64 +540,90 @@ class LogSegment:
         removed = self.size - position
         os.ftruncate(self.fd, position)
         self.size = position
-        self.offset_index.preallocate()
-        self.time_index.preallocate()
+        self.make_active()
         self._load_state()
         return removed
 
     # -- lifecycle --------------------------------------------------------------------------
+    def _loaded_indexes(self) -> list[OffsetIndex | TimeIndex]:
+        """The indexes opened so far (a lazy segment's may not be)."""
+        return [index for index in (self._offset_index, self._time_index) if index is not None]
+
     def on_become_inactive(self) -> None:
-        """On roll: a last time-index entry, then trim the preallocated files."""
+        """On roll: a last time-index entry, then trim the files."""
         if self.size:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp,
                                          skip_full_check=True)
         self.trim()
 
     def make_active(self) -> None:
-        self.offset_index.preallocate()
-        self.time_index.preallocate()
+        self.offset_index.make_appendable()
+        self.time_index.make_appendable()
 
     def trim(self) -> None:
-        self.offset_index.trim()
-        self.time_index.trim()
+        """Indexes written and mapped read-only, a preallocated ``.log`` cut
+        to its data (an unopened lazy index is trimmed already)."""
+        for index in self._loaded_indexes():
+            index.trim()
         if os.fstat(self.fd).st_size > self.size:
             os.ftruncate(self.fd, self.size)
 
-    def flush(self) -> None:
+    def flush(self, sync: bool = True) -> None:
+        """fdatasync the files; with ``sync`` False only write the index
+        entries to the page cache (the caller syncs the filesystem)."""
         try:
-            os.fdatasync(self.fd)
-            self.offset_index.flush()
-            self.time_index.flush()
-            self.txn_index.flush()
+            if sync:
+                os.fdatasync(self.fd)
+            for index in self._loaded_indexes():
+                index.flush() if sync else index.sync()
+            if self._txn_index is not None:
+                self._txn_index.flush()
         except OSError as exc:
             raise KafkaStorageError(f"cannot flush {self.log_path}: {exc}") from exc
 
     def close(self) -> None:
-        self.offset_index.close()
-        self.time_index.close()
+        """Write pending index entries, cut a preallocated ``.log`` to its
+        data, and close (nothing is mapped again: a close at shutdown
+        costs no open of an index that did not change)."""
+        for index in self._loaded_indexes():
+            index.close()
         if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+            try:
+                if not self.deleted and os.fstat(self.fd).st_size > self.size:
+                    os.ftruncate(self.fd, self.size)
+            finally:
+                os.close(self.fd)
+                self.fd = -1
 
     def mark_deleted(self) -> None:
         """Rename the files to ``*.deleted``; the fd stays open until
         ``delete_files`` so in-flight fetch slices remain readable."""
         self.trim()
-        for item in (self.offset_index, self.time_index):
-            item.rename(item.path.with_name(item.path.name + DELETED_SUFFIX))
-        self.txn_index.rename_to(self.txn_index.path.with_name(
-            self.txn_index.path.name + DELETED_SUFFIX))
-        deleted = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
-        os.replace(self.log_path, deleted)
-        self.log_path = deleted
+        for suffix, index in ((INDEX_SUFFIX, self._offset_index), (TIME_INDEX_SUFFIX, self._time_index)):
+            path = self._index_path(suffix)
+            if index is not None:
+                index.rename(path + DELETED_SUFFIX)
+            elif os.path.exists(path):
+                os.replace(path, path + DELETED_SUFFIX)
+        txn_path = self._index_path(TXN_INDEX_SUFFIX)
+        self.txn_index.rename_to(Path(txn_path + DELETED_SUFFIX))
+        os.replace(self._log_file, self._log_file + DELETED_SUFFIX)
+        self._log_file += DELETED_SUFFIX
         self.deleted = True
 
     def delete_files(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path,
-                     self.txn_index.path):
-            path.unlink(missing_ok=True)
+        for path in (self._log_file, self._index_path(INDEX_SUFFIX), self._index_path(TIME_INDEX_SUFFIX),
+                     self._index_path(TXN_INDEX_SUFFIX)):
+            _unlink(path)
 
     def __repr__(self) -> str:
         return (f"LogSegment(base_offset={self.base_offset}, size={self.size}, "
-                f"next_offset={self.next_offset})")
+                f"next_offset={self._next_offset})")
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

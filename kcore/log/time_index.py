@@ -27,8 +27,8 @@ _ENTRY = struct.Struct(">qi")
 class TimeIndex(IndexFile):
     entry_size = 12
 
-    def _valid_entries(self, entries: int) -> int:
-        return native_index.time_index_valid_entries(self.buffer, entries)
+    def _valid_entries(self, buffer, entries: int) -> int:
+        return native_index.time_index_valid_entries(buffer, entries)
 
     def entry(self, slot: int) -> tuple[int, int]:
         """(timestamp, relative_offset) of entry ``slot``."""

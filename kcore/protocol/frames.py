@@ -11,7 +11,9 @@ see any later write to it (do not reuse a receive buffer for the next
 frame while a request decoded from it is still in use).
 ``encode_response`` returns the frame *with* its size prefix as a list of
 chunks: bytes objects plus untouched records chunks (memoryviews, file
-slices) for writev/sendfile.
+slices) for writev/sendfile. A body may come encoded already
+(``encode_body``): a handler that answers the same request many times
+(Metadata of 10,000 partitions) encodes it once.
 """
 from __future__ import annotations
 
@@ -125,17 +127,23 @@ def _response_encoder(api_key: int, api_version: int) -> Callable:
     return encoder
 
 
-def encode_response(header: RequestHeader, body: Any) -> list:
-    """The response frame to ``header``'s request, size prefix included, as chunks.
+class EncodedBody(bytes):
+    """A response body encoded by ``encode_body`` for one (api key,
+    version); only records-free bodies (nothing to splice)."""
 
-    ``body`` is a data object, a dict or any object with the field attributes.
-    The size prefix counts every chunk, spliced records included.
-    """
-    api_key, api_version = header.api_key, header.api_version
-    encoder = _response_encoders.get((api_key, api_version)) or _response_encoder(api_key, api_version)
-    out = bytearray(4)
-    write_response_header(out, api_key, api_version, header.correlation_id)
+
+def encode_body(api_key: int, api_version: int, body: Any) -> EncodedBody:
+    out = bytearray()
     splices: list = []
+    _encode(api_key, api_version, body, out, splices)
+    if splices:
+        raise ProtocolEncodeError(f"{RESPONSES[api_key].name}: a body with records cannot be "
+                                  f"encoded ahead")
+    return EncodedBody(out)
+
+
+def _encode(api_key: int, api_version: int, body: Any, out: bytearray, splices: list) -> None:
+    encoder = _response_encoders.get((api_key, api_version)) or _response_encoder(api_key, api_version)
     try:
         encoder(body, out, splices)
     except ProtocolEncodeError:
@@ -143,6 +151,23 @@ def encode_response(header: RequestHeader, body: Any) -> list:
     except ENCODE_FAILURES as exc:
         raise ProtocolEncodeError(
             f"{RESPONSES[api_key].name} v{api_version}: {type(exc).__name__}: {exc}") from None
+
+
+def encode_response(header: RequestHeader, body: Any) -> list:
+    """The response frame to ``header``'s request, size prefix included, as chunks.
+
+    ``body`` is a data object, a dict or any object with the field
+    attributes, or an ``EncodedBody`` of this api key and version. The size
+    prefix counts every chunk, spliced records included.
+    """
+    api_key, api_version = header.api_key, header.api_version
+    out = bytearray(4)
+    write_response_header(out, api_key, api_version, header.correlation_id)
+    splices: list = []
+    if isinstance(body, EncodedBody):
+        out += body
+    else:
+        _encode(api_key, api_version, body, out, splices)
     size = len(out) - 4
     for _offset, _chunk, chunk_size in splices:
         size += chunk_size

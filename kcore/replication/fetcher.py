@@ -16,6 +16,13 @@ our log end offset). When the leader never had our epoch it answers an
 older one and the exchange repeats with it. Without any epoch to ask for,
 the log is cut at the high watermark, Kafka's fallback.
 
+Each fetcher holds a fetch session with its leader (KIP-227,
+client/fetch_session.py): after a first full request, a fetch names only
+the partitions whose log end moved (or that joined or left), and the
+leader answers with only those that have news, so a follower of 10,000
+mostly idle partitions neither sends nor makes its leader read them all
+on every fetch.
+
 With flush.messages=1 a follower fsyncs what it appended (group commit)
 before its next fetch reports the new offset: the leader's high watermark,
 hence every acks=all acknowledgement, only covers data on the followers'
@@ -38,6 +45,7 @@ from dataclasses import dataclass
 
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.client.fetch_session import FetchSessionHandler, FetchState
 from kcore.controller.metadata import BrokerInfo, TopicPartition
 from kcore.log.durability import GroupCommitSyncer
 from kcore.protocol.api_keys import ApiKey
@@ -127,6 +135,7 @@ class LeaderFetcher:
         self.states: dict[TopicPartition, _FetchState] = {}
         self._wakeup = asyncio.Event()
         self._connection: BrokerConnection | None = None
+        self.session = FetchSessionHandler()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     @property
@@ -205,6 +214,7 @@ class LeaderFetcher:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self.session.reset()
 
     def _current(self, key: TopicPartition, state: _FetchState) -> bool:
         """The answer for ``key`` still concerns this fetcher's leadership."""
@@ -276,22 +286,31 @@ class LeaderFetcher:
     # -- fetch -----------------------------------------------------------------------------
     async def _fetch(self, connection: BrokerConnection,
                      states: dict[TopicPartition, _FetchState]) -> None:
-        topics: dict[str, list[dict]] = {}
-        for (topic, index), state in states.items():
-            topics.setdefault(topic, []).append({
-                "partition": index, "current_leader_epoch": state.leader_epoch,
-                "fetch_offset": state.partition.log_end_offset,
-                "log_start_offset": state.partition.log_start_offset,
-                "partition_max_bytes": self.config.partition_max_bytes})
         config = self.config
+        wanted = {key: FetchState(state.partition.log_end_offset, state.partition.log_start_offset,
+                                  config.partition_max_bytes, state.leader_epoch)
+                  for key, state in states.items()}
+        request = self.session.build(wanted)
         response = await connection.request(ApiKey.FETCH, {
             "replica_id": config.broker_id, "max_wait_ms": config.max_wait_ms,
             "min_bytes": config.min_bytes, "max_bytes": config.max_bytes,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-            "forgotten_topics_data": [], "rack_id": ""},
+            "isolation_level": 0, "session_id": request.session_id,
+            "session_epoch": request.session_epoch,
+            "topics": [{"topic": topic, "partitions": [{
+                "partition": index, "current_leader_epoch": state.current_leader_epoch,
+                "fetch_offset": state.fetch_offset, "log_start_offset": state.log_start_offset,
+                "partition_max_bytes": state.max_bytes} for index, state in partitions]}
+                for topic, partitions in _by_topic(request.to_send.items()).items()],
+            "forgotten_topics_data": [
+                {"topic": topic, "partitions": [index for index, _ in partitions]}
+                for topic, partitions in _by_topic((key, None) for key in request.forgotten).items()],
+            "rack_id": ""},
             version=FETCH_VERSION,
             timeout_s=(config.max_wait_ms + config.socket_timeout_ms) / 1000)
+        if not self.session.handle_response(response.error_code, response.session_id):
+            log.info("fetch session with broker %d ended (error %d); starting a new one",
+                     self.leader.broker_id, response.error_code)
+            return
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(response.error_code, context="replica fetch")
         durable = []
@@ -347,3 +366,11 @@ class LeaderFetcher:
         else:
             state.truncating = True
             state.rounds = 0
+
+
+def _by_topic(items) -> dict[str, list]:
+    """((topic, partition), value) pairs grouped: topic -> [(partition, value)]."""
+    topics: dict[str, list] = {}
+    for (topic, index), value in items:
+        topics.setdefault(topic, []).append((index, value))
+    return topics

@@ -121,7 +121,8 @@ class Partition:
         self.replicas = [broker_id]
         self.isr = [broker_id]
         self.leader_epoch_start_offset = 0
-        self.producers = ProducerStateManager(log.dir, producer_expiration_ms)
+        self._producers = ProducerStateManager(log.dir, producer_expiration_ms)
+        self._producers_loaded = False  # see the ``producers`` property
         self.isr_changes: IsrChangeRequest | None = None
         self.replica_lag_time_max_ms = 30_000
         self._followers: dict[int, FollowerState] = {}
@@ -129,11 +130,13 @@ class Partition:
         self._waiters: list[asyncio.Future] = []          # consumers: the HW moved
         self._replica_waiters: list[asyncio.Future] = []  # followers: the log grew
         self._hw_waiters = HighWatermarkWaiters()         # acks=all produce
+        # Told (partition, log_grew) whenever the waiters above are woken:
+        # the fetch sessions holding this partition (fetch_session.py).
+        self.change_listener: Callable[[Partition, bool], None] | None = None
         self._syncer: GroupCommitSyncer | None = None  # once one was used
         # (marker offset, first offset) of transactions ended by a marker the
         # HW does not cover yet, in marker order (last_stable_offset).
         self._unreplicated_txns: deque[tuple[int, int]] = deque()
-        self._load_producer_state()
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
             # the high watermark covers it.
@@ -141,6 +144,16 @@ class Partition:
         self._synced_offset = log.log_end_offset
         self.high_watermark = log.log_end_offset if high_watermark is None \
             else min(high_watermark, log.log_end_offset)
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        """The idempotent-producer state, loaded (snapshot, then a replay of
+        the batch headers after it) on first use: a start with 10,000
+        partitions read 10,000 snapshot files for partitions most of which
+        nobody produced to or fetched from yet."""
+        if not self._producers_loaded:
+            self._load_producer_state(self.log.take_snapshot_offsets_at_open())
+        return self._producers
 
     @property
     def durable(self) -> bool:
@@ -487,7 +500,8 @@ class Partition:
         if self._syncer is not None:
             self._syncer.forget(self.log)
         self.log.truncate_fully_and_start_at(offset)
-        self.producers.truncate()
+        self._producers.truncate()  # nothing before the new start is needed
+        self._producers_loaded = True
         self.high_watermark = self._synced_offset = offset
 
     def _cut_log(self, offset: int) -> None:
@@ -620,6 +634,8 @@ class Partition:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+        if self.change_listener is not None:
+            self.change_listener(self, False)
 
     def _wake_replica_waiters(self) -> None:
         if self._replica_waiters:
@@ -627,6 +643,8 @@ class Partition:
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
+        if self.change_listener is not None:
+            self.change_listener(self, True)
 
     def data_waiter(self, for_replica: bool = False) -> asyncio.Future:
         """A future resolved when a consumer (HW moved) or, with
@@ -734,7 +752,7 @@ class Partition:
         self.wake_waiters()
         self._wake_replica_waiters()
         self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        self.producers.write_snapshot(self.log.log_end_offset)
+        self.snapshot_producer_state()
         self.log.close()
 
     def stop(self) -> None:
@@ -743,12 +761,16 @@ class Partition:
         self._wake_replica_waiters()
         self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
-    def snapshot_producer_state(self) -> None:
-        if self.producers.snapshot_offset != self.log.log_end_offset:
-            self.producers.write_snapshot(self.log.log_end_offset)
+    def snapshot_producer_state(self, durable: bool = True) -> None:
+        """Snapshot the producer state at the log end, unless nothing
+        changed it since the last one (a state never loaded did not)."""
+        producers = self._producers
+        if self._producers_loaded and producers.snapshot_offset != self.log.log_end_offset:
+            producers.write_snapshot(self.log.log_end_offset, durable)
 
-    def _load_producer_state(self) -> None:
-        start = max(self.producers.load_snapshot(self.log.log_end_offset),
+    def _load_producer_state(self, snapshot_offsets: list[int] | None = None) -> None:
+        self._producers_loaded = True
+        start = max(self._producers.load_snapshot(self.log.log_end_offset, snapshot_offsets),
                     self.log.log_start_offset)
         self._unreplicated_txns = deque(entry for entry in self._unreplicated_txns
                                         if entry[0] < self.log.log_end_offset)

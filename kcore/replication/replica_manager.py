@@ -31,6 +31,7 @@ from kcore.controller.base import StopReplicaPartition
 from kcore.controller.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.log.manager import LogManager
 from kcore.protocol.errors import ErrorCode
+from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition
 from kcore.replication.txn_markers import TxnMarkerWriter
@@ -54,7 +55,7 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_defaults: dict[str, Any],
                  producer_expiration_ms: int,
                  topic_overrides: Callable[[str], dict[str, Any]] | None = None,
-                 replica_lag_time_max_ms: int = 30_000):
+                 replica_lag_time_max_ms: int = 30_000, fetch_session_cache_slots: int = 1000):
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.topic_defaults = topic_defaults
@@ -63,6 +64,10 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.partitions: dict[TopicPartition, Partition] = {}
         self.metadata_cache = MetadataCache()
+        # A follower's session reminds the leader it is caught up on its idle
+        # partitions 8 times per replica.lag.time.max.ms, so none leaves the ISR.
+        self.fetch_sessions = FetchSessionCache(fetch_session_cache_slots,
+                                                replica_lag_time_max_ms // 8)
         self.controller_epoch = 0
         self.fetchers: Fetchers | None = None
         self.isr_change_handler: Callable[[Partition, list[int]], None] | None = None
@@ -205,7 +210,9 @@ class ReplicaManager:
                               high_watermark=self._checkpointed_hw.get((topic, index)))
         partition.replica_lag_time_max_ms = self.replica_lag_time_max_ms
         partition.isr_changes = self._propose_isr
+        partition.change_listener = self.fetch_sessions.partition_changed
         self.partitions[(topic, index)] = partition
+        self.fetch_sessions.partition_changed(partition, True)  # a new replica: sessions re-read
         return partition
 
     def _propose_isr(self, partition: Partition, new_isr: list[int]) -> None:
@@ -246,7 +253,8 @@ class ReplicaManager:
             self.fetchers.remove_partitions(list(self.partitions))
         for partition in self.partitions.values():
             partition.stop()
-            partition.snapshot_producer_state()
+            # The log manager's shutdown syncs the filesystem after this.
+            partition.snapshot_producer_state(durable=False)
         try:
             self.checkpoint_high_watermarks()
         except Exception as exc:  # KafkaStorageError / OSError: the logs still close

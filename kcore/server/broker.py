@@ -46,6 +46,7 @@ from kcore.security.zk_store import ZkSecurityStore
 from kcore.server import request_quota
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
+from kcore.server.limits import check_open_file_room, raise_open_file_limit
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
@@ -64,16 +65,21 @@ class Broker:
         _check_data_dir(self.data_dir)
         if not config["zookeeper.connect"] and managed_node_dir() is None:
             gather_process_dirs(config.log_dirs)
+        open_file_limit = raise_open_file_limit()
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
-                                      high_watermark_of=self._high_watermark_of)
+                                      high_watermark_of=self._high_watermark_of,
+                                      recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"])
+        check_open_file_room(open_file_limit, self.log_manager.all_logs())
         self.log_cleaner = LogCleaner(self.log_manager, config["log.cleaner.backoff.ms"],
                                       enabled=config["log.cleaner.enable"])
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager,
                                               config.topic_defaults(),
                                               config["producer.id.expiration.ms"],
                                               topic_overrides=self._topic_overrides,
-                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
+                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+                                              fetch_session_cache_slots=config[
+                                                  "max.incremental.fetch.session.cache.slots"])
         self.fetchers: FetcherManager | None = None
         self.stats = BrokerStats()
         self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster

@@ -21,7 +21,7 @@ BASE = 1_000
 def test_offset_index_lookup_matches_sorted_map(gaps, targets):
     with tempfile.TemporaryDirectory() as directory:
         index = OffsetIndex(Path(directory) / "x.index", BASE, 8 * 200)
-        index.preallocate()
+        index.make_appendable()
         offsets, positions = [], []
         offset = position = BASE
         for gap in gaps:
@@ -41,7 +41,7 @@ def test_offset_index_lookup_matches_sorted_map(gaps, targets):
 def test_offset_index_truncate_removes_entries_at_or_after_offset(gaps, cut):
     with tempfile.TemporaryDirectory() as directory:
         index = OffsetIndex(Path(directory) / "x.index", BASE, 8 * 100)
-        index.preallocate()
+        index.make_appendable()
         offsets = []
         offset = BASE
         for i, gap in enumerate(gaps):
@@ -55,7 +55,7 @@ def test_offset_index_truncate_removes_entries_at_or_after_offset(gaps, cut):
 
 def test_offset_index_rejects_out_of_order_and_full(tmp_path):
     index = OffsetIndex(tmp_path / "a.index", 0, 16)
-    index.preallocate()
+    index.make_appendable()
     index.append(5, 100)
     with pytest.raises(KafkaStorageError):
         index.append(5, 200)
@@ -71,7 +71,7 @@ def test_offset_index_rejects_out_of_order_and_full(tmp_path):
 def test_index_survives_trim_and_reopen(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     index = OffsetIndex(path, 0, 8 * 1000)
-    index.preallocate()
+    index.make_appendable()
     for i in range(1, 11):
         index.append(i * 3, i * 100)
     index.trim()
@@ -86,7 +86,7 @@ def test_index_survives_trim_and_reopen(tmp_path):
 def test_untrimmed_index_after_crash_counts_only_the_written_prefix(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     index = OffsetIndex(path, 0, 8 * 1000)
-    index.preallocate()
+    index.make_appendable()
     for i in range(1, 4):
         index.append(i, i * 10)
     index.flush()
@@ -109,7 +109,7 @@ def test_trimmed_index_with_out_of_order_entries_is_reported_damaged(tmp_path):
 def test_time_index_keeps_increasing_timestamps_and_lookup_matches_oracle(steps, targets):
     with tempfile.TemporaryDirectory() as directory:
         index = TimeIndex(Path(directory) / "x.timeindex", BASE, 12 * 100)
-        index.preallocate()
+        index.make_appendable()
         timestamps, offsets = [], []
         ts, offset = 0, BASE
         for ts_step, offset_step in steps:
@@ -129,7 +129,7 @@ def test_time_index_keeps_increasing_timestamps_and_lookup_matches_oracle(steps,
 
 def test_time_index_final_entry_may_exceed_a_full_file(tmp_path):
     index = TimeIndex(tmp_path / "t.timeindex", 0, 12)
-    index.preallocate()
+    index.make_appendable()
     assert index.maybe_append(10, 1)
     with pytest.raises(KafkaStorageError):
         index.maybe_append(20, 2)
@@ -140,7 +140,7 @@ def test_time_index_final_entry_may_exceed_a_full_file(tmp_path):
 
 def test_time_index_truncate_to_offset(tmp_path):
     index = TimeIndex(tmp_path / "t.timeindex", 100, 12 * 10)
-    index.preallocate()
+    index.make_appendable()
     for i in range(5):
         index.maybe_append(1000 + i, 100 + 2 * i)
     index.truncate_to(104)

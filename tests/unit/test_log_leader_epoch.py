@@ -28,7 +28,7 @@ class MemoryCheckpoint:
     def read(self):
         return list(self.stored)
 
-    def write(self, entries):
+    def write(self, entries, durable=True, staged=None):
         if self.fail_writes:
             raise OSError(28, "No space left on device")
         self.stored = list(entries)
@@ -97,7 +97,8 @@ def test_cache_matches_kafka_rules_after_every_operation(steps):
         entries = sorted(model.epochs.items())
         assert cache.entries == entries
         assert [s for _, s in entries] == sorted({s for _, s in entries})  # strictly increasing
-        assert checkpoint.stored == entries, "every change is persisted"
+        cache.flush()
+        assert checkpoint.stored == entries, "a flush persists every change"
         assert cache.latest_epoch == (entries[-1][0] if entries else UNDEFINED_EPOCH)
         assert cache.latest_entry == (entries[-1] if entries else None)
         assert cache.previous_epoch == (entries[-2][0] if len(entries) > 1 else None)
@@ -163,24 +164,30 @@ def test_truncate_from_end_drops_entries_starting_at_or_after_it():
     assert cache.truncate_from_end(10) and cache.entries == [(0, 0)]
 
 
-def test_failed_write_leaves_the_cache_unchanged():
+def test_a_failed_flush_raises_and_the_next_one_writes_again():
     checkpoint = MemoryCheckpoint([(0, 0)])
     cache = LeaderEpochCache(checkpoint)
     checkpoint.fail_writes = True
+    cache.assign(1, 5)
     with pytest.raises(KafkaStorageError):
-        cache.assign(1, 5)
-    with pytest.raises(KafkaStorageError):
-        cache.clear()
-    assert cache.entries == [(0, 0)] and cache.latest_epoch == 0
+        cache.flush()
+    assert cache.entries == [(0, 0), (1, 5)] and checkpoint.stored == [(0, 0)]
+    checkpoint.fail_writes = False
+    cache.flush()
+    assert checkpoint.stored == [(0, 0), (1, 5)]
+    cache.flush()
+    assert checkpoint.writes == 1  # nothing changed since
 
 
 def test_checkpoint_file_round_trips_in_kafkas_format(tmp_path):
     cache = LeaderEpochCache.in_directory(tmp_path)
     cache.assign(0, 0)
     cache.assign(3, 12)
+    cache.flush()
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n2\n0 0\n3 12\n"
     assert LeaderEpochCache.in_directory(tmp_path).entries == [(0, 0), (3, 12)]
     cache.clear()
+    cache.flush()
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n0\n"
     assert LeaderEpochCache.in_directory(tmp_path).entries == []
 

@@ -30,16 +30,20 @@ def test_leader_appends_under_epochs_0_1_3_answer_end_offset_for_epoch(open_log,
     assert log.end_offset_for_epoch(-1) == UNDEFINED
 
 
-def test_only_the_first_append_of_an_epoch_writes_the_checkpoint(open_log, batch, monkeypatch):
+def test_the_epoch_file_is_written_once_before_the_recovery_point_moves(open_log, batch,
+                                                                        monkeypatch):
     log = open_log()
     checkpoint = log.leader_epoch_cache.checkpoint
     writes = []
-    monkeypatch.setattr(checkpoint, "write", lambda entries: writes.append(list(entries)))
+    monkeypatch.setattr(checkpoint, "write",
+                        lambda entries, durable, staged: writes.append((list(entries), log.recovery_point)))
     for _ in range(5):
         log.append(batch(1), leader_epoch=4)
     log.append(batch(1), leader_epoch=2)  # an older epoch never rewrites history
-    assert writes == [[(4, 0)]]
-    assert log.leader_epoch_cache.entries == [(4, 0)]
+    assert writes == [] and log.leader_epoch_cache.entries == [(4, 0)]
+    log.flush()
+    log.flush()
+    assert writes == [([(4, 0)], 0)] and log.recovery_point == 6
 
 
 def test_replica_learns_the_epochs_its_leader_stamped(open_log, batch):

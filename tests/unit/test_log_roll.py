@@ -102,17 +102,17 @@ def test_empty_active_segment_is_replaced_not_left_behind(open_log, batch, tmp_p
     assert not (tmp_path / "topic-0" / (segment_name(1) + ".log")).exists()
 
 
-def test_explicit_roll_trims_the_previous_segments_index_files(open_log, batch, tmp_path):
+def test_explicit_roll_writes_the_previous_segments_index_files(open_log, batch, tmp_path):
     log = open_log(index_interval_bytes=1)
     for _ in range(4):
         log.append(batch(1), 0)
     active_index = tmp_path / "topic-0" / (segment_name(0) + ".index")
-    assert os.path.getsize(active_index) == 10 << 20  # preallocated
+    assert os.path.getsize(active_index) == 0  # entries in memory, never preallocated
     log.roll()
     assert os.path.getsize(active_index) == 3 * 8
     # The final time-index entry records the segment's largest timestamp.
     assert log.segments[0].time_index.last_entry() == (1000, 0)
-    assert os.path.getsize(tmp_path / "topic-0" / (segment_name(4) + ".index")) == 10 << 20
+    assert os.path.getsize(tmp_path / "topic-0" / (segment_name(4) + ".index")) == 0
     assert log.roll() is log.active_segment  # nothing appended since: no new segment
 
 
@@ -125,7 +125,7 @@ def test_appended_index_equals_the_index_rebuilt_by_recovery(open_log, batch):
     written_time = bytes(segment.time_index.buffer[:segment.time_index.size_in_bytes])
     state = (segment.next_offset, segment.max_timestamp, segment.offset_of_max_timestamp,
              segment.bytes_since_last_index_entry)
-    assert segment.recover() == (0, None)
+    assert segment.recover() == (0, None, 0)
     assert bytes(segment.offset_index.buffer[:segment.offset_index.size_in_bytes]) == written_index
     assert bytes(segment.time_index.buffer[:segment.time_index.size_in_bytes]) == written_time
     assert (segment.next_offset, segment.max_timestamp, segment.offset_of_max_timestamp,

@@ -68,6 +68,27 @@ def test_lookup_works_over_an_mmap_of_a_preallocated_file(tmp_path):
         assert native.offset_index_valid_entries(mapped, 4096 // 8) == 3
 
 
+def test_a_read_only_mapping_holds_no_descriptor_and_outlives_its_views(tmp_path):
+    import os
+    path = tmp_path / "00000000000000000000.index"
+    path.write_bytes(offset_index([4, 9, 15]))
+    fds_before = len(os.listdir("/proc/self/fd"))
+    fd = os.open(path, os.O_RDONLY)
+    mapped = native.ReadOnlyMapping(fd, 24)
+    os.close(fd)
+    assert len(os.listdir("/proc/self/fd")) == fds_before  # Python's mmap would hold a dup
+    twin_fd = os.open(path, os.O_RDONLY)
+    with twin.ReadOnlyMapping(twin_fd, 24) as reference:
+        assert bytes(memoryview(mapped)) == bytes(reference)
+    os.close(twin_fd)
+    assert native.offset_index_lookup(mapped, 3, 10) == 1
+    view = memoryview(mapped)
+    del mapped  # the view keeps the pages mapped
+    assert view.readonly and native.offset_index_entry(view, 2) == (15, 15 // 2 + 2)
+    with pytest.raises(ValueError):
+        native.ReadOnlyMapping(0, 0)
+
+
 def test_entry_count_beyond_the_buffer_is_rejected():
     with pytest.raises(ValueError):
         native.offset_index_lookup(bytes(16), 3, 0)

@@ -81,6 +81,32 @@ def test_scan_segment_matches_reference_on_intact_and_damaged_files(
         assert got[1] == base_offset + sum(count for count, _, _ in specs)
 
 
+@given(segment_specs.filter(bool), st.integers(0, 1 << 40), st.sampled_from([0, 100, 1000]),
+       st.data())
+def test_scan_resumed_at_an_index_entry_gives_the_rest_of_the_full_scan(
+        specs, base_offset, interval, data):
+    """Recovery resumes at the last trusted offset-index entry: the result
+    must be the full scan's, minus what the trusted prefix holds."""
+    segment = build_segment(specs, base_offset)
+    with temp_segment(segment) as fd:
+        full = native.scan_segment(fd, base_offset, len(segment), interval)
+        index = [struct.unpack_from(">ii", full[5], i) for i in range(0, len(full[5]), 8)]
+        times = [struct.unpack_from(">qi", full[6], i) for i in range(0, len(full[6]), 12)]
+        if not index:
+            return
+        slot = data.draw(st.integers(0, len(index) - 1))
+        relative, position = index[slot]
+        kept_times = [entry for entry in times if entry[1] <= relative]
+        timestamp, time_offset = kept_times[-1]
+        args = (fd, base_offset, len(segment), interval, position, timestamp,
+                base_offset + time_offset, timestamp)
+        resumed = native.scan_segment(*args)
+        assert resumed == twin.scan_segment(*args)
+    assert resumed[:4] == full[:4] and resumed[7] is None
+    assert resumed[5] == full[5][(slot + 1) * 8:]
+    assert resumed[6] == full[6][len(kept_times) * 12:]
+
+
 def test_scan_rebuilds_sparse_index_entries_every_interval(segment_file):
     data = build_segment([(1, 1000, 10 * i) for i in range(20)], base_offset=500)
     size = len(data) // 20

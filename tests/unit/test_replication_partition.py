@@ -170,3 +170,21 @@ def test_truncation_rebuilds_the_producer_state_and_the_epoch_cache(tmp_path):
         assert partition.log.leader_epoch_cache.latest_epoch == 1
         assert partition.producers.producers[5].last_seq == 1
     run(main())
+
+
+def test_producer_state_loads_on_first_use_and_is_snapshotted_only_when_loaded(tmp_path):
+    async def main():
+        partition, _ = leader_partition(tmp_path, replicas=(1,), isr=(1,))
+        produce(partition, 2, acks=1, producer_id=7, producer_epoch=0, base_sequence=0)
+        partition.snapshot_producer_state()
+        partition.log.close()
+        reopened = Partition("t", 0, Log.open(tmp_path / "t-0", clean_shutdown=True),
+                             dict(CONFIGS), broker_id=1)
+        assert not reopened._producers_loaded
+        reopened.snapshot_producer_state()  # untouched: nothing to write
+        assert not reopened._producers_loaded
+        retry = produce(reopened, 2, acks=1, producer_id=7, producer_epoch=0, base_sequence=0)
+        assert retry.duplicate and retry.base_offset == 0
+        assert reopened._producers_loaded
+        reopened.log.close()
+    run(main())

@@ -3,6 +3,7 @@ files (offset index: i32 relative offset | i32 position; time index: i64
 timestamp | i32 relative offset)."""
 from __future__ import annotations
 
+import mmap
 import struct
 
 OFFSET_ENTRY_SIZE = 8
@@ -75,3 +76,11 @@ def time_index_valid_entries(buf, entries: int) -> int:
             return slot
         last_timestamp, last_relative = timestamp, relative
     return entries
+
+
+def ReadOnlyMapping(fd: int, length: int) -> mmap.mmap:  # noqa: N802 - the native class's name
+    """The mapping as the standard library makes it (it keeps a dup of
+    ``fd``, which the native one avoids)."""
+    if length <= 0:
+        raise ValueError(f"cannot map {length} bytes")
+    return mmap.mmap(fd, length, access=mmap.ACCESS_READ)

@@ -26,11 +26,17 @@ def _read_header(fd: int, position: int, end_position: int) -> tuple | None:
 
 
 def scan_segment(fd: int, base_offset: int, end_position: int,
-                 index_interval_bytes: int = 4096) -> tuple:
+                 index_interval_bytes: int = 4096, start_position: int = 0,
+                 max_timestamp: int = -1, offset_of_max_timestamp: int = -1,
+                 last_time_index_timestamp: int = -1) -> tuple:
+    if not 0 <= start_position <= end_position:
+        raise ValueError(f"start_position {start_position} is outside [0, {end_position}]")
     data = memoryview(os.pread(fd, max(end_position, 0), 0))
-    position, next_offset, batches = 0, base_offset, 0
-    max_timestamp, offset_of_max_timestamp = -1, base_offset
-    last_index_position, last_time_index_timestamp = 0, -1
+    position, next_offset, batches = start_position, base_offset, 0
+    have_max = offset_of_max_timestamp >= 0
+    if not have_max:
+        max_timestamp, offset_of_max_timestamp = -1, base_offset
+    last_index_position = start_position
     index, time_index = bytearray(), bytearray()
     stop = None
     while position < len(data):
@@ -43,8 +49,9 @@ def scan_segment(fd: int, base_offset: int, end_position: int,
         if reason is not None:
             stop = reason
             break
-        if batches == 0 or header.max_timestamp > max_timestamp:
+        if not have_max or header.max_timestamp > max_timestamp:
             max_timestamp, offset_of_max_timestamp = header.max_timestamp, last_offset
+            have_max = True
         if position - last_index_position > index_interval_bytes:
             index += struct.pack(">ii", last_offset - base_offset, position)
             if max_timestamp > last_time_index_timestamp:

@@ -1,0 +1,63 @@
+"""Metadata answers are encoded once per metadata cache state: the cached
+bytes decode to what a fresh answer says, and every update of the cache
+invalidates them."""
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from kcore import protocol
+from kcore.controller.metadata import BrokerInfo, PartitionState
+from kcore.handlers import metadata
+from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.header import RequestHeader
+from kcore.replication.metadata_cache import MetadataCache
+
+BROKERS = [BrokerInfo(1, "127.0.0.1", 9092, None), BrokerInfo(2, "127.0.0.1", 9093, "r1")]
+
+
+def states(leader: int, topics: int = 3, partitions: int = 40) -> list[PartitionState]:
+    return [PartitionState(f"t{t}", p, leader, 5, (1, 2), (1, 2, 3), 7, 1)
+            for t in range(topics) for p in range(partitions)]
+
+
+def broker_with(cache: MetadataCache) -> SimpleNamespace:
+    return SimpleNamespace(replica_manager=SimpleNamespace(metadata_cache=cache),
+                           config={"auto.create.topics.enable": False},
+                           controller=SimpleNamespace(cluster_id="c1", topic=lambda name: None),
+                           authorizer=None)
+
+
+def ask(broker, version: int, topics: list[str] | None) -> dict:
+    body = SimpleNamespace(topics=None if topics is None else [SimpleNamespace(name=t) for t in topics],
+                           allow_auto_topic_creation=False)
+    answer = asyncio.run(metadata.handle(broker, None, SimpleNamespace(api_version=version, body=body)))
+    header = RequestHeader(ApiKey.METADATA, version, 11, "test")
+    frame = b"".join(bytes(chunk) for chunk in protocol.encode_response(header, answer))
+    _, decoded = protocol.decode_response(ApiKey.METADATA, version, memoryview(frame)[4:])
+    return protocol.to_dict(decoded)
+
+
+def test_a_cached_answer_decodes_like_a_fresh_one_and_an_update_replaces_it():
+    cache = MetadataCache()
+    cache.update(1, BROKERS, states(leader=1))
+    broker = broker_with(cache)
+    for version in (1, 5, 8):
+        for topics in (None, ["t1"], ["t2", "t0"]):
+            first = ask(broker, version, topics)
+            assert ask(broker, version, topics) == first
+            assert len(first["topics"]) == (3 if topics is None else len(topics))
+    assert cache.responses
+    cache.update(1, BROKERS, states(leader=2))
+    assert not cache.responses
+    after = ask(broker, 8, ["t1"])
+    assert {p["leader_id"] for p in after["topics"][0]["partitions"]} == {2}
+
+
+def test_an_answer_naming_an_unknown_topic_is_not_kept():
+    cache = MetadataCache()
+    cache.update(1, BROKERS, states(leader=1))
+    broker = broker_with(cache)
+    answer = ask(broker, 8, ["t0", "nope"])
+    assert answer["topics"][1]["error_code"] == protocol.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert not cache.responses
