@@ -6,6 +6,7 @@ from kcore.handlers import (
                             add_partitions_to_txn,
                             alter_configs,
                             alter_partition,
+                            alter_user_scram_credentials,
                             api_versions,
                             controlled_shutdown,
                             create_partitions,
@@ -17,6 +18,7 @@ from kcore.handlers import (
                             describe_groups,
                             describe_producers,
                             describe_transactions,
+                            describe_user_scram_credentials,
                             elect_leaders,
                             end_txn,
                             fetch,
@@ -36,6 +38,7 @@ from kcore.handlers import (
                             offset_fetch,
                             offset_for_leader_epoch,
                             produce,
+                            sasl,
                             stop_replica,
                             sync_group,
                             txn_offset_commit,
@@ -86,4 +89,9 @@ HANDLERS = {
     ApiKey.UPDATE_METADATA: update_metadata.handle,
     ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
     ApiKey.ALTER_PARTITION: alter_partition.handle,
+    # Authentication: the exchange itself runs in the connection (server/sasl.py).
+    ApiKey.SASL_HANDSHAKE: sasl.handle_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials.handle,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.handle,
 }

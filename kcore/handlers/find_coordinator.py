@@ -33,14 +33,14 @@ async def handle(broker: BrokerFacade, context, request):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == TRANSACTION_KEY_TYPE:
         txn_manager = broker.txn_coordinator.manager
-        return await _lookup(broker, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
+        return await _lookup(broker, context, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
                              txn_manager.partition_for(body.key))
     manager = broker.group_coordinator.manager
-    return await _lookup(broker, manager.ensure_topic, OFFSETS_TOPIC,
+    return await _lookup(broker, context, manager.ensure_topic, OFFSETS_TOPIC,
                          manager.partition_for(body.key))
 
 
-async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) -> dict:
+async def _lookup(broker: BrokerFacade, context, ensure_topic, topic: str, index: int) -> dict:
     try:
         await ensure_topic()
     except (TopicError, OSError) as exc:
@@ -49,7 +49,7 @@ async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) ->
     leader = broker.replica_manager.metadata_cache.leader_of(topic, index)
     if leader is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not elected yet")
-    return _found(leader.broker_id, leader.host, leader.port)
+    return _found(leader.broker_id, *leader.endpoint(context.listener))
 
 
 def _found(node_id: int, host: str, port: int) -> dict:

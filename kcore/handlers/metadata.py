@@ -33,8 +33,9 @@ async def handle(broker: BrokerFacade, context, request):
     topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
+        "brokers": [{"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
+                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+                    for host, port in [b.endpoint(context.listener)]],
         "cluster_id": broker.controller.cluster_id,
         "controller_id": cache.controller_id,
         "topics": topics,

@@ -22,6 +22,7 @@ from kcore.controller.local import LocalController
 from kcore.controller.managed import ManagedController
 from kcore.controller.metadata import BrokerInfo
 from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
+from kcore.controller.scram_store import CredentialStore, FileCredentialStore, ZkCredentialStore
 from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
@@ -39,6 +40,8 @@ from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
+from kcore.server.sasl import AuthFailures, SaslSettings
+from kcore.server.security import sasl_settings, server_ssl_context
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
@@ -48,6 +51,9 @@ request_log = logging.getLogger("kcore.server.requests")
 # Producer state is snapshotted this often so that recovery after a crash
 # replays at most this much of the log to rebuild it.
 PRODUCER_SNAPSHOT_INTERVAL_S = 60.0
+# A TLS peer silent this long in its handshake is dropped (a plaintext
+# client on a TLS port that sends nothing); asyncio's default is 60 s.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Broker:
@@ -71,6 +77,16 @@ class Broker:
         self.stats = BrokerStats()
         self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
         self.controller = self._make_controller()
+        self.scram_credentials: CredentialStore = (
+            ZkCredentialStore(self.controller.zk) if isinstance(self.controller, ZkController)
+            else FileCredentialStore(managed_node_dir() or self.data_dir))
+        self._auth_failures = AuthFailures(config["connection.failed.authentication.delay.ms"])
+        # Built before anything starts, so a bad key store or JAAS config
+        # fails the start with a ConfigError.
+        self._ssl_contexts = {listener.name: server_ssl_context(config, listener)
+                              for listener in config.listeners() if listener.uses_ssl}
+        self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
+                               for listener in config.listeners() if listener.uses_sasl}
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
                              else ProducerIdManager(managed_node_dir() or self.data_dir))
@@ -120,12 +136,15 @@ class Broker:
         self._start_fetchers()
         await self.controller.start()
         self._delete_stray_logs()
-        for name, host, port in self.config.listener_addresses():
+        for listener in self.config.listeners():
+            name = listener.name
             server = await loop.create_server(
-                lambda name=name: self._new_connection(name), host or None, port,
-                reuse_address=True, backlog=1024)
+                lambda name=name: self._new_connection(name), listener.host or None, listener.port,
+                reuse_address=True, backlog=1024, ssl=self._ssl_contexts.get(name),
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if listener.uses_ssl else None)
             self._servers.append(server)
-            log.info("listening on %s://%s:%d", name, host, port)
+            log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
+                     listener.security_protocol)
         await self.http.start(self.config["http.listeners"])
         await self.controller.register()
         self._tasks.append(loop.create_task(self._every(
@@ -212,7 +231,9 @@ class Broker:
     def broker_info(self) -> BrokerInfo:
         """This broker as other brokers and clients reach it."""
         host, port = self.config.advertised_address()
-        return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"])
+        return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"],
+                          listener=self.config.inter_broker_listener().name,
+                          endpoints=tuple(self.config.advertised_endpoints()))
 
     def _topic_overrides(self, topic: str) -> dict:
         info = self.controller.topic(topic)
@@ -261,10 +282,12 @@ class Broker:
 
     # -- requests -----------------------------------------------------------
     def _new_connection(self, listener: str) -> KafkaConnection:
+        settings: SaslSettings | None = self._sasl_settings.get(listener)
         connection = KafkaConnection(self.dispatch, listener,
                                      self.config["socket.request.max.bytes"],
                                      next(self._connection_ids), self._connections.discard,
-                                     self._request_observer())
+                                     self._request_observer(),
+                                     sasl=(settings, self._auth_failures) if settings else None)
         self._connections.add(connection)
         created = self.stats.connections_created
         created[listener] = created.get(listener, 0) + 1
