@@ -1,11 +1,11 @@
-"""`kcore` command line: broker, topics, produce, consume, groups, transactions,
+"""`kcore` command line: broker, topics, produce, consume, groups, transactions, users,
 status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from kcore.cli import bench, client_commands, dump_log, groups, status, transactions
+from kcore.cli import bench, client_commands, dump_log, groups, status, transactions, users
 from kcore.cli import broker as broker_cmd
 
 
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, transactions, status, dump_log, bench]
+    return [broker_cmd, client_commands, groups, transactions, users, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -188,3 +188,44 @@ def _saslname(text: str) -> str:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+class ScramClient:
+    """The client side of one exchange (the kcore client and the broker's
+    own inter-broker login): ``first()``, ``final(server_first)``, then
+    ``verify(server_final)``."""
+
+    def __init__(self, mechanism: str, user: str, password: str):
+        self.mechanism = mechanism
+        self._digest = MECHANISMS[mechanism][0]
+        self._user = user.replace("=", "=3D").replace(",", "=2C")
+        self._password = password
+        self._nonce = secrets.token_urlsafe(24)
+        self._first_bare = f"n={self._user},r={self._nonce}"
+        self._auth_message = b""
+        self._server_key = b""
+
+    def first(self) -> bytes:
+        return ("n,," + self._first_bare).encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        text = server_first.decode()
+        attributes = _attributes(text)
+        nonce, salt, iterations = attributes.get("r", ""), attributes.get("s"), attributes.get("i")
+        if not nonce.startswith(self._nonce) or salt is None or iterations is None:
+            raise AuthenticationFailed("invalid SCRAM server-first message")
+        salted = salted_password(self.mechanism, self._password, base64.b64decode(salt),
+                                 int(iterations))
+        client_key = hmac.digest(salted, b"Client Key", self._digest)
+        stored_key = hashlib.new(self._digest, client_key).digest()
+        without_proof = f"c={_b64(b'n,,')},r={nonce}"
+        self._auth_message = f"{self._first_bare},{text},{without_proof}".encode()
+        signature = hmac.digest(stored_key, self._auth_message, self._digest)
+        self._server_key = hmac.digest(salted, b"Server Key", self._digest)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        return f"{without_proof},p={_b64(proof)}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        expected = "v=" + _b64(hmac.digest(self._server_key, self._auth_message, self._digest))
+        if not hmac.compare_digest(server_final.decode(errors="replace"), expected):
+            raise AuthenticationFailed("the broker's SCRAM signature is wrong")
