@@ -84,8 +84,10 @@ class ScramServer:
     """One SCRAM exchange (see module doc). Not reusable: a connection that
     fails is closed."""
 
-    def __init__(self, mechanism: str, lookup: CredentialLookup, decoy_key: bytes):
+    def __init__(self, mechanism: str, lookup: CredentialLookup, decoy_key: bytes,
+                 server_nonce: str | None = None):
         self.mechanism = mechanism
+        self._server_nonce = server_nonce or secrets.token_urlsafe(24)  # fixed only by tests
         self._digest = MECHANISMS[mechanism][0]
         self._lookup = lookup
         self._decoy_key = decoy_key  # per-broker secret behind unknown users' salts
@@ -126,7 +128,7 @@ class ScramServer:
         self._known_user = credential is not None
         self._credential = credential or self._decoy(user)
         self.user = user
-        self._nonce = client_nonce + secrets.token_urlsafe(24)
+        self._nonce = client_nonce + self._server_nonce
         self._server_first = (f"r={self._nonce},s={_b64(self._credential.salt)},"
                               f"i={self._credential.iterations}")
         return self._server_first
@@ -137,7 +139,10 @@ class ScramServer:
         if proof_text is None or binding is None or nonce is None or not text.endswith(",p=" + proof_text):
             self.user = None
             raise AuthenticationFailed("invalid SCRAM client-final message")
-        if nonce != self._nonce:
+        # librdkafka before 2.6.1 sends the client nonce twice (client nonce +
+        # the full nonce); Kafka 3.8.1+ accepts a nonce that ends with the
+        # exchange's, which still carries this server's fresh part.
+        if not nonce.endswith(self._nonce):
             self.user = None
             raise AuthenticationFailed("SCRAM nonce does not match this exchange")
         if binding != _b64(self._gs2_header.encode()):
@@ -195,12 +200,12 @@ class ScramClient:
     own inter-broker login): ``first()``, ``final(server_first)``, then
     ``verify(server_final)``."""
 
-    def __init__(self, mechanism: str, user: str, password: str):
+    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None):
         self.mechanism = mechanism
         self._digest = MECHANISMS[mechanism][0]
         self._user = user.replace("=", "=3D").replace(",", "=2C")
         self._password = password
-        self._nonce = secrets.token_urlsafe(24)
+        self._nonce = nonce or secrets.token_urlsafe(24)  # fixed only by tests
         self._first_bare = f"n={self._user},r={self._nonce}"
         self._auth_message = b""
         self._server_key = b""

@@ -19,7 +19,10 @@ Brute force is bounded per client address (``AuthFailures``): every
 failure is answered ``connection.failed.authentication.delay.ms`` late (as
 Kafka does), and while an address has failed recently its authentication
 steps run one at a time, spaced by a delay that doubles per failure up to
-``MAX_DELAY_S``. Other addresses never wait.
+``MAX_DELAY_S``. Other addresses never wait, nor do connections already
+authenticated. A success from the address clears its record: the client
+that failed has its password right now, while a guesser without any valid
+credentials stays bounded.
 
 Not thread-safe: owned by the connection's event loop.
 """
@@ -87,6 +90,10 @@ class AuthFailures:
             self._next_slot.pop(oldest, None)
         return self.delay_s
 
+    def succeeded(self, host: str) -> None:
+        self._failures.pop(host, None)
+        self._next_slot.pop(host, None)
+
     def _count(self, host: str) -> int:
         count, last = self._failures.get(host, (0, 0.0))
         if count and time.monotonic() - last > FORGET_AFTER_S:
@@ -151,4 +158,5 @@ class SaslAuthenticator:
         if self._server.complete:
             self.user = self._server.user
             self.state = SaslState.COMPLETE
+            self._failures.succeeded(self._host)
         return answer, None
