@@ -18,8 +18,8 @@ allocate ``socket.request.max.bytes``.
 Brute force is bounded per client address (``AuthFailures``): every
 failure is answered ``connection.failed.authentication.delay.ms`` late (as
 Kafka does), and while an address has failed recently its authentication
-steps run one at a time, spaced by a delay that doubles per failure up to
-``MAX_DELAY_S``. Other addresses never wait, nor do connections already
+steps run one at a time, the next one no sooner than a delay after the
+last refusal, doubled per failure up to ``MAX_DELAY_S``. Other addresses never wait, nor do connections already
 authenticated. A success from the address clears its record: the client
 that failed has its password right now, while a guesser without any valid
 credentials stays bounded.
@@ -81,9 +81,12 @@ class AuthFailures:
             await asyncio.sleep(slot - now)
 
     def failed(self, host: str) -> float:
-        """Record a failure; the seconds its answer waits."""
+        """Record a failure; the seconds its answer waits. The address's
+        next attempt may start only ``_spacing`` after that answer."""
         count = self._count(host) + 1
-        self._failures[host] = (count, time.monotonic())
+        now = time.monotonic()
+        self._failures[host] = (count, now)
+        self._next_slot[host] = max(self._next_slot.get(host, now), now + self.delay_s + self._spacing(count))
         if len(self._failures) > 10000:  # bounded memory under a scan of many addresses
             oldest = min(self._failures, key=lambda h: self._failures[h][1])
             self._failures.pop(oldest)

@@ -2,7 +2,13 @@
 client's own vocabulary."""
 from __future__ import annotations
 
+import time
+
+from confluent_kafka import Consumer, Producer
+
 from tests.security.conftest import SecureBroker
+
+COUNT = 50
 
 
 def confluent_config(broker: SecureBroker, listener: str, mechanism: str | None = None,
@@ -46,3 +52,24 @@ def aiokafka_config(broker: SecureBroker, listener: str, mechanism: str | None =
         config.update({"sasl_mechanism": mechanism, "sasl_plain_username": user,
                        "sasl_plain_password": password})
     return config
+
+
+def produce_and_consume(config: dict, topic: str, count: int = COUNT, size: int = 0) -> list[bytes]:
+    producer = Producer(config)
+    failures: list = []
+    for i in range(count):
+        producer.produce(topic, b"value-%d" % i + b"x" * size,
+                         on_delivery=lambda err, msg: failures.append(err) if err else None)
+    assert producer.flush(20) == 0 and not failures, failures
+    consumer = Consumer({**config, "group.id": topic, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+    finally:
+        consumer.close()
+    return values

@@ -9,41 +9,25 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from tests.security.clients import aiokafka_config, confluent_config, kafka_python_config
+from tests.security.clients import (
+    COUNT,
+    aiokafka_config,
+    confluent_config,
+    kafka_python_config,
+    produce_and_consume,
+)
 from tests.security.conftest import SCRAM_PASSWORD, SCRAM_USER, USERS
 from tests.support.compat import unique_topic
 
 SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-COUNT = 50
 
 
 def user_of(mechanism: str) -> tuple[str, str]:
     return ("alice", USERS["alice"]) if mechanism == "PLAIN" else (SCRAM_USER, SCRAM_PASSWORD)
-
-
-def produce_and_consume(config: dict, topic: str) -> list[bytes]:
-    producer = Producer(config)
-    failures: list = []
-    for i in range(COUNT):
-        producer.produce(topic, b"value-%d" % i,
-                         on_delivery=lambda err, msg: failures.append(err) if err else None)
-    assert producer.flush(20) == 0 and not failures, failures
-    consumer = Consumer({**config, "group.id": topic, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(values) < COUNT and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-    finally:
-        consumer.close()
-    return values
 
 
 @pytest.mark.parametrize("listener", SASL_LISTENERS)
