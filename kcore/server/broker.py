@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from kcore import protocol
+from kcore.client.inter_broker import set_inter_broker_security
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
@@ -41,7 +42,7 @@ from kcore.replication.replica_manager import ReplicaManager
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.sasl import AuthFailures, SaslSettings
-from kcore.server.security import sasl_settings, server_ssl_context
+from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class Broker:
                               for listener in config.listeners() if listener.uses_ssl}
         self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
                                for listener in config.listeners() if listener.uses_sasl}
+        set_inter_broker_security(inter_broker_security(config))
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
                              else ProducerIdManager(managed_node_dir() or self.data_dir))

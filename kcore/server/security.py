@@ -22,6 +22,7 @@ import ssl
 import tempfile
 from typing import Any
 
+from kcore.client.security import ClientSecurity
 from kcore.config import BrokerConfig, ConfigError
 from kcore.controller.scram_store import CredentialStore
 from kcore.listener_config import Listener
@@ -124,3 +125,44 @@ def _escape(value: str) -> str:
     if escaped.endswith(" ") and not escaped.endswith("\\ "):
         escaped = escaped[:-1] + "\\ "
     return escaped
+
+
+def inter_broker_security(config: BrokerConfig) -> ClientSecurity | None:
+    """How this broker's own connections to other brokers log in on the
+    inter-broker listener: TLS trusting the listener's trust store and
+    presenting its key store (for ssl.client.auth=required), SASL with
+    ``sasl.mechanism.inter.broker.protocol`` and the ``username`` /
+    ``password`` options of that mechanism's JAAS config, as Kafka does.
+    None for PLAINTEXT."""
+    listener = config.inter_broker_listener()
+    if listener.security_protocol == "PLAINTEXT":
+        return None
+    context = None
+    if listener.uses_ssl:
+        def value(name: str) -> Any:
+            return config.listener_value(listener.name, name)
+        context = ssl.create_default_context(cafile=value("ssl.truststore.location"),
+                                             cadata=value("ssl.truststore.certificates"))
+        if value("ssl.keystore.location") is not None:
+            _apply(listener, "ssl.keystore.location", context.load_cert_chain,
+                   value("ssl.keystore.location"), None, value("ssl.key.password"))
+        elif value("ssl.keystore.key") is not None:
+            _load_inline_keystore(context, listener, value("ssl.keystore.certificate.chain"),
+                                  value("ssl.keystore.key"), value("ssl.key.password"))
+    username = password = None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if listener.uses_sasl:
+        if mechanism not in config.listener_value(listener.name, "sasl.enabled.mechanisms"):
+            raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not enabled on "
+                              f"the inter-broker listener {listener.name}")
+        text = config.jaas_config(listener.name, mechanism) or ""
+        try:
+            options = parse_jaas_config(text)[0].options if text else {}
+        except JaasError as exc:
+            raise ConfigError(f"{mechanism} JAAS config of {listener.name}: {exc}") from None
+        username, password = options.get("username"), options.get("password")
+        if username is None or password is None:
+            raise ConfigError(
+                f"the inter-broker listener {listener.name} uses SASL {mechanism}: set username and "
+                f"password in listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config")
+    return ClientSecurity(listener.security_protocol, mechanism, username, password, context)
