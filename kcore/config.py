@@ -354,6 +354,9 @@ class BrokerConfig:
 
     def __init__(self, settings: dict[str, str] | None = None):
         settings = dict(settings or {})
+        # Every key as given, listener-prefixed ones too (a node's supervisor
+        # hands them on to its broker processes).
+        given = dict(settings)
         self._listener_settings: dict[tuple[str, str], str] = {}
         for name in [name for name in settings if split_prefixed(name) is not None]:
             prefixed = split_prefixed(name)
@@ -364,7 +367,7 @@ class BrokerConfig:
             raise ConfigError(
                 "unknown configuration key(s): " + ", ".join(unknown)
                 + " (kcore uses Kafka's broker config names)")
-        self.originals = settings
+        self.originals = given
         self._values: dict[str, Any] = {}
         for name, key in BROKER_KEYS.items():
             if name in settings:
