@@ -7,6 +7,7 @@ from kcore.handlers import (
                             alter_client_quotas,
                             alter_configs,
                             alter_partition,
+                            alter_user_scram_credentials,
                             api_versions,
                             controlled_shutdown,
                             create_acls,
@@ -22,6 +23,7 @@ from kcore.handlers import (
                             describe_groups,
                             describe_producers,
                             describe_transactions,
+                            describe_user_scram_credentials,
                             elect_leaders,
                             end_txn,
                             fetch,
@@ -41,6 +43,7 @@ from kcore.handlers import (
                             offset_fetch,
                             offset_for_leader_epoch,
                             produce,
+                            sasl,
                             stop_replica,
                             sync_group,
                             txn_offset_commit,
@@ -97,4 +100,9 @@ HANDLERS = {
     ApiKey.UPDATE_METADATA: update_metadata.handle,
     ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
     ApiKey.ALTER_PARTITION: alter_partition.handle,
+    # Authentication: the exchange itself runs in the connection (server/sasl.py).
+    ApiKey.SASL_HANDSHAKE: sasl.handle_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials.handle,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.handle,
 }

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
+from kcore.controller.scram_store import CredentialStore
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.log.durability import GroupCommitSyncer
@@ -55,6 +56,8 @@ class BrokerFacade(Protocol):
     def api_versions(self) -> dict[ApiKey, tuple[int, int]]: ...
     @property
     def stats(self) -> BrokerStats: ...
+    @property
+    def scram_credentials(self) -> CredentialStore: ...
     @property
     def authorizer(self) -> Authorizer | None:
         """None unless authorizer.class.name is set: everything allowed."""

@@ -38,16 +38,16 @@ async def handle(broker: BrokerFacade, context, request):
             return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                           "DESCRIBE on the transactional id is needed")
         txn_manager = broker.txn_coordinator.manager
-        return await _lookup(broker, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
+        return await _lookup(broker, context, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
                              txn_manager.partition_for(body.key))
     if not group_allowed(broker, context, AclOperation.DESCRIBE, body.key):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, "DESCRIBE on the group is needed")
     manager = broker.group_coordinator.manager
-    return await _lookup(broker, manager.ensure_topic, OFFSETS_TOPIC,
+    return await _lookup(broker, context, manager.ensure_topic, OFFSETS_TOPIC,
                          manager.partition_for(body.key))
 
 
-async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) -> dict:
+async def _lookup(broker: BrokerFacade, context, ensure_topic, topic: str, index: int) -> dict:
     try:
         await ensure_topic()
     except (TopicError, OSError) as exc:
@@ -56,7 +56,7 @@ async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) ->
     leader = broker.replica_manager.metadata_cache.leader_of(topic, index)
     if leader is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not elected yet")
-    return _found(leader.broker_id, leader.host, leader.port)
+    return _found(leader.broker_id, *leader.endpoint(context.listener))
 
 
 def _found(node_id: int, host: str, port: int) -> dict:

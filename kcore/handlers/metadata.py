@@ -47,16 +47,17 @@ async def handle(broker: BrokerFacade, context, request):
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
     if broker.authorizer is not None:
-        return _response(broker, cache, await _describe_authorized(
+        return _response(broker, context, cache, await _describe_authorized(
             broker, context, cache, names, all_topics, allow_create))
+    # Each listener answers with its own endpoints.
     key = (ApiKey.METADATA, request.api_version, None if all_topics else tuple(names),
-           broker.controller.cluster_id)
+           broker.controller.cluster_id, context.listener)
     cached = cache.responses.get(key)
     if cached is not None:
         return cached
     known = all(cache.contains(name) for name in names)
     topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
-    response = _response(broker, cache, topics)
+    response = _response(broker, context, cache, topics)
     if not known:
         return response
     if len(cache.responses) >= CACHED_RESPONSES:
@@ -65,11 +66,12 @@ async def handle(broker: BrokerFacade, context, request):
     return encoded
 
 
-def _response(broker: BrokerFacade, cache, topics: list[dict]) -> dict:
+def _response(broker: BrokerFacade, context, cache, topics: list[dict]) -> dict:
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
+        "brokers": [{"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
+                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+                    for host, port in [b.endpoint(context.listener)]],
         "cluster_id": broker.controller.cluster_id,
         "controller_id": cache.controller_id,
         "topics": topics,

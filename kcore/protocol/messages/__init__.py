@@ -12,6 +12,7 @@ from kcore.protocol.messages import (
     alter_client_quotas,
     alter_configs,
     alter_partition,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_acls,
@@ -27,6 +28,7 @@ from kcore.protocol.messages import (
     describe_groups,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -103,6 +105,8 @@ _MODULES = {
     ApiKey.DESCRIBE_PRODUCERS: describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
     ApiKey.LIST_TRANSACTIONS: list_transactions,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
 }
 
 REQUESTS: dict[int, Message] = {int(key): module.REQUEST for key, module in _MODULES.items()}
