@@ -25,11 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from kcore.config_def import ConfigError
+from kcore.listener_config import (
+    DEFAULT_PROTOCOL_MAP,
+    SASL_MECHANISMS,
+    Listener,
+    jaas_key,
+    parse_protocol_map,
+    split_prefixed,
+)
 from kcore.topic_config import TOPIC_KEYS, check_combination, topic_defaults
 from kcore.topic_config import parse_topic_configs as parse_topic_configs
 
 LONG_MAX = 2**63 - 1
-__all__ = ["BROKER_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey", "LONG_MAX",
+__all__ = ["BROKER_KEYS", "SENSITIVE_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey", "LONG_MAX",
            "check_combination", "parse_properties", "parse_topic_configs"]
 
 
@@ -42,6 +50,17 @@ def _bool(text: str) -> bool:
 
 def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _principals(text: str) -> list[str]:
+    """super.users: principals separated by ';' (a principal name may hold
+    a comma), each Type:name."""
+    principals = [item.strip() for item in text.split(";") if item.strip()]
+    for principal in principals:
+        kind, sep, name = principal.partition(":")
+        if not (kind and sep and name):
+            raise ValueError(f"{principal!r} is not a principal of the form User:name")
+    return principals
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -93,6 +112,14 @@ def _http_listeners(text: str) -> list[str]:
     return items
 
 
+def _protocol_map(text: str) -> str:
+    return ",".join(f"{name}:{protocol}" for name, protocol in parse_protocol_map(text).items())
+
+
+def _upper(text: str) -> str:
+    return text.strip().upper()
+
+
 def _ratio(text: str) -> float:
     value = float(text.strip())
     if not 0.0 <= value <= 1.0:
@@ -128,6 +155,34 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"],
          "Addresses to listen on: NAME://host:port, comma separated."),
     _key("advertised.listeners", _list, None, "Addresses given to clients in Metadata; defaults to listeners."),
+    _key("listener.security.protocol.map", _protocol_map, DEFAULT_PROTOCOL_MAP,
+         "Security protocol of each listener name: NAME:PROTOCOL, comma separated."),
+    _key("inter.broker.listener.name", _upper, None,
+         "Listener brokers use to reach each other; defaults to the first listener."),
+    _key("sasl.enabled.mechanisms", _list, ["GSSAPI"],
+         "SASL mechanisms a SASL listener offers; kcore serves PLAIN, SCRAM-SHA-256 and "
+         "SCRAM-SHA-512 (Kafka's default GSSAPI needs Kerberos, so a SASL listener must set this)."),
+    _key("sasl.mechanism.inter.broker.protocol", str, "GSSAPI",
+         "SASL mechanism this broker logs in with on a SASL inter-broker listener."),
+    _key("connection.failed.authentication.delay.ms", _at_least(0), 100,
+         "A failed authentication is answered, and its connection closed, this late; further "
+         "attempts from the same address wait as long, doubled per failure up to 5 s."),
+    _key("ssl.keystore.type", _choice("PEM"), "PEM",
+         "Format of the key store; kcore reads PEM (Kafka's default JKS is Java's)."),
+    _key("ssl.keystore.location", str, None, "PEM file holding the private key and certificate chain."),
+    _key("ssl.keystore.password", str, None, "Accepted for Kafka's configs; a PEM key store has none."),
+    _key("ssl.keystore.certificate.chain", str, None, "The certificate chain itself, in PEM."),
+    _key("ssl.keystore.key", str, None, "The private key itself, in PEM (PKCS#8, maybe encrypted)."),
+    _key("ssl.key.password", str, None, "Password of an encrypted private key."),
+    _key("ssl.truststore.type", _choice("PEM"), "PEM", "Format of the trust store; kcore reads PEM."),
+    _key("ssl.truststore.location", str, None, "PEM file of the CA certificates trusted for clients."),
+    _key("ssl.truststore.password", str, None, "Accepted for Kafka's configs; a PEM trust store has none."),
+    _key("ssl.truststore.certificates", str, None, "The trusted CA certificates themselves, in PEM."),
+    _key("ssl.client.auth", _choice("required", "requested", "none"), "none",
+         "Client certificates on SSL listeners: required, requested (checked if sent) or none."),
+    _key("ssl.enabled.protocols", _list, ["TLSv1.2", "TLSv1.3"], "TLS versions accepted."),
+    _key("ssl.protocol", _choice("TLSv1.2", "TLSv1.3", "TLS"), "TLSv1.3", "Newest TLS version offered."),
+    _key("ssl.cipher.suites", _list, [], "TLS 1.2 cipher suites (OpenSSL names); empty keeps OpenSSL's."),
     _key("http.listeners", _http_listeners, ["http://127.0.0.1:9644"],
          "Addresses serving /metrics (Prometheus text format), comma separated; empty disables."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
@@ -170,6 +225,14 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("default.replication.factor", _at_least(1), 1, "Replication factor of an auto-created topic."),
     _key("auto.create.topics.enable", _bool, True, "Create a topic when a client asks for its metadata."),
     _key("delete.topic.enable", _bool, True, "Allow DeleteTopics."),
+    _key("authorizer.class.name", str, "",
+         "Any non-empty value turns on kcore's ACL authorizer (Kafka's names, e.g. "
+         "kafka.security.authorizer.AclAuthorizer, are accepted); empty allows everything."),
+    _key("super.users", _principals, [],
+         "Principals allowed everything whatever the ACLs, ';' separated (User:admin;User:broker). "
+         "In a cluster it must name the brokers' own principal."),
+    _key("allow.everyone.if.no.acl.found", _bool, False,
+         "With the authorizer on, allow access to a resource that no ACL covers."),
     _key("log.segment.bytes", _at_least(14), 1073741824, "Roll a segment at this size."),
     _key("log.roll.ms", int, None, "Roll a segment after this age; overrides log.roll.hours."),
     _key("log.roll.hours", _at_least(1), 168, "Roll a segment after this many hours."),
@@ -274,6 +337,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("group.max.size", _at_least(1), 2**31 - 1, "Most members in one group."),
 ]}
 
+# Kafka's PASSWORD-typed keys: DescribeConfigs never returns their values.
+SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.keystore.key", "ssl.key.password",
+                            "ssl.truststore.password"})
+
+
 def parse_properties(text: str) -> dict[str, str]:
     """Java .properties: `key=value` or `key: value`, `#`/`!` comments,
     backslash line continuation; surrounding whitespace is dropped."""
@@ -309,12 +377,20 @@ class BrokerConfig:
 
     def __init__(self, settings: dict[str, str] | None = None):
         settings = dict(settings or {})
+        # Every key as given, listener-prefixed ones too (a node's supervisor
+        # hands them on to its broker processes).
+        given = dict(settings)
+        self._listener_settings: dict[tuple[str, str], str] = {}
+        for name in [name for name in settings if split_prefixed(name) is not None]:
+            prefixed = split_prefixed(name)
+            assert prefixed is not None
+            self._listener_settings[prefixed] = settings.pop(name)
         unknown = sorted(set(settings) - set(BROKER_KEYS))
         if unknown:
             raise ConfigError(
                 "unknown configuration key(s): " + ", ".join(unknown)
                 + " (kcore uses Kafka's broker config names)")
-        self.originals = settings
+        self.originals = given
         self._values: dict[str, Any] = {}
         for name, key in BROKER_KEYS.items():
             if name in settings:
@@ -360,13 +436,47 @@ class BrokerConfig:
         """(name, host, port) per listener; host '' binds every interface."""
         return [split_listener(item) for item in self._values["listeners"]]
 
-    def advertised_address(self) -> tuple[str, int]:
+    def listeners(self) -> list[Listener]:
+        protocols = parse_protocol_map(self._values["listener.security.protocol.map"])
+        return [Listener(name, protocols[name], host, port)
+                for name, host, port in self.listener_addresses()]
+
+    def listener_value(self, listener: str, name: str) -> Any:
+        """``name`` as the listener sees it: its ``listener.name.<listener>.``
+        form when set, else the broker-wide value."""
+        text = self._listener_settings.get((listener.lower(), name))
+        if text is None:
+            return self._values[name]
+        return _parse_value(f"listener.name.{listener.lower()}.{name}", BROKER_KEYS[name].parse, text)
+
+    def jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """``listener.name.<listener>.<mechanism>.sasl.jaas.config``, or None."""
+        return self._listener_settings.get((listener.lower(), jaas_key(mechanism)))
+
+    def inter_broker_listener(self) -> Listener:
+        wanted = self._values["inter.broker.listener.name"]
+        listeners = self.listeners()
+        return next((item for item in listeners if item.name == wanted), listeners[0])
+
+    def advertised_endpoints(self) -> list[tuple[str, str, int]]:
+        """(listener name, host, port) clients are given, per listener."""
         items = self._values["advertised.listeners"] or self._values["listeners"]
-        _, host, port = split_listener(items[0])
-        # Clients cannot connect to a wildcard; 127.0.0.1 also sidesteps
-        # librdkafka resolving "localhost" to ::1 first.
-        if host in ("", "0.0.0.0", "::", "localhost"):
-            host = "127.0.0.1"
+        result = []
+        for item in items:
+            name, host, port = split_listener(item)
+            # Clients cannot connect to a wildcard; 127.0.0.1 also sidesteps
+            # librdkafka resolving "localhost" to ::1 first.
+            if host in ("", "0.0.0.0", "::", "localhost"):
+                host = "127.0.0.1"
+            result.append((name, host, port))
+        return result
+
+    def advertised_address(self) -> tuple[str, int]:
+        """Where other brokers reach this one: the inter-broker listener's
+        advertised address (the first listener's by default)."""
+        endpoints = self.advertised_endpoints()
+        wanted = self.inter_broker_listener().name
+        _, host, port = next((e for e in endpoints if e[0] == wanted), endpoints[0])
         return host, port
 
     def retention_ms(self) -> int:
@@ -387,11 +497,49 @@ class BrokerConfig:
         return topic_defaults(self._values)
 
     def _validate_listeners(self) -> None:
-        for item in self._values["listeners"]:
-            split_listener(item)
-        if self._values["advertised.listeners"]:
-            for item in self._values["advertised.listeners"]:
-                split_listener(item)
+        protocols = parse_protocol_map(self._values["listener.security.protocol.map"])
+        for key in ("listeners", "advertised.listeners"):
+            for item in self._values[key] or []:
+                name = split_listener(item)[0]
+                if name not in protocols:
+                    raise ConfigError(
+                        f"{key}: listener name {name} has no security protocol: add "
+                        f"{name}:<PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL> to "
+                        "listener.security.protocol.map")
+        wanted = self._values["inter.broker.listener.name"]
+        if wanted is not None and wanted not in {item[0] for item in self.listener_addresses()}:
+            raise ConfigError(f"inter.broker.listener.name {wanted} is not one of listeners")
+        for listener in self.listeners():
+            if listener.uses_sasl:
+                self._validate_sasl(listener)
+            if listener.uses_ssl:
+                self._validate_ssl(listener)
+
+    def _validate_sasl(self, listener: Listener) -> None:
+        enabled = self.listener_value(listener.name, "sasl.enabled.mechanisms")
+        unsupported = [m for m in enabled if m not in SASL_MECHANISMS]
+        if unsupported or not enabled:
+            raise ConfigError(
+                f"listener {listener.name} ({listener.security_protocol}): sasl.enabled.mechanisms "
+                f"{','.join(enabled) or '(empty)'}: kcore serves only " + ", ".join(SASL_MECHANISMS))
+        if "PLAIN" in enabled and self.jaas_config(listener.name, "PLAIN") is None:
+            raise ConfigError(
+                f"listener {listener.name} enables PLAIN but sets no "
+                f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config")
+
+    def _validate_ssl(self, listener: Listener) -> None:
+        def value(name: str) -> Any:
+            return self.listener_value(listener.name, name)
+        inline = value("ssl.keystore.certificate.chain"), value("ssl.keystore.key")
+        if value("ssl.keystore.location") is None and None in inline:
+            raise ConfigError(
+                f"listener {listener.name} ({listener.security_protocol}) needs a key store: "
+                "ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key")
+        if value("ssl.client.auth") != "none" and value("ssl.truststore.location") is None \
+                and value("ssl.truststore.certificates") is None:
+            raise ConfigError(
+                f"listener {listener.name}: ssl.client.auth={value('ssl.client.auth')} needs "
+                "ssl.truststore.location or ssl.truststore.certificates")
 
 
 def split_listener(item: str) -> tuple[str, str, int]:

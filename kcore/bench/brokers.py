@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcore.bench import procs
+from kcore.bench import procs, security
 
 START_TIMEOUT_S = 60.0
 
@@ -43,7 +43,8 @@ class Setup:
     tmpfs mounted for the run). network: "loopback", "veth" (broker and
     clients in two namespaces joined by a veth pair; delay_ms through tc
     netem) or "proxy" (clients go through kcore.bench.proxy with delay_ms /
-    rate_mbit)."""
+    rate_mbit). security: the listener's security protocol (kcore only;
+    bench/security.py)."""
     name: str = "default"
     overrides: tuple = ()
     storage: str = "disk"
@@ -51,6 +52,7 @@ class Setup:
     network: str = "loopback"
     delay_ms: float = 0.0
     rate_mbit: float = 0.0
+    security: str = "PLAINTEXT"
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
@@ -69,6 +71,8 @@ class Running:
     log_path: Path
     processes: list
     client_netns: str | None = None
+    # Client settings of this run's listener (security.protocol, ssl.*, sasl.*).
+    client_config: dict = dataclasses.field(default_factory=dict)
 
     def stop(self) -> None:
         for process in self.processes:
@@ -129,11 +133,12 @@ class Kcore:
         processes = int(dict(setup.overrides).get("num.processes", 1))
         port = procs.free_ports(processes)
         data_dir = workdir / "kcore-data"
-        settings = {"listeners": f"PLAINTEXT://{host}:{port}", "log.dirs": str(data_dir),
+        listener, client_config = security.listener_settings(setup.security, host, port, workdir)
+        settings = {**listener, "log.dirs": str(data_dir),
                     "num.partitions": str(workload.partitions),
                     **dict(setup.overrides), **self.durability_overrides(workload)}
         if advertised:
-            settings["advertised.listeners"] = f"PLAINTEXT://{advertised}"
+            settings["advertised.listeners"] = f"{setup.security}://{advertised}"
         command = [sys.executable]
         if self.profile_dir is not None:
             self.profile_path = self.profile_dir / f"kcore-{int(time.time())}-{port}.prof"
@@ -150,10 +155,11 @@ class Kcore:
         if processes > 1:
             _wait_for_brokers(f"{host}:{port}", processes, process, log_path)
         return Running(self.name, self.version(), advertised or f"{host}:{port}", process.pid,
-                       data_dir, log_path, [process])
+                       data_dir, log_path, [process], client_config=client_config)
 
     def create_topic(self, running: Running, topic: str, partitions: int) -> None:
-        create_topic_admin(running.bootstrap, topic, partitions, self.client_config)
+        create_topic_admin(running.bootstrap, topic, partitions,
+                           {**self.client_config, **running.client_config})
 
 
 def _wait_for_brokers(bootstrap: str, count: int, process, log_path: Path) -> None:

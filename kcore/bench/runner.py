@@ -68,7 +68,7 @@ class _Context:
                 "batch.size": w.batch_bytes, "acks": w.acks, "compression.type": w.codec,
                 "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
                 "message.max.bytes": max(1_000_000, w.batch_bytes + 65536),
-                **self.target.client_config}
+                **self.target.client_config, **self.running.client_config}
 
     def consumer_config(self, tail: bool) -> dict:
         # max.partition.fetch.bytes at Kafka's and librdkafka's default (1 MiB),
@@ -83,7 +83,7 @@ class _Context:
                   "enable.auto.commit": False, "enable.auto.offset.store": False,
                   "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": partition_bytes,
                   "auto.offset.reset": "latest" if tail else "earliest",
-                  **self.target.client_config}
+                  **self.target.client_config, **self.running.client_config}
         if tail:
             config.update({"fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
         return config

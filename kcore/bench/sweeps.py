@@ -9,7 +9,8 @@ per round, which runs each workload of the sweep once.
 
 Built-in sweeps (``SWEEPS``): peers, durability, disk, network, codecs,
 processes (num.processes 1/2/4/8 beside noida-db and tansu), metrics
-(/metrics served or not: the cost of the counters on the data path).
+(/metrics served or not: the cost of the counters on the data path),
+security (PLAINTEXT, SSL, SASL_SSL listeners).
 """
 from __future__ import annotations
 
@@ -94,9 +95,15 @@ def metrics_sweep() -> list[Config]:
             _kcore("metrics off", overrides=(("http.listeners", ""),))]
 
 
+def security_sweep() -> list[Config]:
+    """The same listener as PLAINTEXT, SSL and SASL_SSL (PLAIN): what TLS
+    costs per byte (and a fetch without sendfile), and SASL on top."""
+    return [_kcore(protocol, security=protocol) for protocol in ("PLAINTEXT", "SSL", "SASL_SSL")]
+
+
 SWEEPS = {"peers": peers_sweep, "durability": durability_sweep, "disk": disk_sweep,
           "network": network_sweep, "codecs": codecs_sweep, "processes": processes_sweep,
-          "metrics": metrics_sweep}
+          "metrics": metrics_sweep, "security": security_sweep}
 
 
 class Sweep:

@@ -30,8 +30,8 @@ def add_parser(commands) -> None:
     run.set_defaults(run=_run)
 
     sweep = verbs.add_parser("sweep", help="run a built-in sweep: peers, durability, disk, network, "
-                                           "codecs, processes, metrics")
-    sweep.add_argument("name", help="peers, durability, disk, network, codecs, processes or metrics")
+                                           "codecs, processes, metrics, security")
+    sweep.add_argument("name", help="peers, durability, disk, network, codecs, processes, metrics or security")
     sweep.add_argument("--workload", action="append", required=True, help="workload (repeatable)")
     sweep.add_argument("--only", help="comma-separated config labels to keep")
     _common(sweep)

@@ -7,7 +7,9 @@
     kcore consume TOPIC [--partition N] [--from-beginning | --offset N | --from-timestamp MS]
                         [--max-messages N] [--timeout-ms MS] [--format TEMPLATE]
 
-Every command takes ``--bootstrap-server`` (default 127.0.0.1:9092). A
+Every command takes ``--bootstrap-server`` (default 127.0.0.1:9092) and
+``--command-config FILE``, a properties file of client security settings
+(``security.protocol``, ``sasl.*``, ``ssl.*``) as Kafka's tools take it. A
 broker error prints Kafka's error name and message on stderr and exits 1;
 bad usage exits 2.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import ssl
 import sys
 import threading
 import time
@@ -40,6 +43,7 @@ from kcore.client import (
     TopicPartition,
 )
 from kcore.client.formatting import DEFAULT_TEMPLATE, RecordFormatter
+from kcore.client.security import ClientSecurity
 from kcore.protocol.compression import CompressionType
 from kcore.protocol.errors import ErrorCode
 
@@ -58,9 +62,7 @@ EXIT_USAGE = 2
 
 
 def add_parser(commands) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                        help=f"broker(s) to start from, comma-separated (default {DEFAULT_BOOTSTRAP})")
+    common = connection_arguments()
     _add_topics_parser(commands, common)
     _add_produce_parser(commands, common)
     _add_consume_parser(commands, common)
@@ -199,8 +201,26 @@ def _run(coroutine) -> int:
         return 0
 
 
+def connection_arguments() -> argparse.ArgumentParser:
+    """--bootstrap-server and --command-config, shared by every client command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+                        help=f"broker(s) to start from, comma-separated (default {DEFAULT_BOOTSTRAP})")
+    common.add_argument("--command-config", metavar="FILE", type=_security_file,
+                        help="client security settings (security.protocol, sasl.*, ssl.*)")
+    return common
+
+
+def _security_file(path: str) -> ClientSecurity:
+    try:
+        return ClientSecurity.from_file(path)
+    except (OSError, ValueError, ssl.SSLError) as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+
+
 def _client(args) -> KafkaClient:
-    return KafkaClient(args.bootstrap_server, client_id=CLIENT_ID)
+    return KafkaClient(args.bootstrap_server, client_id=CLIENT_ID,
+                       security=getattr(args, "command_config", None))
 
 
 async def _topics_create(args) -> int:

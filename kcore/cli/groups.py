@@ -13,9 +13,7 @@ Kafka's tool. Broker errors print Kafka's error name and exit 1.
 """
 from __future__ import annotations
 
-import argparse
-
-from kcore.cli.client_commands import DEFAULT_BOOTSTRAP, _client, _run
+from kcore.cli.client_commands import _client, _run, connection_arguments
 from kcore.client import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from kcore.client.fetch import list_offsets
 from kcore.client.groups import GroupAdmin
@@ -25,8 +23,7 @@ COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "L
 
 
 def add_parser(commands) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    common = connection_arguments()
     parser = commands.add_parser("groups", help="list, describe, reset offsets of, delete consumer groups")
     parser.set_defaults(run=lambda args: parser.print_help() or 2)  # each action sets its own
     actions = parser.add_subparsers(dest="action", required=True)

@@ -1,11 +1,21 @@
 """`kcore` command line: broker, topics, produce, consume, groups, transactions,
-status, dump-log, bench."""
+users, acls, quotas, status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from kcore.cli import bench, client_commands, dump_log, groups, status, transactions
+from kcore.cli import (
+    acls,
+    bench,
+    client_commands,
+    dump_log,
+    groups,
+    quotas,
+    status,
+    transactions,
+    users,
+)
 from kcore.cli import broker as broker_cmd
 
 
@@ -22,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, transactions, status, dump_log, bench]
+    return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, status,
+            dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

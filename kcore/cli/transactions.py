@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from kcore.cli.client_commands import DEFAULT_BOOTSTRAP, _client, _run
+from kcore.cli.client_commands import _client, _run, connection_arguments
 from kcore.cli.groups import _dash, _print_table
 from kcore.client.transactions import TransactionAdmin
 
 
 def add_parser(commands) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    common = connection_arguments()
     partition = argparse.ArgumentParser(add_help=False)
     partition.add_argument("--topic", required=True)
     partition.add_argument("--partition", type=int, required=True)

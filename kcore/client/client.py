@@ -14,6 +14,7 @@ from typing import Any
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.metadata import ClusterMetadata
+from kcore.client.security import ClientSecurity
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 
@@ -56,8 +57,10 @@ class KafkaClient:
     """
 
     def __init__(self, bootstrap_servers: str | Sequence[str], *, client_id: str = "kcore",
-                 request_timeout_s: float = 30.0, connect_timeout_s: float = 10.0) -> None:
+                 request_timeout_s: float = 30.0, connect_timeout_s: float = 10.0,
+                 security: ClientSecurity | None = None) -> None:
         self.bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -104,7 +107,7 @@ class KafkaClient:
     async def _open(self, host: str, port: int) -> BrokerConnection:
         return await BrokerConnection.open(
             host, port, client_id=self.client_id, request_timeout_s=self.request_timeout_s,
-            connect_timeout_s=self.connect_timeout_s)
+            connect_timeout_s=self.connect_timeout_s, security=self.security)
 
     # ---------------------------------------------------------- connections
 

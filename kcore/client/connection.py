@@ -14,7 +14,9 @@ a mismatch means the stream is lost and closes the connection.
 
 On connect the client sends ApiVersions (v3, falling back to the v0 body a
 broker sends with UNSUPPORTED_VERSION, KIP-511) and afterwards uses, per
-api key, the highest version both sides support (``version_for``).
+api key, the highest version both sides support (``version_for``). With a
+``ClientSecurity`` (client/security.py) the connection is TLS and/or
+authenticates with SASL right after ApiVersions.
 """
 from __future__ import annotations
 
@@ -28,10 +30,12 @@ from typing import Any, cast
 import kcore
 from kcore import protocol
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.client.security import ClientSecurity
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.exceptions import ProtocolError
 from kcore.protocol.framing import FrameReader, FrameSizeError
+from kcore.security.scram import AuthenticationFailed, ScramClient
 
 __all__ = ["BrokerConnection", "CLIENT_MIN_VERSIONS", "client_versions", "negotiate_version"]
 
@@ -124,17 +128,22 @@ class BrokerConnection(asyncio.BufferedProtocol):
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str = "kcore",
                    request_timeout_s: float = 30.0,
-                   connect_timeout_s: float = 10.0) -> BrokerConnection:
-        """Connect and negotiate api versions."""
+                   connect_timeout_s: float = 10.0,
+                   security: ClientSecurity | None = None) -> BrokerConnection:
+        """Connect, negotiate api versions and, if asked, authenticate."""
         loop = asyncio.get_running_loop()
         connection = cls(host, port, client_id=client_id, request_timeout_s=request_timeout_s)
+        context = security.ssl_context if security is not None else None
         try:
             async with asyncio.timeout(connect_timeout_s):
-                await loop.create_connection(lambda: connection, host, port)
+                await loop.create_connection(lambda: connection, host, port, ssl=context,
+                                             server_hostname=host if context is not None else None)
         except (OSError, TimeoutError) as exc:
             raise BrokerConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
         try:
             await connection._negotiate_versions()
+            if security is not None and security.uses_sasl:
+                await connection._authenticate(security)
         except BaseException:
             connection.close()
             raise
@@ -152,6 +161,30 @@ class BrokerConnection(asyncio.BufferedProtocol):
             raise KafkaError(response.error_code, context=f"ApiVersions to {self.address}")
         self.broker_versions = {entry.api_key: (entry.min_version, entry.max_version)
                                 for entry in response.api_keys}
+
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        mechanism = security.sasl_mechanism
+        handshake = await self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if handshake.error_code:
+            raise KafkaError(handshake.error_code, context=f"SASL {mechanism} at {self.address} "
+                             f"(broker offers {', '.join(handshake.mechanisms)})")
+        assert security.username is not None and security.password is not None
+        if mechanism == "PLAIN":
+            await self._sasl_token(f"\0{security.username}\0{security.password}".encode())
+            return
+        scram = ScramClient(mechanism, security.username, security.password)
+        server_first = await self._sasl_token(scram.first())
+        try:
+            scram.verify(await self._sasl_token(scram.final(server_first)))
+        except AuthenticationFailed as exc:
+            raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
+
+    async def _sasl_token(self, token: bytes) -> bytes:
+        response = await self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message or "",
+                             context=f"SaslAuthenticate at {self.address}")
+        return bytes(response.auth_bytes)
 
     # ------------------------------------------------------------ requests
 

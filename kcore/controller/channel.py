@@ -18,6 +18,7 @@ from typing import Any
 
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.client.inter_broker import inter_broker_security
 from kcore.controller.metadata import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,8 @@ class BrokerSender:
                 if self._connection is None or self._connection.closed:
                     self._connection = await BrokerConnection.open(
                         self.broker.host, self.broker.port, client_id=self._client_id,
-                        request_timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=REQUEST_TIMEOUT_S)
+                        request_timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=REQUEST_TIMEOUT_S,
+                        security=inter_broker_security())
                 return await self._connection.request(api_key, body, version=version)
             except (BrokerConnectionError, KafkaError, OSError) as exc:
                 log.debug("controller request %d to broker %d failed: %s; retrying", api_key,

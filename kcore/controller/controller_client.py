@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kcore.client.admin import elect_leaders_body, election_results
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.client.inter_broker import inter_broker_security
 from kcore.controller import zk_paths as paths
 from kcore.controller.metadata import TopicPartition
 from kcore.controller.zk_client import NoNodeError
@@ -70,7 +71,7 @@ class ControllerClient:
         broker = paths.decode_broker(controller_id, data, stat.czxid)
         self._connection = await BrokerConnection.open(
             broker.host, broker.port, client_id=f"kcore-broker-{self.owner.broker_id}",
-            request_timeout_s=REQUEST_TIMEOUT_S)
+            request_timeout_s=REQUEST_TIMEOUT_S, security=inter_broker_security())
         self._connected_to = controller_id
         return self._connection
 

@@ -78,6 +78,17 @@ class BrokerInfo:
     rack: str | None = None
     broker_epoch: int = -1
     listener: str = "PLAINTEXT"
+    # (listener name, host, port) of every advertised listener; host/port
+    # above are those of ``listener``, the inter-broker one.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """Where a client that came in on ``listener`` reaches this broker
+        (Kafka answers Metadata with the endpoints of the client's listener)."""
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return self.host, self.port
 
 
 def validate_topic_name(name: str) -> None:

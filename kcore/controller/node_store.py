@@ -18,7 +18,12 @@ Format::
      "topics": [{"name": "t", "topic_id": "<uuid>", "num_partitions": 2,
                  "replication_factor": 1, "configs": {...},
                  "leader_epochs": [4, 4], "assignment": {"0": [0], "1": [1]}}],
-     "deleting": ["old-topic"]}
+     "deleting": ["old-topic"],
+     "acls": [{"resource_type": "TOPIC", "resource_name": "t", "pattern_type": "LITERAL",
+               "principal": "User:alice", "host": "*", "operation": "READ",
+               "permission": "ALLOW"}],
+     "client_quotas": [{"entity": {"user": "alice", "client-id": null},
+                        "values": {"producer_byte_rate": 1048576.0}}]}
 
 Not thread-safe within a process; safe between processes (flock).
 """
@@ -46,6 +51,9 @@ class NodeState:
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     leader_epochs: dict[str, list[int]] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
+    # kcore.security's state, kept as JSON: ACL bindings and client quotas.
+    acls: list[dict] = field(default_factory=list)
+    client_quotas: list[dict] = field(default_factory=list)
 
 
 class NodeStore:
@@ -113,6 +121,8 @@ def _encode(state: NodeState) -> dict:
                     "assignment": {str(p): r for p, r in sorted(t.assignment.items())}}
                    for t in state.topics.values()],
         "deleting": sorted(state.deleting),
+        "acls": state.acls,
+        "client_quotas": state.client_quotas,
     }
 
 
@@ -129,4 +139,6 @@ def _decode(data: dict) -> NodeState:
         epochs = item.get("leader_epochs", [])
         state.leader_epochs[name] = (epochs + [0] * count)[:count]
     state.deleting = set(data.get("deleting", []))
+    state.acls = list(data.get("acls", []))
+    state.client_quotas = list(data.get("client_quotas", []))
     return state

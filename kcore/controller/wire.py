@@ -65,10 +65,17 @@ def update_metadata_body(controller_id: int, controller_epoch: int, brokers: Ite
             "zk_version": s.partition_epoch, "replicas": list(s.replicas),
             "offline_replicas": []} for s in items]}
             for topic, items in _by_topic([*states, *gone]).items()],
+        # The inter-broker endpoint first: receivers take it as the broker's address.
         "live_brokers": [{"id": b.broker_id, "rack": b.rack, "endpoints": [{
-            "port": b.port, "host": b.host, "listener": b.listener,
-            "security_protocol": PLAINTEXT_SECURITY_PROTOCOL}]} for b in brokers],
+            "port": port, "host": host, "listener": name,
+            "security_protocol": PLAINTEXT_SECURITY_PROTOCOL}
+            for name, host, port in _endpoints(b)]} for b in brokers],
     }
+
+
+def _endpoints(broker: BrokerInfo) -> list[tuple[str, str, int]]:
+    first = (broker.listener, broker.host, broker.port)
+    return [first, *(e for e in broker.endpoints if e[0] != broker.listener)]
 
 
 def update_metadata_contents(body: Any) -> tuple[list[BrokerInfo], list[PartitionState], list[str]]:
@@ -78,7 +85,9 @@ def update_metadata_contents(body: Any) -> tuple[list[BrokerInfo], list[Partitio
         endpoint = broker.endpoints[0] if broker.endpoints else None
         if endpoint is not None:
             brokers.append(BrokerInfo(broker.id, endpoint.host, endpoint.port, broker.rack,
-                                      listener=endpoint.listener or "PLAINTEXT"))
+                                      listener=endpoint.listener or "PLAINTEXT",
+                                      endpoints=tuple((e.listener, e.host, e.port)
+                                                      for e in broker.endpoints)))
     states, deleted = [], set()
     for topic in body.topic_states:
         for p in topic.partition_states:

@@ -99,9 +99,12 @@ def decode_controller(data: bytes) -> int:
 # -- brokers -------------------------------------------------------------------------------------
 def encode_broker(broker: BrokerInfo) -> bytes:
     listener = broker.listener
+    others = [e for e in broker.endpoints if e[0] != listener]
     return _dump({
         "version": 5, "host": broker.host, "port": broker.port, "jmx_port": -1,
-        "endpoints": [f"{listener}://{broker.host}:{broker.port}"],
+        # The inter-broker listener first: readers take it as the broker's address.
+        "endpoints": [f"{listener}://{broker.host}:{broker.port}",
+                      *(f"{name}://{host}:{port}" for name, host, port in others)],
         "listener_security_protocol_map": {listener: "PLAINTEXT"},
         "rack": broker.rack, "features": {}, "timestamp": _now()})
 
@@ -109,12 +112,16 @@ def encode_broker(broker: BrokerInfo) -> bytes:
 def decode_broker(broker_id: int, data: bytes, broker_epoch: int) -> BrokerInfo:
     value = _load(data)
     listener, host, port = "PLAINTEXT", value.get("host"), value.get("port")
-    endpoints = value.get("endpoints") or []
-    if endpoints:
-        name, _, address = endpoints[0].partition("://")
+    parsed = []
+    for endpoint in value.get("endpoints") or []:
+        name, _, address = endpoint.partition("://")
         host_part, _, port_part = address.rpartition(":")
-        listener, host, port = name, host_part.strip("[]"), int(port_part)
-    return BrokerInfo(broker_id, host, int(port), value.get("rack"), broker_epoch, listener)
+        parsed.append((name, host_part.strip("[]"), int(port_part)))
+    if parsed:
+        listener, host, port = parsed[0]
+    # One endpoint is host/port itself; endpoints lists them only when there are more.
+    return BrokerInfo(broker_id, host, int(port), value.get("rack"), broker_epoch, listener,
+                      tuple(parsed) if len(parsed) > 1 else ())
 
 
 # -- topics ----------------------------------------------------------------------------------------

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.handlers import txn_errors
+from kcore.handlers.authz import group_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     code: int
-    if not body.group_id:
+    if not txn_allowed(broker, context, AclOperation.WRITE, body.transactional_id):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not group_allowed(broker, context, AclOperation.READ, body.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif not body.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     else:
         manager = broker.group_coordinator.manager

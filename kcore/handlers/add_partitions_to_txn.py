@@ -7,9 +7,11 @@ and the transaction is left as it was (Kafka's answer)."""
 from __future__ import annotations
 
 from kcore.handlers import txn_errors
+from kcore.handlers.authz import allowed_topics, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -19,7 +21,14 @@ async def handle(broker: BrokerFacade, context, request):
     cache = broker.replica_manager.metadata_cache
     unknown = {tp for tp in requested if cache.partition(*tp) is None}
     errors: dict[tuple[str, int], int]
-    if unknown:
+    transactional_id = body.v3_and_below_transactional_id
+    writable = allowed_topics(broker, context, AclOperation.WRITE, {tp[0] for tp in requested})
+    if not txn_allowed(broker, context, AclOperation.WRITE, transactional_id):
+        errors = dict.fromkeys(requested, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif any(tp[0] not in writable for tp in requested):
+        errors = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] not in writable
+                  else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in requested}
+    elif unknown:
         errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
                   else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in requested}
     else:

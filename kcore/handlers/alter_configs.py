@@ -6,17 +6,24 @@ from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
 from kcore.handlers import configs
+from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import set_topic_configs
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     responses = []
     for resource in body.resources:
-        code, message = await alter(broker, resource, body.validate_only,
-                                    lambda current, r=resource: {c.name: c.value for c in r.configs})
+        refusal = config_refusal(broker, context, AclOperation.ALTER_CONFIGS,
+                                 resource.resource_type, resource.resource_name)
+        if refusal is not None:
+            code, message = refusal, None
+        else:
+            code, message = await alter(broker, resource, body.validate_only,
+                                        lambda current, r=resource: {c.name: c.value for c in r.configs})
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})

@@ -12,12 +12,16 @@ from typing import Protocol
 
 from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
+from kcore.controller.scram_store import CredentialStore
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.log.durability import GroupCommitSyncer
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.security.authorizer import Authorizer
+from kcore.security.quotas import ClientQuotas
+from kcore.security.store import SecurityStore
 
 
 class CloseConnection(Exception):
@@ -52,3 +56,13 @@ class BrokerFacade(Protocol):
     def api_versions(self) -> dict[ApiKey, tuple[int, int]]: ...
     @property
     def stats(self) -> BrokerStats: ...
+    @property
+    def scram_credentials(self) -> CredentialStore: ...
+    @property
+    def authorizer(self) -> Authorizer | None:
+        """None unless authorizer.class.name is set: everything allowed."""
+        ...
+    @property
+    def quotas(self) -> ClientQuotas: ...
+    @property
+    def security_store(self) -> SecurityStore: ...

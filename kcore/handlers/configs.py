@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from kcore.config import BROKER_KEYS, TOPIC_KEYS, BrokerConfig
+from kcore.config import BROKER_KEYS, SENSITIVE_KEYS, TOPIC_KEYS, BrokerConfig
 from kcore.config_def import ConfigType
 from kcore.controller.metadata import TopicInfo
 from kcore.handlers.base import BrokerFacade
@@ -103,7 +103,12 @@ def _synonym(name: str, value: str | None, source: int) -> dict:
 def _entry(name: str, value: Any, read_only: bool, synonyms: list[dict], include_synonyms: bool,
            config_type: int, documentation: str | None) -> dict:
     source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
+    # Kafka's PASSWORD type: never sent back, only said to be there.
+    sensitive = name in SENSITIVE_KEYS
+    if sensitive:
+        value = None
+        synonyms = [dict(synonym, value=None) for synonym in synonyms]
     return {"name": name, "value": value, "read_only": read_only,
             "is_default": source == DEFAULT_CONFIG, "config_source": source,
-            "is_sensitive": False, "synonyms": synonyms if include_synonyms else [],
+            "is_sensitive": sensitive, "synonyms": synonyms if include_synonyms else [],
             "config_type": config_type, "documentation": documentation}

@@ -3,9 +3,11 @@ with the replicas of each new partition."""
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import add_partitions, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -15,6 +17,10 @@ async def handle(broker: BrokerFacade, context, request):
         code: int = ErrorCode.NONE
         message: str | None = None
         assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
+        if not topic_allowed(broker, context, AclOperation.ALTER, topic.name):
+            results.append({"name": topic.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            "error_message": None})
+            continue
         try:
             info = await add_partitions(broker, topic.name, topic.count, assignment,
                                         body.validate_only)

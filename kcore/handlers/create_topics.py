@@ -6,6 +6,7 @@ client may use the topic right away."""
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.authz import may_create_topic
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import create_topic, wait_for_leaders
 from kcore.protocol.errors import ErrorCode
@@ -21,6 +22,10 @@ async def handle(broker: BrokerFacade, context, request):
             results.append(_result(topic.name, ErrorCode.INVALID_REQUEST, "duplicate topic in request"))
             continue
         seen.add(topic.name)
+        if not may_create_topic(broker, context, topic.name):
+            results.append(_result(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   "CREATE on the cluster or the topic is needed"))
+            continue
         result, info = await _create(broker, topic, body.validate_only)
         results.append(result)
         if info is not None:

@@ -3,11 +3,17 @@
 NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND."""
 from __future__ import annotations
 
+from kcore.handlers.authz import group_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     names = list(dict.fromkeys(request.body.groups_names))
-    results = broker.group_coordinator.delete_groups(names)
+    deletable = [name for name in names
+                 if group_allowed(broker, context, AclOperation.DELETE, name)]
+    results: dict[str, int] = dict.fromkeys(names, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    results.update(broker.group_coordinator.delete_groups(deletable) if deletable else {})
     return {"throttle_time_ms": 0,
             "results": [{"group_id": name, "error_code": results[name]} for name in names]}

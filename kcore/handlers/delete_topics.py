@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
+from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import delete_topic
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -12,7 +14,9 @@ async def handle(broker: BrokerFacade, context, request):
     for name in request.body.topic_names:
         code: int = ErrorCode.NONE
         message: str | None = None
-        if not broker.config["delete.topic.enable"]:
+        if not topic_allowed(broker, context, AclOperation.DELETE, name):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif not broker.config["delete.topic.enable"]:
             code, message = ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false"
         else:
             try:

@@ -17,7 +17,8 @@ async def handle(broker: BrokerFacade, context, request):
         "endpoint_type": BROKER_ENDPOINT,
         "cluster_id": broker.controller.cluster_id,
         "controller_id": cache.controller_id,
-        "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
+        "brokers": [{"broker_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
+                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+                    for host, port in [b.endpoint(context.listener)]],
         "cluster_authorized_operations": -2147483648,
     }

@@ -4,8 +4,10 @@ says how each is built."""
 from __future__ import annotations
 
 from kcore.handlers import configs
+from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -14,6 +16,13 @@ async def handle(broker: BrokerFacade, context, request):
     include_documentation = request.api_version >= 3 and body.include_documentation
     results = []
     for resource in body.resources:
+        refusal = config_refusal(broker, context, AclOperation.DESCRIBE_CONFIGS,
+                                 resource.resource_type, resource.resource_name)
+        if refusal is not None:
+            results.append({"error_code": refusal, "error_message": None,
+                            "resource_type": resource.resource_type,
+                            "resource_name": resource.resource_name, "configs": []})
+            continue
         results.append(_describe(broker, resource, include_synonyms, include_documentation))
     return {"throttle_time_ms": 0, "results": results}
 

@@ -8,7 +8,10 @@ ACLs), so they are reported as omitted.
 """
 from __future__ import annotations
 
+from kcore.handlers.authz import group_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -16,6 +19,12 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 async def handle(broker: BrokerFacade, context, request):
     described = []
     for group_id in request.body.groups:
+        if not group_allowed(broker, context, AclOperation.DESCRIBE, group_id):
+            described.append({"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                              "group_id": group_id, "group_state": "", "protocol_type": "",
+                              "protocol_data": "", "members": [],
+                              "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+            continue
         error, summary = broker.group_coordinator.describe_group(group_id)
         described.append({
             "error_code": error,

@@ -3,16 +3,22 @@ with the first offset of each one's open transaction (KIP-664: how
 `kcore transactions` finds a hanging transaction)."""
 from __future__ import annotations
 
+from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     topics = []
     for topic in request.body.topics:
         partitions = []
+        readable = topic_allowed(broker, context, AclOperation.READ, topic.name)
         for index in topic.partition_indexes:
-            partitions.append(_describe(broker, topic.name, index))
+            partitions.append(_describe(broker, topic.name, index) if readable else
+                              {"partition_index": index,
+                               "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                               "error_message": None, "active_producers": []})
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 

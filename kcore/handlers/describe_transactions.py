@@ -3,14 +3,18 @@ broker coordinates (others: NOT_COORDINATOR; unknown ids:
 TRANSACTIONAL_ID_NOT_FOUND)."""
 from __future__ import annotations
 
+from kcore.handlers.authz import txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     states = []
     for transactional_id in request.body.transactional_ids:
         code, metadata = broker.txn_coordinator.describe(transactional_id)
+        if not txn_allowed(broker, context, AclOperation.DESCRIBE, transactional_id):
+            code, metadata = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
         if metadata is None:
             states.append({"error_code": code, "transactional_id": transactional_id,
                            "transaction_state": "", "transaction_timeout_ms": 0,

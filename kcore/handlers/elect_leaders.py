@@ -10,13 +10,18 @@ from __future__ import annotations
 import asyncio
 
 from kcore.controller.base import PREFERRED_ELECTION
+from kcore.handlers.authz import allowed_on_cluster
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     election_type = body.election_type if request.api_version >= 1 else PREFERRED_ELECTION
+    if not allowed_on_cluster(broker, context, AclOperation.ALTER):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "replica_election_results": []}
     partitions = None
     if body.topic_partitions is not None:
         partitions = [(t.topic, p) for t in body.topic_partitions for p in t.partitions]

@@ -23,14 +23,23 @@ woken by appends, and each fetch reports their progress to the leader
 high watermark. A fetch from a broker that is not a replica of the
 partition, or sent to a broker that is not its leader, gets
 NOT_LEADER_OR_FOLLOWER and reads nothing.
+
+With an authorizer, a consumer needs READ on each topic (its partitions
+get TOPIC_AUTHORIZATION_FAILED otherwise) and a follower CLUSTER_ACTION on
+the cluster (every partition refused otherwise). A consumer over its
+consumer_byte_rate is throttled (security/quotas.py): a fetch outside a
+session whose data would pass the quota is answered without it, as
+Kafka's; in a session (whose state follows every answer) the data goes
+and the throttle time follows it.
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kcore.controller.metadata import TopicPartition
+from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import (
@@ -43,6 +52,8 @@ from kcore.replication.fetch_session import (
     next_epoch,
 )
 from kcore.replication.partition import Partition, PartitionError
+from kcore.security.acl import AclOperation
+from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
 READ_COMMITTED = 1
 SESSIONS_VERSION = 7
@@ -56,6 +67,7 @@ class _Limits:
     min_bytes: int
     read_committed: bool
     replica_id: int
+    refused: frozenset[str] = frozenset()  # topics the principal may not fetch
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -69,9 +81,12 @@ async def handle(broker: BrokerFacade, context, request):
     sessions = broker.replica_manager.fetch_sessions
     with_sessions = request.api_version >= SESSIONS_VERSION
     if with_sessions and body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        return await _incremental(broker, sessions, body, limits, deadline)
+        answer = await _incremental(broker, context, sessions, body, limits, deadline)
+        return _throttle_in_session(broker, context, request, answer)
     if with_sessions and body.session_id != INVALID_SESSION_ID:
         sessions.remove(body.session_id)  # a full fetch closes the session it names
+    if broker.authorizer is not None:
+        limits = _with_refusals(broker, context, limits, {topic.topic for topic in body.topics})
     while True:
         responses, total, ready, partitions = _read_all(broker, body, limits)
         remaining = deadline - loop.time()
@@ -80,16 +95,75 @@ async def handle(broker: BrokerFacade, context, request):
         with broker.stats.delayed_fetch:  # Kafka's fetch purgatory
             await broker.replica_manager.wait_for_data(partitions, remaining,
                                                        for_replica=limits.replica_id >= 0)
+    throttle_ms = 0
+    opens_session = with_sessions and body.session_epoch == INITIAL_EPOCH
+    if limits.replica_id < 0 and broker.quotas.active and total:
+        throttle_ms = _record_fetched(broker, context, request, total, may_hold_back=not opens_session)
+        if throttle_ms < 0:  # over the quota with this data: answered without it
+            return _throttled(context, -throttle_ms)
     session_id = INVALID_SESSION_ID
-    if with_sessions and body.session_epoch == INITIAL_EPOCH:
+    if opens_session:
         session_id = _open_session(broker, sessions, body, responses, limits)
     _count_bytes_out(broker, responses, limits.replica_id >= 0)
-    return _response(ErrorCode.NONE, session_id, responses)
+    return _response(ErrorCode.NONE, session_id, responses, throttle_ms)
 
 
-def _response(error_code: int, session_id: int, responses: list) -> dict:
-    return {"throttle_time_ms": 0, "error_code": error_code, "session_id": session_id,
+def _response(error_code: int, session_id: int, responses: list, throttle_ms: int = 0) -> dict:
+    return {"throttle_time_ms": throttle_ms, "error_code": error_code, "session_id": session_id,
             "responses": responses}
+
+
+# -- authorization and quotas ----------------------------------------------------------
+def _with_refusals(broker: BrokerFacade, context, limits: _Limits, topics: set[str]) -> _Limits:
+    """A follower's fetch needs CLUSTER_ACTION on the cluster (every topic
+    refused otherwise), a consumer's READ on each topic."""
+    if limits.replica_id >= 0:
+        allowed = allowed_on_cluster(broker, context, AclOperation.CLUSTER_ACTION)
+        refused = set() if allowed else topics
+    else:
+        refused = topics - allowed_topics(broker, context, AclOperation.READ, topics)
+    return replace(limits, refused=frozenset(refused)) if refused else limits
+
+
+def _record_fetched(broker: BrokerFacade, context, request, size: int,
+                    may_hold_back: bool) -> int:
+    """consumer_byte_rate, as Kafka's: the answer's bytes are recorded; if
+    that puts the client over its quota (and the answer may go without
+    its data) they are taken back and minus the throttle time is returned.
+    An answer worth more than a second of quota goes anyway once nothing
+    is owed, or a consumer of large batches would never get one."""
+    quotas = broker.quotas
+    user, client_id = user_of(context.principal), request.header.client_id or ""
+    owed = quotas.throttle_ms(CONSUMER_BYTE_RATE, user, client_id)
+    throttle_ms = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size)
+    if may_hold_back and throttle_ms > 0 and (
+            owed > 0 or not _larger_than_a_second(quotas, user, client_id, size)):
+        quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, size)
+        return -throttle_ms
+    context.mute_ms = max(context.mute_ms, throttle_ms)
+    return throttle_ms
+
+
+def _larger_than_a_second(quotas, user: str, client_id: str, size: int) -> bool:
+    found = quotas.quota(CONSUMER_BYTE_RATE, user, client_id)
+    return found is not None and size > found[0]
+
+
+def _throttled(context, throttle_ms: int) -> dict:
+    """No partitions at all, as Kafka's throttled fetch response."""
+    context.mute_ms = max(context.mute_ms, throttle_ms)
+    return _response(ErrorCode.NONE, INVALID_SESSION_ID, [], throttle_ms)
+
+
+def _throttle_in_session(broker: BrokerFacade, context, request, answer: dict) -> dict:
+    if request.body.replica_id >= 0 or not broker.quotas.active:
+        return answer
+    size = sum(piece.size for topic in answer["responses"] for result in topic["partitions"]
+               for piece in result["records"] or ())
+    if size:
+        answer["throttle_time_ms"] = _record_fetched(broker, context, request, size,
+                                                     may_hold_back=False)
+    return answer
 
 
 # -- full fetches ---------------------------------------------------------------------
@@ -139,7 +213,7 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body, respo
 
 
 # -- incremental fetches ------------------------------------------------------------
-async def _incremental(broker: BrokerFacade, sessions: FetchSessionCache, body,
+async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCache, body,
                        limits: _Limits, deadline: float) -> dict:
     session = sessions.get(body.session_id)
     if session is None:
@@ -161,6 +235,8 @@ async def _incremental(broker: BrokerFacade, sessions: FetchSessionCache, body,
     session.last_used_ms = now_ms
     if session.privileged and now_ms - session.touched_ms >= sessions.follower_touch_interval_ms:
         _touch_idle_partitions(broker, session, now_ms)
+    if broker.authorizer is not None:
+        limits = _with_refusals(broker, context, limits, {key[0] for key in session.partitions})
     loop = asyncio.get_running_loop()
     while True:
         reads, total, ready = _read_pending(broker, session, limits)
@@ -238,6 +314,8 @@ def _caught_up(broker: BrokerFacade, key: TopicPartition, cached: CachedPartitio
 def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | None, fetch,
           partition_max_bytes: int, limits: _Limits, total: int) -> tuple[dict, int]:
     """The answer for one partition, and its bytes of records."""
+    if limits.refused and topic in limits.refused:
+        return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0
     if partition is None:
         return _error(index, _missing_code(broker, topic, index)), 0
     limit = min(partition_max_bytes, max(limits.max_bytes - total, 0))

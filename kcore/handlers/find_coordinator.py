@@ -17,8 +17,10 @@ import logging
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC
+from kcore.handlers.authz import group_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +34,20 @@ async def handle(broker: BrokerFacade, context, request):
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == TRANSACTION_KEY_TYPE:
+        if not txn_allowed(broker, context, AclOperation.DESCRIBE, body.key):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                          "DESCRIBE on the transactional id is needed")
         txn_manager = broker.txn_coordinator.manager
-        return await _lookup(broker, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
+        return await _lookup(broker, context, txn_manager.ensure_topic, TRANSACTION_STATE_TOPIC,
                              txn_manager.partition_for(body.key))
+    if not group_allowed(broker, context, AclOperation.DESCRIBE, body.key):
+        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, "DESCRIBE on the group is needed")
     manager = broker.group_coordinator.manager
-    return await _lookup(broker, manager.ensure_topic, OFFSETS_TOPIC,
+    return await _lookup(broker, context, manager.ensure_topic, OFFSETS_TOPIC,
                          manager.partition_for(body.key))
 
 
-async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) -> dict:
+async def _lookup(broker: BrokerFacade, context, ensure_topic, topic: str, index: int) -> dict:
     try:
         await ensure_topic()
     except (TopicError, OSError) as exc:
@@ -49,7 +56,7 @@ async def _lookup(broker: BrokerFacade, ensure_topic, topic: str, index: int) ->
     leader = broker.replica_manager.metadata_cache.leader_of(topic, index)
     if leader is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not elected yet")
-    return _found(leader.broker_id, leader.host, leader.port)
+    return _found(leader.broker_id, *leader.endpoint(context.listener))
 
 
 def _found(node_id: int, host: str, port: int) -> dict:

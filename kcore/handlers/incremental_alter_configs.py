@@ -10,8 +10,10 @@ from kcore.config import TOPIC_KEYS
 from kcore.config_def import ConfigType
 from kcore.controller.metadata import TopicError
 from kcore.handlers.alter_configs import alter
+from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -21,8 +23,13 @@ async def handle(broker: BrokerFacade, context, request):
     responses = []
     for resource in body.resources:
         defaults = broker.config.topic_defaults()
-        code, message = await alter(broker, resource, body.validate_only,
-                                    lambda current, r=resource, d=defaults: _apply(current, r.configs, d))
+        refusal = config_refusal(broker, context, AclOperation.ALTER_CONFIGS,
+                                 resource.resource_type, resource.resource_name)
+        if refusal is not None:
+            code, message = refusal, None
+        else:
+            code, message = await alter(broker, resource, body.validate_only,
+                                        lambda current, r=resource, d=defaults: _apply(current, r.configs, d))
         responses.append({"error_code": code, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})

@@ -5,14 +5,21 @@ producers with the same transactional id; kcore.coordinator.txn)."""
 from __future__ import annotations
 
 from kcore.handlers import txn_errors
+from kcore.handlers.authz import allowed_on_cluster, allowed_topics, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 FIRST_EXPECTED_PRODUCER_VERSION = 3
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
+    refusal = _refusal(broker, context, body.transactional_id)
+    if refusal is not None:
+        return {"throttle_time_ms": 0, "error_code": refusal, "producer_id": -1,
+                "producer_epoch": -1}
     expected = ((body.producer_id, body.producer_epoch)
                 if request.api_version >= FIRST_EXPECTED_PRODUCER_VERSION else (-1, -1))
     result = await broker.txn_coordinator.init_producer_id(
@@ -21,3 +28,19 @@ async def handle(broker: BrokerFacade, context, request):
             "error_code": txn_errors.for_version(ApiKey.INIT_PRODUCER_ID, request.api_version,
                                                  result.error_code),
             "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}
+
+
+def _refusal(broker: BrokerFacade, context, transactional_id: str | None) -> int | None:
+    """WRITE on the transactional id; without one (idempotence only)
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka's KafkaApis)."""
+    if broker.authorizer is None:
+        return None
+    if transactional_id:
+        if txn_allowed(broker, context, AclOperation.WRITE, transactional_id):
+            return None
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if allowed_on_cluster(broker, context, AclOperation.IDEMPOTENT_WRITE):
+        return None
+    if allowed_topics(broker, context, AclOperation.WRITE, broker.controller.topic_names()):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

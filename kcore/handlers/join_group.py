@@ -8,7 +8,10 @@ The response is sent when the coordinator completes the join phase.
 from __future__ import annotations
 
 from kcore.coordinator.group import JoinRequest
+from kcore.handlers.authz import group_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 FIRST_VERSION_REQUIRING_MEMBER_ID = 4
 FIRST_STATIC_VERSION = 5
@@ -16,6 +19,10 @@ FIRST_STATIC_VERSION = 5
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
+    if not group_allowed(broker, context, AclOperation.READ, body.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "generation_id": -1, "protocol_name": "", "leader": "",
+                "member_id": body.member_id, "members": []}
     await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version
     result = await broker.group_coordinator.join_group(JoinRequest(

@@ -7,14 +7,19 @@ member.
 """
 from __future__ import annotations
 
+from kcore.handlers.authz import group_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 FIRST_BATCH_VERSION = 3
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
+    if not group_allowed(broker, context, AclOperation.READ, body.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "members": []}
     if request.api_version >= FIRST_BATCH_VERSION:
         members = [(member.member_id, member.group_instance_id) for member in body.members]
     else:

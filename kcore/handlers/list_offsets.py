@@ -9,8 +9,10 @@ answers OFFSET_NOT_AVAILABLE (KIP-207), so a consumer never sees the
 latest offset go backwards across a leader change."""
 from __future__ import annotations
 
+from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 READ_COMMITTED = 1
 
@@ -20,6 +22,12 @@ async def handle(broker: BrokerFacade, context, request):
     read_committed = request.api_version >= 2 and body.isolation_level == READ_COMMITTED
     topics = []
     for topic in body.topics:
+        if not topic_allowed(broker, context, AclOperation.DESCRIBE, topic.name):
+            results = [{"partition_index": item.partition_index,
+                        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "timestamp": -1,
+                        "offset": -1, "leader_epoch": -1} for item in topic.partitions]
+            topics.append({"name": topic.name, "partitions": results})
+            continue
         results = []
         for item in topic.partitions:
             results.append(_lookup(broker, topic.name, item, read_committed))

@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 
 from kcore.coordinator.txn.state import TransactionState
+from kcore.handlers.authz import txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 KNOWN_STATES = frozenset(state.kafka_name for state in TransactionState)
 
@@ -21,6 +23,8 @@ async def handle(broker: BrokerFacade, context, request):
                                                       set(body.producer_id_filters))
     if states and not states & KNOWN_STATES:
         listed = []  # only unknown states asked for: nothing matches
+    listed = [m for m in listed
+              if txn_allowed(broker, context, AclOperation.DESCRIBE, m.transactional_id)]
     if duration >= 0:
         listed = [m for m in listed if m.start_ms >= 0 and now - m.start_ms > duration]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,

@@ -15,15 +15,23 @@ An answer about topics the cache holds is encoded once and kept in the
 cache (``MetadataCache.responses``) until the next update: clients poll
 Metadata, and building and encoding 10,000 partitions took ~25 ms of the
 event loop each time. At most ``CACHED_RESPONSES`` answers are kept.
+
+With an authorizer, only topics the principal may DESCRIBE appear; a topic
+asked for by name that it may not describe, or may not create (CREATE on
+the cluster or the topic) when it would be auto-created, gets
+TOPIC_AUTHORIZATION_FAILED. Those answers depend on the principal and
+are not kept.
 """
 from __future__ import annotations
 
 from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
+from kcore.handlers.authz import allowed_topics, may_create_topic
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.frames import encode_body
+from kcore.security.acl import AclOperation
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # Distinct requests (version, topic list) answered from memory; clients
@@ -36,16 +44,20 @@ async def handle(broker: BrokerFacade, context, request):
     cache = broker.replica_manager.metadata_cache
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
     names = cache.topic_names() if all_topics else [t.name for t in body.topics]
+    allow_create = broker.config["auto.create.topics.enable"] and (
+        request.api_version < 4 or body.allow_auto_topic_creation)
+    if broker.authorizer is not None:
+        return _response(broker, context, cache, await _describe_authorized(
+            broker, context, cache, names, all_topics, allow_create))
+    # Each listener answers with its own endpoints.
     key = (ApiKey.METADATA, request.api_version, None if all_topics else tuple(names),
-           broker.controller.cluster_id)
+           broker.controller.cluster_id, context.listener)
     cached = cache.responses.get(key)
     if cached is not None:
         return cached
     known = all(cache.contains(name) for name in names)
-    allow_create = broker.config["auto.create.topics.enable"] and (
-        request.api_version < 4 or body.allow_auto_topic_creation)
     topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
-    response = _response(broker, cache, topics)
+    response = _response(broker, context, cache, topics)
     if not known:
         return response
     if len(cache.responses) >= CACHED_RESPONSES:
@@ -54,16 +66,38 @@ async def handle(broker: BrokerFacade, context, request):
     return encoded
 
 
-def _response(broker: BrokerFacade, cache, topics: list[dict]) -> dict:
+def _response(broker: BrokerFacade, context, cache, topics: list[dict]) -> dict:
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)],
+        "brokers": [{"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
+                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+                    for host, port in [b.endpoint(context.listener)]],
         "cluster_id": broker.controller.cluster_id,
         "controller_id": cache.controller_id,
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
+
+
+async def _describe_authorized(broker, context, cache, names: list[str], all_topics: bool,
+                               allow_create: bool) -> list[dict]:
+    """Only topics the principal may DESCRIBE: the others are left out of
+    an all-topics answer and refused by name otherwise. Creating one needs
+    CREATE on the cluster or on the topic (Kafka's KafkaApis)."""
+    describable = allowed_topics(broker, context, AclOperation.DESCRIBE, names)
+    topics = []
+    for name in names:
+        if name not in describable:
+            if not all_topics:
+                topics.append(_topic_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        create = allow_create and not cache.contains(name) and may_create_topic(broker, context, name)
+        if allow_create and not create and not cache.contains(name) \
+                and broker.controller.topic(name) is None:
+            topics.append(_topic_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        topics.append(await _describe_topic(broker, cache, name, create))
+    return topics
 
 
 async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:

@@ -19,9 +19,11 @@ import time
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.internal_log import StoreError
+from kcore.handlers.authz import allowed_topics, group_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +41,17 @@ async def handle(broker: BrokerFacade, context, request):
     expire_timestamp = now + retention if retention != DEFAULT_RETENTION else -1
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetValue] = {}
+    group_ok = group_allowed(broker, context, AclOperation.READ, body.group_id)
+    readable = allowed_topics(broker, context, AclOperation.READ, [t.name for t in body.topics])
     for topic in body.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
+            if not group_ok:
+                errors[key] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if topic.name not in readable:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if broker.replica_manager.metadata_cache.partition(*key) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -8,18 +8,26 @@ response lists no partitions, as in Kafka.
 """
 from __future__ import annotations
 
+from kcore.handlers.authz import allowed_topics, group_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     errors: dict[tuple[str, int], int] = {}
     partitions: list[tuple[str, int]] = []
+    if not group_allowed(broker, context, AclOperation.DELETE, body.group_id):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0,
+                "topics": []}
+    readable = allowed_topics(broker, context, AclOperation.READ, [t.name for t in body.topics])
     for topic in body.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
-            if broker.replica_manager.metadata_cache.partition(*key) is None:
+            if topic.name not in readable:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif broker.replica_manager.metadata_cache.partition(*key) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 partitions.append(key)

@@ -7,8 +7,10 @@ returns each commit's leader epoch.
 """
 from __future__ import annotations
 
+from kcore.handlers.authz import allowed_topics, group_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 FIRST_TOP_LEVEL_ERROR_VERSION = 2
 
@@ -16,11 +18,16 @@ FIRST_TOP_LEVEL_ERROR_VERSION = 2
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     version = request.api_version
+    if not group_allowed(broker, context, AclOperation.DESCRIBE, body.group_id):
+        return _group_refused(body, version)
     if body.topics is None:
         partitions = None
     else:
         partitions = [(topic.name, index) for topic in body.topics for index in topic.partition_indexes]
     error, rows = broker.group_coordinator.fetch_offsets(body.group_id, partitions)
+    refused: set[str] = set()
+    if broker.authorizer is not None:
+        rows, refused = _describable_rows(broker, context, rows, all_topics=partitions is None)
     partition_error = error if version < FIRST_TOP_LEVEL_ERROR_VERSION else ErrorCode.NONE
     if error and partitions is not None:
         rows = [(topic, index, None) for topic, index in partitions]
@@ -31,10 +38,33 @@ async def handle(broker: BrokerFacade, context, request):
             "committed_offset": value.offset if value is not None else -1,
             "committed_leader_epoch": value.leader_epoch if value is not None else -1,
             "metadata": value.metadata if value is not None else "",
-            "error_code": partition_error,
+            "error_code": (ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic in refused
+                           else partition_error),
         })
     return {
         "throttle_time_ms": 0,
         "topics": [{"name": name, "partitions": items} for name, items in topics.items()],
         "error_code": error,
     }
+
+
+def _group_refused(body, version: int) -> dict:
+    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if version >= FIRST_TOP_LEVEL_ERROR_VERSION:
+        return {"throttle_time_ms": 0, "topics": [], "error_code": code}
+    return {"throttle_time_ms": 0, "error_code": code, "topics": [
+        {"name": topic.name, "partitions": [
+            {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+             "metadata": "", "error_code": code} for index in topic.partition_indexes]}
+        for topic in body.topics or []]}
+
+
+def _describable_rows(broker, context, rows, all_topics: bool) -> tuple[list, set[str]]:
+    """Offsets of topics the principal may DESCRIBE and the named topics
+    it may not (TOPIC_AUTHORIZATION_FAILED); those of an all-topics answer
+    are left out (Kafka's KafkaApis)."""
+    topics = {row[0] for row in rows}
+    allowed = allowed_topics(broker, context, AclOperation.DESCRIBE, topics)
+    kept = [(topic, index, value if topic in allowed else None) for topic, index, value in rows
+            if topic in allowed or not all_topics]
+    return kept, topics - allowed

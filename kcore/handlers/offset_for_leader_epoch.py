@@ -8,14 +8,28 @@ is the current epoch; an epoch the leader never had gets the largest epoch
 below it and that epoch's end. Only the leader answers."""
 from __future__ import annotations
 
+from kcore.handlers.authz import allowed_on_cluster, topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.list_offsets import leader_error
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 
 async def handle(broker: BrokerFacade, context, request):
     topics = []
-    for topic in request.body.topics:
+    body = request.body
+    follower = body.replica_id >= 0
+    cluster_ok = not follower or allowed_on_cluster(broker, context, AclOperation.CLUSTER_ACTION)
+    for topic in body.topics:
+        # A follower needs CLUSTER_ACTION on the cluster, a client DESCRIBE on the topic.
+        if not cluster_ok or not (follower or topic_allowed(broker, context, AclOperation.DESCRIBE,
+                                                            topic.topic)):
+            code = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED if not cluster_ok
+                    else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            topics.append({"topic": topic.topic, "partitions": [
+                {"error_code": code, "partition": item.partition, "leader_epoch": -1,
+                 "end_offset": -1} for item in topic.partitions]})
+            continue
         results = []
         for item in topic.partitions:
             results.append(_end_offset(broker, topic.topic, item))

@@ -27,10 +27,13 @@ import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError, ProduceResult
+from kcore.security.acl import AclOperation
+from kcore.security.quotas import PRODUCER_BYTE_RATE, user_of
 
 log = logging.getLogger(__name__)
 FIRST_V2_VERSION = 3
@@ -43,10 +46,13 @@ async def handle(broker: BrokerFacade, context, request):
     failed = False
     durable: list[tuple[dict, asyncio.Future]] = []
     replicated: list[tuple[dict, object, int]] = []
+    denied = None if broker.authorizer is None else _denial(broker, context, body)
     for topic in body.topic_data:
         results = []
+        refused = denied(topic.name) if denied is not None else None
         for data in topic.partition_data:
-            outcome = _append(broker, request.api_version, acks, topic.name, data)
+            outcome = (_append(broker, request.api_version, acks, topic.name, data)
+                       if refused is None else refused)
             result = outcome.result
             failed |= outcome.error_code != ErrorCode.NONE
             results.append({
@@ -64,6 +70,7 @@ async def handle(broker: BrokerFacade, context, request):
             if result is not None and acks == -1:
                 replicated.append((results[-1], outcome.partition, result.required_offset))
         responses.append({"name": topic.name, "partition_responses": results})
+    throttle_ms = _throttle(broker, context, request) if broker.quotas.active else 0
     if acks == 0:
         for _, future in durable:
             future.add_done_callback(_observe)
@@ -75,7 +82,33 @@ async def handle(broker: BrokerFacade, context, request):
     if replicated:
         with broker.stats.delayed_produce:  # Kafka's produce purgatory
             await _wait_replicated(replicated, body.timeout_ms / 1000)
-    return {"responses": responses, "throttle_time_ms": 0}
+    return {"responses": responses, "throttle_time_ms": throttle_ms}
+
+
+def _denial(broker: BrokerFacade, context, body):
+    """With an authorizer: the refusal of a topic's partitions, or None.
+    A transactional produce needs WRITE on its transactional id (every
+    partition refused otherwise), then each topic WRITE (Kafka's KafkaApis)."""
+    if body.transactional_id and not txn_allowed(broker, context, AclOperation.WRITE,
+                                                 body.transactional_id):
+        refused = AppendOutcome(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return lambda topic: refused
+    topic_refused = AppendOutcome(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return lambda topic: (None if topic_allowed(broker, context, AclOperation.WRITE, topic)
+                          else topic_refused)
+
+
+def _throttle(broker: BrokerFacade, context, request) -> int:
+    """producer_byte_rate: record the request's record bytes; a client
+    over its quota gets the time back in throttle_time_ms and its
+    connection is muted that long after the response (KIP-219)."""
+    size = sum(len(data.records) for topic in request.body.topic_data
+               for data in topic.partition_data if data.records is not None)
+    throttle_ms = broker.quotas.record(PRODUCER_BYTE_RATE, user_of(context.principal),
+                                       request.header.client_id or "", size)
+    if throttle_ms > context.mute_ms:
+        context.mute_ms = throttle_ms
+    return throttle_ms
 
 
 async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:

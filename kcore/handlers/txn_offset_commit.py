@@ -8,9 +8,11 @@ import time
 
 from kcore.coordinator.group.records import OffsetValue
 from kcore.handlers import txn_errors
+from kcore.handlers.authz import allowed_topics, group_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
 
 FIRST_LEADER_EPOCH_VERSION = 2
 FIRST_GROUP_METADATA_VERSION = 3
@@ -22,9 +24,18 @@ async def handle(broker: BrokerFacade, context, request):
     now = int(time.time() * 1000)
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetValue] = {}
+    refusal = None
+    if not txn_allowed(broker, context, AclOperation.WRITE, body.transactional_id):
+        refusal = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not group_allowed(broker, context, AclOperation.READ, body.group_id):
+        refusal = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    readable = allowed_topics(broker, context, AclOperation.READ, [t.name for t in body.topics])
     for topic in body.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
+            if refusal is not None or topic.name not in readable:
+                errors[key] = refusal or ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if broker.replica_manager.metadata_cache.partition(*key) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.fetch_session import FetchSessionHandler, FetchState
+from kcore.client.inter_broker import inter_broker_security
 from kcore.controller.metadata import BrokerInfo, TopicPartition
 from kcore.log.durability import GroupCommitSyncer
 from kcore.protocol.api_keys import ApiKey
@@ -207,7 +208,8 @@ class LeaderFetcher:
             self._connection = await BrokerConnection.open(
                 self.leader.host, self.leader.port,
                 client_id=f"kcore-replica-fetcher-{self.config.broker_id}",
-                request_timeout_s=self.config.socket_timeout_ms / 1000)
+                request_timeout_s=self.config.socket_timeout_ms / 1000,
+                security=inter_broker_security())
         return self._connection
 
     def _drop_connection(self) -> None:

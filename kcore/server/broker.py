@@ -16,18 +16,21 @@ import os
 from pathlib import Path
 
 from kcore import protocol
+from kcore.client.inter_broker import set_inter_broker_security
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
 from kcore.controller.managed import ManagedController
 from kcore.controller.metadata import BrokerInfo
 from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
+from kcore.controller.scram_store import CredentialStore, FileCredentialStore, ZkCredentialStore
 from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.handlers import HANDLERS
+from kcore.handlers.authz import client_host
 from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
@@ -37,9 +40,17 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
+from kcore.security.authorizer import Authorizer
+from kcore.security.quotas import ClientQuotas
+from kcore.security.store import LocalSecurityStore, QuotaConfigs, SecurityStore
+from kcore.security.zk_store import ZkSecurityStore
+from kcore.server import request_quota
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.limits import check_open_file_room, raise_open_file_limit
+from kcore.server.sasl import AuthFailures, SaslSettings
+from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
@@ -49,6 +60,9 @@ request_log = logging.getLogger("kcore.server.requests")
 # Producer state is snapshotted this often so that recovery after a crash
 # replays at most this much of the log to rebuild it.
 PRODUCER_SNAPSHOT_INTERVAL_S = 60.0
+# A TLS peer silent this long in its handshake is dropped (a plaintext
+# client on a TLS port that sends nothing); asyncio's default is 60 s.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Broker:
@@ -77,6 +91,18 @@ class Broker:
         self.stats = BrokerStats()
         self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
         self.controller = self._make_controller()
+        self.scram_credentials: CredentialStore = (
+            ZkCredentialStore(self.controller.zk) if isinstance(self.controller, ZkController)
+            else FileCredentialStore(managed_node_dir() or self.data_dir))
+        self._auth_failures = AuthFailures(config["connection.failed.authentication.delay.ms"])
+        # Built before anything starts, so a bad key store or JAAS config
+        # fails the start with a ConfigError.
+        self._ssl_contexts = {listener.name: server_ssl_context(config, listener)
+                              for listener in config.listeners() if listener.uses_ssl}
+        self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
+                               for listener in config.listeners() if listener.uses_sasl}
+        broker_security = inter_broker_security(config)
+        set_inter_broker_security(broker_security)
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
                              else ProducerIdManager(managed_node_dir() or self.data_dir))
@@ -92,6 +118,13 @@ class Broker:
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
+        self.authorizer = (Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
+                           if config["authorizer.class.name"] else None)
+        self.quotas = ClientQuotas()
+        self._warn_if_brokers_are_refused(broker_security)
+        self.security_store: SecurityStore = (
+            ZkSecurityStore(self.controller.zk) if isinstance(self.controller, ZkController)
+            else LocalSecurityStore(managed_node_dir() or self.data_dir))
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
@@ -125,13 +158,17 @@ class Broker:
         self.txn_coordinator.start()
         self._start_fetchers()
         await self.controller.start()
+        await self.security_store.start(self._on_security_change)
         self._delete_stray_logs()
-        for name, host, port in self.config.listener_addresses():
+        for listener in self.config.listeners():
+            name = listener.name
             server = await loop.create_server(
-                lambda name=name: self._new_connection(name), host or None, port,
-                reuse_address=True, backlog=1024)
+                lambda name=name: self._new_connection(name), listener.host or None, listener.port,
+                reuse_address=True, backlog=1024, ssl=self._ssl_contexts.get(name),
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if listener.uses_ssl else None)
             self._servers.append(server)
-            log.info("listening on %s://%s:%d", name, host, port)
+            log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
+                     listener.security_protocol)
         await self.http.start(self.config["http.listeners"])
         await self.controller.register()
         self._tasks.append(loop.create_task(self._every(
@@ -218,7 +255,9 @@ class Broker:
     def broker_info(self) -> BrokerInfo:
         """This broker as other brokers and clients reach it."""
         host, port = self.config.advertised_address()
-        return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"])
+        return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"],
+                          listener=self.config.inter_broker_listener().name,
+                          endpoints=tuple(self.config.advertised_endpoints()))
 
     def _topic_overrides(self, topic: str) -> dict:
         info = self.controller.topic(topic)
@@ -234,6 +273,7 @@ class Broker:
         self._stopped.set()
 
     async def shutdown(self) -> None:
+        await self.security_store.shutdown()
         await self.controller.shutdown()
         if self.fetchers is not None:
             await self.fetchers.shutdown()
@@ -267,10 +307,12 @@ class Broker:
 
     # -- requests -----------------------------------------------------------
     def _new_connection(self, listener: str) -> KafkaConnection:
+        settings: SaslSettings | None = self._sasl_settings.get(listener)
         connection = KafkaConnection(self.dispatch, listener,
                                      self.config["socket.request.max.bytes"],
                                      next(self._connection_ids), self._connections.discard,
-                                     self._request_observer())
+                                     self._request_observer(),
+                                     sasl=(settings, self._auth_failures) if settings else None)
         self._connections.add(connection)
         created = self.stats.connections_created
         created[listener] = created.get(listener, 0) + 1
@@ -299,10 +341,48 @@ class Broker:
                               header.api_version, header.client_id, context.peer,
                               context.connection_id, size, elapsed_s * 1000)
 
+    def _warn_if_brokers_are_refused(self, security) -> None:
+        """Other brokers (and a node's processes) connect as the principal
+        of the inter-broker listener: the SASL user, or User:ANONYMOUS over
+        PLAINTEXT. Unless it is a super user, the authorizer refuses their
+        LeaderAndIsr, UpdateMetadata and follower fetches. (Over SSL the
+        principal is the certificate's subject, not known here.)"""
+        talks_to_brokers = self.config["zookeeper.connect"] or managed_node_dir() is not None
+        if self.authorizer is None or not talks_to_brokers:
+            return
+        if security is None:
+            principal = "User:ANONYMOUS"
+        elif security.uses_sasl and security.username:
+            principal = f"User:{security.username}"
+        else:
+            return
+        if principal not in self.authorizer.super_users:
+            log.warning("authorizer.class.name is set but super.users does not name %s, the "
+                        "principal other brokers connect as: their requests will get "
+                        "CLUSTER_AUTHORIZATION_FAILED", principal)
+
+    def _on_security_change(self, acls: set[AclBinding], quotas: QuotaConfigs) -> None:
+        """The stored ACLs and quotas, at start and after every change made
+        on any broker."""
+        if self.authorizer is not None:
+            self.authorizer.replace(acls)
+        self.quotas.replace(quotas)
+
     async def dispatch(self, context, request):
         handler = HANDLERS.get(request.api_key)
         if handler is None:
             raise CloseConnection(f"API key {request.api_key} is not served")
+        if (self.authorizer is not None and request.api_key in CLUSTER_ACTION_APIS
+                and not self.authorizer.authorize(context.principal, client_host(context),
+                                                  AclOperation.CLUSTER_ACTION,
+                                                  ResourceType.CLUSTER, CLUSTER_NAME)):
+            log.warning("%s from %s (%s) refused: no CLUSTER_ACTION on the cluster",
+                        protocol.ApiKey(request.api_key).name, context.peer, context.principal)
+            return _cluster_action_denied(request)
+        if self.quotas.limits_requests and request_quota.applies(self.quotas, request.api_key,
+                                                                 context, request):
+            return await request_quota.run_timed(self.quotas, context, request,
+                                                 handler(self, context, request))
         return await handler(self, context, request)
 
     async def _every(self, interval_s: float, action) -> None:
@@ -312,6 +392,31 @@ class Broker:
                 action()
             except Exception:
                 log.exception("background task %s failed", getattr(action, "__name__", action))
+
+
+# Broker-to-broker requests: the sender needs CLUSTER_ACTION on the cluster
+# (Kafka's KafkaApis), so with an authorizer super.users must name the
+# brokers' principal.
+CLUSTER_ACTION_APIS = frozenset({
+    protocol.ApiKey.LEADER_AND_ISR, protocol.ApiKey.STOP_REPLICA, protocol.ApiKey.UPDATE_METADATA,
+    protocol.ApiKey.CONTROLLED_SHUTDOWN, protocol.ApiKey.ALTER_PARTITION,
+    protocol.ApiKey.WRITE_TXN_MARKERS,
+})
+
+
+def _cluster_action_denied(request) -> dict:
+    """The refusal of a broker-to-broker request: the top-level error of
+    each, per partition for WriteTxnMarkers (which has none)."""
+    code = protocol.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if request.api_key == protocol.ApiKey.WRITE_TXN_MARKERS:
+        return {"markers": [
+            {"producer_id": marker.producer_id, "topics": [
+                {"name": topic.name, "partitions": [
+                    {"partition_index": index, "error_code": code}
+                    for index in topic.partition_indexes]}
+                for topic in marker.topics]}
+            for marker in request.body.markers]}
+    return {"error_code": code}
 
 
 def managed_node_dir() -> Path | None:

@@ -12,6 +12,13 @@ Response chunks are bytes or file slices (anything with fd/position/size).
 Slices go out by sendfile(2) on the socket once the transport's own buffer is
 empty, so record bytes never pass through Python; uvloop has no
 loop.sendfile, hence the native kernel (ARCHITECTURE.md, "Fetch path").
+On a TLS connection the kernel cannot encrypt (no kTLS here), so slices are
+read with pread in FILE_CHUNK_BYTES pieces and written through the TLS
+transport instead.
+
+On a SASL listener the connection runs the SASL exchange (server/sasl.py)
+before it dispatches anything but ApiVersions; once it completes the
+connection is a plain one again, with one ``is None`` test per frame.
 Responses in memory that are ready together leave in one writev: a client
 pipelining requests (librdkafka keeps up to 5 produce requests in flight)
 has ~2.5 answered per read, and each send on loopback costs ~15 us.
@@ -24,6 +31,7 @@ import asyncio
 import logging
 import os
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -33,24 +41,40 @@ from kcore import protocol
 from kcore._native.sendfile import sendfile
 from kcore.handlers.base import CloseConnection
 from kcore.protocol.framing import FrameReader, FrameSizeError
+from kcore.server.sasl import (
+    SASL_SERVER_MAX_RECEIVE_SIZE,
+    AuthFailures,
+    SaslAuthenticator,
+    SaslSettings,
+    SaslState,
+)
+from kcore.server.security import tls_principal
 
 log = logging.getLogger(__name__)
 
 # Reading pauses while this many responses are pending on one connection.
 MAX_IN_FLIGHT = 500
 IN_MEMORY = (bytes, bytearray, memoryview)  # response chunks written as they are
+# A file slice on a TLS connection is copied in pieces of this size: 256 KiB
+# keeps a 1 MiB fetch to 4 reads while the transport buffers at most
+# TLS_BUFFER_BYTES of plaintext per connection.
+FILE_CHUNK_BYTES = 256 * 1024
+TLS_BUFFER_BYTES = 1024 * 1024
 
 
 class ConnectionContext:
     """What a handler may know of the connection a request came on."""
 
-    __slots__ = ("peer", "listener", "principal", "connection_id")
+    __slots__ = ("peer", "listener", "principal", "connection_id", "mute_ms")
 
     def __init__(self, peer: Any, listener: str, connection_id: int):
         self.peer = peer
         self.listener = listener
         self.principal = "User:ANONYMOUS"
         self.connection_id = connection_id
+        # A quota's throttle time: set by a handler, the connection stops
+        # reading this long once the response is out (KIP-219).
+        self.mute_ms = 0
 
 
 Dispatch = Callable[[ConnectionContext, Any], Awaitable[Any]]
@@ -64,8 +88,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(self, dispatch: Dispatch, listener: str, max_request_bytes: int,
                  connection_id: int, on_close: Callable[[KafkaConnection], None],
-                 observe: Observe | None = None):
+                 observe: Observe | None = None,
+                 sasl: tuple[SaslSettings, AuthFailures] | None = None):
         self._dispatch = dispatch
+        self._max_request_bytes = max_request_bytes
+        self._sasl_config = sasl
+        self._sasl: SaslAuthenticator | None = None  # set until the exchange completes
+        self._close_after: asyncio.Future | None = None  # the answer to send before closing
+        self._tls = False
         self._observe = observe
         self.listener = listener
         self._connection_id = connection_id
@@ -78,6 +108,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._drained: asyncio.Future | None = None
         self._sender: asyncio.Task | None = None
         self._reading_paused = False
+        self._muted: asyncio.TimerHandle | None = None  # quota throttle: reading resumes then
+        # Requests read before a mute took effect wait in it, then go one at a
+        # time (Kafka reads a throttled channel's requests one by one).
+        self._held: deque[bytes] = deque()
         self._closed = False
         self._sock_fd = -1
         self._poll_fd = -1
@@ -102,6 +136,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = transport.get_extra_info("peername")
         self._context = ConnectionContext(peer, self.listener, self._connection_id)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None:
+            self._tls = True
+            self._context.principal = tls_principal(ssl_object) or self._context.principal
+        if self._sasl_config is not None:
+            host = peer[0] if isinstance(peer, tuple) else str(peer)
+            self._sasl = SaslAuthenticator(*self._sasl_config, host)
+            self._frames.max_frame_bytes = min(self._max_request_bytes, SASL_SERVER_MAX_RECEIVE_SIZE)
         self._sender = asyncio.get_running_loop().create_task(self._send_loop())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -116,13 +158,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         for frame in frames:
             if self._closed:
                 return
-            self._accept_frame(frame)
+            if self._sasl is None:
+                self._accept_frame(frame)
+            else:
+                self._accept_sasl_frame(frame)
 
     def eof_received(self) -> bool:
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._muted is not None:
+            self._muted.cancel()
+            self._muted = None
         for future in self._pending:
             future.cancel()
         self._pending.clear()
@@ -144,27 +192,41 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- requests ------------------------------------------------------------
     def _accept_frame(self, frame: bytearray | memoryview) -> None:
         """Decode one request and queue its response slot in arrival order."""
+        if self._muted is not None or self._held:
+            self._held.append(bytes(frame))
+            return
+        self._dispatch_frame(frame)
+
+    def _dispatch_frame(self, frame: bytearray | memoryview | bytes) -> None:
+        request = self._decode(frame)
+        if request is not None:
+            self._queue_request(request, len(frame))
+
+    def _decode(self, frame: bytearray | memoryview | bytes):
+        """The request, or None once the frame is answered or the connection
+        is closing."""
         try:
-            request = protocol.decode_request(memoryview(frame))
+            return protocol.decode_request(memoryview(frame))
         except protocol.UnsupportedVersionError as exc:
             if exc.header.api_key == protocol.ApiKey.API_VERSIONS:
                 self._queue_ready(protocol.api_versions_error_response(exc.header))
-                return
+                return None
             self._reject(f"unsupported version {exc.header.api_version} of API {exc.header.api_key}")
-            return
         except protocol.UnknownApiKeyError as exc:
             self._reject(f"unknown API key {exc.header.api_key}")
-            return
         except protocol.ProtocolDecodeError as exc:
             self._reject(f"malformed request: {exc}")
-            return
+        return None
+
+    def _queue_request(self, request, size: int) -> None:
         loop = asyncio.get_running_loop()
-        future = loop.create_task(self._handle(request, len(frame)))
+        future = loop.create_task(self._handle(request, size))
         self._pending.append(future)
         self._wake_sender()
         if len(self._pending) >= MAX_IN_FLIGHT and not self._reading_paused:
             self._reading_paused = True
-            self._open_transport.pause_reading()
+            if self._muted is None:
+                self._open_transport.pause_reading()
 
     async def _handle(self, request, size: int) -> list | None:
         if self._observe is None:
@@ -177,11 +239,72 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return None
         return protocol.encode_response(request.header, body)
 
-    def _queue_ready(self, chunks: list) -> None:
+    def _queue_ready(self, chunks: list) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
         future.set_result(chunks)
         self._pending.append(future)
         self._wake_sender()
+        return future
+
+    # -- SASL, before the exchange completes -----------------------------------
+    def _accept_sasl_frame(self, frame: bytearray | memoryview) -> None:
+        sasl = self._sasl
+        assert sasl is not None
+        loop = asyncio.get_running_loop()
+        if sasl.state is SaslState.RAW:
+            self._pending.append(loop.create_task(self._raw_sasl_token(bytes(frame))))
+            self._wake_sender()
+            return
+        request = self._decode(frame)
+        if request is None:
+            return
+        if not sasl.allows(request.api_key):
+            self._reject(f"API {request.api_key} (state {sasl.state.value}) before SASL "
+                         "authentication completed")
+            return
+        if request.api_key == protocol.ApiKey.SASL_HANDSHAKE:
+            body, close = sasl.handshake(request.api_version, request.body.mechanism)
+            answered = self._queue_ready(protocol.encode_response(request.header, body))
+            if close:
+                self._close_after = answered
+        elif request.api_key == protocol.ApiKey.SASL_AUTHENTICATE:
+            self._pending.append(loop.create_task(self._sasl_authenticate(request)))
+            self._wake_sender()
+        else:
+            self._queue_request(request, len(frame))
+
+    async def _sasl_authenticate(self, request) -> list:
+        assert self._sasl is not None
+        answer, failure = await self._sasl.authenticate(request.body.auth_bytes)
+        if failure is not None:
+            log.info("authentication failed for %s: %s", self._open_context.peer, failure)
+            self._close_after = asyncio.current_task()
+            body = {"error_code": protocol.ErrorCode.SASL_AUTHENTICATION_FAILED,
+                    "error_message": failure, "auth_bytes": b"", "session_lifetime_ms": 0}
+        else:
+            self._maybe_authenticated()
+            body = {"error_code": protocol.ErrorCode.NONE, "error_message": None,
+                    "auth_bytes": answer, "session_lifetime_ms": 0}
+        return protocol.encode_response(request.header, body)
+
+    async def _raw_sasl_token(self, token: bytes) -> list | None:
+        """SaslHandshake v0: a bare token in, a bare token out; a failure can
+        only be told by closing."""
+        assert self._sasl is not None
+        answer, failure = await self._sasl.authenticate(token)
+        if failure is not None:
+            log.info("authentication failed for %s: %s", self._open_context.peer, failure)
+            self.close()
+            return None
+        self._maybe_authenticated()
+        return [struct.pack(">i", len(answer)), answer]
+
+    def _maybe_authenticated(self) -> None:
+        sasl = self._sasl
+        if sasl is not None and sasl.complete:
+            self._open_context.principal = f"User:{sasl.user}"
+            self._frames.max_frame_bytes = self._max_request_bytes
+            self._sasl = None
 
     def _reject(self, reason: str) -> None:
         log.warning("closing connection from %s: %s", self._open_context.peer, reason)
@@ -218,14 +341,52 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     if all(isinstance(chunk, IN_MEMORY) for chunk in chunks):
                         chunks = self._with_ready_responses(list(chunks))
                     await self._write_chunks(chunks)
+                if future is self._close_after:  # a refused authentication, once answered
+                    self.close()
+                    return
+                context = self._open_context
+                if context.mute_ms > 0:
+                    self._mute(context.mute_ms)
+                    context.mute_ms = 0
+                elif self._held and self._muted is None and not self._pending:
+                    self._release_held()
                 if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
                     self._reading_paused = False
-                    self._open_transport.resume_reading()
+                    if self._muted is None:
+                        self._open_transport.resume_reading()
         except asyncio.CancelledError:
             pass
         except OSError as exc:
             log.info("connection %s failed while sending: %s", self._open_context.peer, exc)
             self.close()
+
+    def _mute(self, throttle_ms: int) -> None:
+        """Stop reading requests for ``throttle_ms`` (Kafka mutes the
+        channel of a throttled client once its response is sent)."""
+        if self._closed:
+            return
+        if self._muted is not None:
+            self._muted.cancel()
+        elif not self._reading_paused:
+            self._open_transport.pause_reading()
+        self._muted = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        self._muted = None
+        if self._held:
+            if not self._pending:
+                self._release_held()
+        elif not self._closed and not self._reading_paused:
+            self._open_transport.resume_reading()
+
+    def _release_held(self) -> None:
+        """The next request read while muted; reading resumes once none is
+        left (the send loop releases the next after each answer)."""
+        if self._closed:
+            return
+        self._dispatch_frame(self._held.popleft())
+        if not self._held and not self._reading_paused:
+            self._open_transport.resume_reading()
 
     def _with_ready_responses(self, chunks: list) -> list:
         """Append the bytes of the responses queued behind this one that
@@ -263,12 +424,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if transport.get_write_buffer_size() > 4 * 1024 * 1024:
             await self._wait_drained()
 
-    async def _wait_drained(self) -> None:
-        while not self._closed and self._open_transport.get_write_buffer_size() > 0:
+    async def _wait_drained(self, low: int = 0) -> None:
+        while not self._closed and self._open_transport.get_write_buffer_size() > low:
             self._drained = asyncio.get_running_loop().create_future()
-            # high=0 makes the transport call pause_writing/resume_writing, and
-            # resume comes once the buffer is empty (low=0).
-            self._open_transport.set_write_buffer_limits(high=0, low=0)
+            # high=low makes the transport call pause_writing/resume_writing, and
+            # resume comes once the buffer is down to low (empty for low=0).
+            self._open_transport.set_write_buffer_limits(high=low, low=low)
             try:
                 await self._drained
             finally:
@@ -276,6 +437,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def _send_file_slice(self, fd: int, position: int, size: int) -> None:
         if size <= 0:
+            return
+        if self._tls:
+            await self._copy_file_slice(fd, position, size)
             return
         await self._wait_drained()
         waited = False
@@ -294,6 +458,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if size > 0:
                 await self._wait_writable()
                 waited = True
+
+    async def _copy_file_slice(self, fd: int, position: int, size: int) -> None:
+        """The TLS path: the slice through Python, in bounded pieces."""
+        transport = self._open_transport
+        while size > 0 and not self._closed:
+            chunk = os.pread(fd, min(size, FILE_CHUNK_BYTES), position)
+            if not chunk:
+                log.warning("segment shrank during fetch; closing %s", self._open_context.peer)
+                self.close()
+                return
+            transport.write(chunk)
+            position += len(chunk)
+            size -= len(chunk)
+            if transport.get_write_buffer_size() > TLS_BUFFER_BYTES:
+                await self._wait_drained(TLS_BUFFER_BYTES // 4)
 
     async def _wait_writable(self) -> None:
         # The transport owns the socket fd in the loop's poller; a dup() of it

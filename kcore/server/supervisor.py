@@ -33,11 +33,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kcore.client.inter_broker import set_inter_broker_security
 from kcore.config import BrokerConfig, split_http_listener, split_listener
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, read_meta_properties, write_meta_properties
 from kcore.controller.metadata import BrokerInfo
 from kcore.controller.node import NodeController
 from kcore.log.relocate import find_partitions, relocate
+from kcore.server.security import inter_broker_security
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,8 @@ class Supervisor:
         self.config_path = config_path
         self.node_dir = config.log_dirs[0]
         self.with_zookeeper = bool(config["zookeeper.connect"])
+        # The node's controller channels reach the processes on their inter-broker listener.
+        set_inter_broker_security(inter_broker_security(config))
         self.specs = [self._spec(index) for index in range(count)]
         self.controller = None if self.with_zookeeper else NodeController(
             self.node_dir, [s.info for s in self.specs])

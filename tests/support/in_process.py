@@ -16,6 +16,7 @@ from kcore.log.file_slice import FileSlice
 from kcore.log.manager import LogManager
 from kcore.metrics import BrokerStats
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.security.quotas import ClientQuotas
 
 TOPIC_DEFAULTS = BrokerConfig().topic_defaults()
 
@@ -30,7 +31,8 @@ class InProcessBroker:
         self.replica_manager = ReplicaManager(broker_id, self.logs, TOPIC_DEFAULTS, 86_400_000,
                                               replica_lag_time_max_ms=lag_ms,
                                               fetch_session_cache_slots=session_slots)
-        self.facade = SimpleNamespace(replica_manager=self.replica_manager, stats=BrokerStats())
+        self.facade = SimpleNamespace(replica_manager=self.replica_manager, stats=BrokerStats(),
+                                      authorizer=None, quotas=ClientQuotas())
         self.requests: list = []  # every decoded request, for tests to look at
         self.closed = False
 

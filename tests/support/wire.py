@@ -12,9 +12,10 @@ from kcore.protocol.errors import ErrorCode
 
 
 class WireClient:
-    def __init__(self, port: int, timeout: float = 10.0):
+    def __init__(self, port: int, timeout: float = 10.0, client_id: str = "kcore-tests"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.correlation_id = 0
+        self.client_id = client_id
 
     def close(self) -> None:
         self.sock.close()
@@ -42,7 +43,7 @@ class WireClient:
     def request(self, api_key: int, api_version: int, body: dict):
         self.correlation_id += 1
         self.send_raw(protocol.encode_request(api_key, api_version, self.correlation_id,
-                                              "kcore-tests", body))
+                                              self.client_id, body))
         frame = self.read_frame()
         if frame is None:
             return None

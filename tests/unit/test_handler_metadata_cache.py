@@ -24,13 +24,15 @@ def states(leader: int, topics: int = 3, partitions: int = 40) -> list[Partition
 def broker_with(cache: MetadataCache) -> SimpleNamespace:
     return SimpleNamespace(replica_manager=SimpleNamespace(metadata_cache=cache),
                            config={"auto.create.topics.enable": False},
-                           controller=SimpleNamespace(cluster_id="c1", topic=lambda name: None))
+                           controller=SimpleNamespace(cluster_id="c1", topic=lambda name: None),
+                           authorizer=None)
 
 
 def ask(broker, version: int, topics: list[str] | None) -> dict:
     body = SimpleNamespace(topics=None if topics is None else [SimpleNamespace(name=t) for t in topics],
                            allow_auto_topic_creation=False)
-    answer = asyncio.run(metadata.handle(broker, None, SimpleNamespace(api_version=version, body=body)))
+    context = SimpleNamespace(listener="PLAINTEXT", principal="User:ANONYMOUS")
+    answer = asyncio.run(metadata.handle(broker, context, SimpleNamespace(api_version=version, body=body)))
     header = RequestHeader(ApiKey.METADATA, version, 11, "test")
     frame = b"".join(bytes(chunk) for chunk in protocol.encode_response(header, answer))
     _, decoded = protocol.decode_response(ApiKey.METADATA, version, memoryview(frame)[4:])

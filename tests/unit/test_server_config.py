@@ -33,7 +33,8 @@ def test_bad_listener_is_rejected():
 def test_properties_file_syntax(tmp_path):
     path = tmp_path / "server.properties"
     path.write_text("# comment\n! also comment\nlog.dirs = /tmp/x\nnum.partitions: 4\n"
-                    "listeners=PLAINTEXT://127.0.0.1:19092,\\\n  PLAINTEXT2://127.0.0.1:19093\n")
+                    "listeners=PLAINTEXT://127.0.0.1:19092,\\\n  PLAINTEXT2://127.0.0.1:19093\n"
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,PLAINTEXT2:PLAINTEXT\n")
     config = BrokerConfig.load(path, ["num.partitions=8"])
     assert config["num.partitions"] == 8  # override wins over the file
     assert [str(p) for p in config.log_dirs] == ["/tmp/x"]

@@ -31,6 +31,7 @@ from typing import Protocol
 
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.client.inter_broker import inter_broker_security
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.metadata_cache import MetadataCache
@@ -145,7 +146,8 @@ class MarkerSender:
             raise LookupError(f"broker {broker_id} is not live")
         connection = await BrokerConnection.open(
             broker.host, broker.port, client_id=f"kcore-txn-coordinator-{self.broker_id}",
-            request_timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=REQUEST_TIMEOUT_S)
+            request_timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=REQUEST_TIMEOUT_S,
+            security=inter_broker_security())
         raced = self._connections.get(broker_id)
         if raced is not None and not raced.closed:  # another delivery opened one meanwhile
             connection.close()

@@ -1,6 +1,6 @@
-"""SaslAuthenticate (api key 36): one SASL token exchange; versions 0-1.
+"""SaslAuthenticate (api key 36): one SASL token exchange; versions 0-2.
 
-Versions: v1 session_lifetime_ms (KIP-368).
+Versions: v1 session_lifetime_ms (KIP-368); v2 flexible.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 SaslAuthenticateRequest.json and SaslAuthenticateResponse.json (field names: snake_case of

@@ -1,0 +1,44 @@
+"""DescribeAcls (api key 29): the ACLs a filter matches; versions 0-3,
+flexible from 2. Version 0 knows literal patterns only.
+
+Schemas: apache/kafka clients/src/main/resources/common/message/
+DescribeAclsRequest.json and DescribeAclsResponse.json (field names: snake_case
+of the JSON names).
+"""
+from kcore.protocol.schema import Field, Message
+
+REQUEST = Message(
+    "DescribeAclsRequest", api_key=29, flexible="2+",
+    fields=[
+        Field("resource_type_filter", "int8", "0+"),
+        Field("resource_name_filter", "string", "0+", nullable="0+"),
+        Field("pattern_type_filter", "int8", "1+", default=3),
+        Field("principal_filter", "string", "0+", nullable="0+"),
+        Field("host_filter", "string", "0+", nullable="0+"),
+        Field("operation", "int8", "0+"),
+        Field("permission_type", "int8", "0+"),
+    ],
+)
+
+RESPONSE = Message(
+    "DescribeAclsResponse", api_key=29, flexible="2+",
+    fields=[
+        Field("throttle_time_ms", "int32", "0+"),
+        Field("error_code", "int16", "0+"),
+        Field("error_message", "string", "0+", nullable="0+"),
+        Field("resources", "[]DescribeAclsResource", "0+", fields=[
+            Field("resource_type", "int8", "0+"),
+            Field("resource_name", "string", "0+"),
+            Field("pattern_type", "int8", "1+", default=3),
+            Field("acls", "[]AclDescription", "0+", fields=[
+                Field("principal", "string", "0+"),
+                Field("host", "string", "0+"),
+                Field("operation", "int8", "0+"),
+                Field("permission_type", "int8", "0+"),
+            ]),
+        ]),
+    ],
+)
+
+DescribeAclsRequest = REQUEST.data_class
+DescribeAclsResponse = RESPONSE.data_class

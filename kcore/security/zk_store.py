@@ -1,0 +1,303 @@
+"""ACLs and client quotas of a ZooKeeper cluster, in Kafka's znodes.
+
+| path | content |
+|---|---|
+| /kafka-acl/<ResourceType>/<name> | literal ACLs: ``{"version":1,"acls":[{"principal",
+  "permissionType","operation","host"}]}`` |
+| /kafka-acl-extended/prefixed/<ResourceType>/<name> | prefixed ACLs, same JSON |
+| /kafka-acl-changes/acl_changes_NNNNNNNNNN | sequential: ``<ResourceType>:LITERAL:<name>`` changed |
+| /config/users/<user>[/clients/<client-id>] | ``{"version":1,"config":{"producer_byte_rate":"1048576"}}`` |
+| /config/clients/<client-id> | same |
+| /config/changes/config_change_NNNNNNNNNN | ``{"version":2,"entity_path":"users/alice/clients/app"}`` |
+
+``<default>`` names the default user or client id; names are URL-encoded
+as Kafka's ``Sanitizer`` does. Resource, operation and permission names are
+Kafka's (``Topic``, ``Read``, ``Allow``). Every broker watches both change
+paths and, on a new notification, reads the whole set again: ACL and
+quota sets are small and a full read cannot miss a change.
+Source: Kafka's ``kafka.zk.ZkData`` and ``AclAuthorizer`` (ZooKeeper mode).
+
+Not thread-safe: owned by the broker's event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterable
+from urllib.parse import quote, unquote
+
+from kcore.controller.zk_client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
+from kcore.security.acl import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from kcore.security.quotas import CLIENT_ID, QUOTA_KEYS, USER, QuotaEntity
+from kcore.security.store import OnChange, QuotaConfigs
+
+log = logging.getLogger(__name__)
+
+LITERAL_ACLS = "/kafka-acl"
+PREFIXED_ACLS = "/kafka-acl-extended/prefixed"
+ACL_CHANGES = "/kafka-acl-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+CONFIG_USERS = "/config/users"
+CONFIG_CLIENTS = "/config/clients"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+DEFAULT = "<default>"
+# A conditional write that loses to another broker's is retried this often.
+MAX_CAS_RETRIES = 20
+
+RESOURCE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group",
+                  ResourceType.CLUSTER: "Cluster", ResourceType.TRANSACTIONAL_ID: "TransactionalId",
+                  ResourceType.DELEGATION_TOKEN: "DelegationToken", ResourceType.USER: "User"}
+RESOURCE_TYPES = {name: kind for kind, name in RESOURCE_NAMES.items()}
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+OPERATION_NAMES = {op: _camel(op.name) for op in AclOperation}
+OPERATIONS = {name: op for op, name in OPERATION_NAMES.items()}
+PERMISSION_NAMES = {p: _camel(p.name) for p in AclPermissionType}
+PERMISSIONS = {name: p for p, name in PERMISSION_NAMES.items()}
+
+
+def acl_path(kind: ResourceType, pattern: PatternType, name: str) -> str:
+    base = PREFIXED_ACLS if pattern == PatternType.PREFIXED else LITERAL_ACLS
+    return f"{base}/{RESOURCE_NAMES[kind]}/{quote(name, safe='')}"
+
+
+def encode_acls(acls: Iterable[AclBinding]) -> bytes:
+    return json.dumps({"version": 1, "acls": [
+        {"principal": acl.principal, "permissionType": PERMISSION_NAMES[acl.permission],
+         "operation": OPERATION_NAMES[acl.operation], "host": acl.host}
+        for acl in sorted(acls)]}).encode()
+
+
+def decode_acls(data: bytes, kind: ResourceType, pattern: PatternType, name: str
+                ) -> set[AclBinding]:
+    if not data:
+        return set()
+    return {AclBinding(kind, name, pattern, item["principal"], item["host"],
+                       OPERATIONS[item["operation"]], PERMISSIONS[item["permissionType"]])
+            for item in json.loads(data).get("acls", [])}
+
+
+def quota_path(entity: QuotaEntity) -> str:
+    parts = dict(entity.parts)
+    def name(value: str | None) -> str:
+        return DEFAULT if value is None else quote(value, safe="")
+    if USER in parts:
+        path = f"users/{name(parts[USER])}"
+        if CLIENT_ID in parts:
+            path += f"/clients/{name(parts[CLIENT_ID])}"
+        return path
+    return f"clients/{name(parts[CLIENT_ID])}"
+
+
+class ZkSecurityStore:
+    """See module doc."""
+
+    def __init__(self, zk: ZkClient):
+        self.zk = zk
+        self._on_change: OnChange | None = None
+        self._watches: list[Watch] = []
+        self._seen = {ACL_CHANGES: -1, CONFIG_CHANGES: -1}
+        self._reloading: asyncio.Task | None = None
+
+    async def start(self, on_change: OnChange) -> None:
+        self._on_change = on_change
+        for path in (LITERAL_ACLS, PREFIXED_ACLS, ACL_CHANGES, CONFIG_USERS, CONFIG_CLIENTS,
+                     CONFIG_CHANGES):
+            await self._ensure(path)
+        await self._reload()
+        for path in (ACL_CHANGES, CONFIG_CHANGES):
+            self._watches.append(await self.zk.watch_children(path, self._notified(path)))
+
+    async def shutdown(self) -> None:
+        for watch in self._watches:
+            watch.cancel()
+        if self._reloading is not None:
+            self._reloading.cancel()
+
+    async def _ensure(self, path: str) -> None:
+        try:
+            await self.zk.create(path, b"", makepath=True)
+        except NodeExistsError:
+            pass
+
+    def _notified(self, path: str) -> Callable[[list[str]], None]:
+        return lambda children: self._on_notifications(path, children)
+
+    def _on_notifications(self, path: str, children: list[str]) -> None:
+        newest = max((_sequence(child) for child in children), default=-1)
+        if newest <= self._seen[path]:
+            return
+        self._seen[path] = newest
+        if self._reloading is None or self._reloading.done():
+            self._reloading = asyncio.get_running_loop().create_task(self._reload())
+
+    async def _reload(self) -> None:
+        acls = await self._read_acls()
+        quotas = await self._read_quotas()
+        assert self._on_change is not None
+        self._on_change(acls, quotas)
+
+    async def _read_acls(self) -> set[AclBinding]:
+        acls: set[AclBinding] = set()
+        for base, pattern in ((LITERAL_ACLS, PatternType.LITERAL),
+                              (PREFIXED_ACLS, PatternType.PREFIXED)):
+            for type_name in await self._children(base):
+                kind = RESOURCE_TYPES.get(type_name)
+                if kind is None:
+                    continue
+                for child in await self._children(f"{base}/{type_name}"):
+                    data = await self._data(f"{base}/{type_name}/{child}")
+                    try:
+                        acls |= decode_acls(data, kind, pattern, unquote(child))
+                    except (KeyError, ValueError):
+                        log.warning("ignoring malformed ACLs at %s/%s/%s", base, type_name, child)
+        return acls
+
+    async def _read_quotas(self) -> QuotaConfigs:
+        configs: QuotaConfigs = {}
+        for user in await self._children(CONFIG_USERS):
+            user_name = None if user == DEFAULT else unquote(user)
+            self._add_quota(configs, [(USER, user_name)],
+                            await self._data(f"{CONFIG_USERS}/{user}"))
+            for client in await self._children(f"{CONFIG_USERS}/{user}/clients"):
+                client_name = None if client == DEFAULT else unquote(client)
+                self._add_quota(configs, [(USER, user_name), (CLIENT_ID, client_name)],
+                                await self._data(f"{CONFIG_USERS}/{user}/clients/{client}"))
+        for client in await self._children(CONFIG_CLIENTS):
+            self._add_quota(configs, [(CLIENT_ID, None if client == DEFAULT else unquote(client))],
+                            await self._data(f"{CONFIG_CLIENTS}/{client}"))
+        return configs
+
+    @staticmethod
+    def _add_quota(configs: QuotaConfigs, parts, data: bytes) -> None:
+        """The quota keys of a /config/users or /config/clients znode; the
+        same config map holds other things (SCRAM credentials), left alone."""
+        values = {key: float(value) for key, value in _config_map(data).items()
+                  if key in QUOTA_KEYS and _is_number(value)}
+        if values:
+            configs[QuotaEntity.of(parts)] = values
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self.zk.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _data(self, path: str) -> bytes:
+        try:
+            data, _ = await self.zk.get(path)
+            return data
+        except NoNodeError:
+            return b""
+
+    # -- changes ----------------------------------------------------------
+    async def change_acls(self, added: Iterable[AclBinding], removed: Iterable[AclBinding]) -> None:
+        by_resource: dict[tuple, tuple[set[AclBinding], set[AclBinding]]] = {}
+        for acl in added:
+            by_resource.setdefault(_resource(acl), (set(), set()))[0].add(acl)
+        for acl in removed:
+            by_resource.setdefault(_resource(acl), (set(), set()))[1].add(acl)
+        for (kind, pattern, name), (plus, minus) in by_resource.items():
+            await self._update_resource(acl_path(kind, pattern, name), kind, pattern, name,
+                                        plus, minus)
+            await self.zk.create(f"{ACL_CHANGES}/{ACL_CHANGE_PREFIX}",
+                                 f"{RESOURCE_NAMES[kind]}:{pattern.name}:{name}".encode(),
+                                 sequential=True)
+        await self._reload()
+
+    async def _update_resource(self, path: str, kind: ResourceType, pattern: PatternType,
+                               name: str, plus: set[AclBinding], minus: set[AclBinding]) -> None:
+        """Read-modify-write of one resource's znode, conditional on its
+        version so a concurrent change on another broker is not lost."""
+        for _ in range(MAX_CAS_RETRIES):
+            try:
+                data, stat = await self.zk.get(path)
+            except NoNodeError:
+                current: set[AclBinding] = set()
+                version = None
+            else:
+                current, version = decode_acls(data, kind, pattern, name), stat.version
+            wanted = (current - minus) | plus
+            try:
+                if version is None:
+                    if wanted:
+                        await self.zk.create(path, encode_acls(wanted), makepath=True)
+                elif wanted:
+                    await self.zk.set(path, encode_acls(wanted), version)
+                else:
+                    await self.zk.delete(path, version)
+                return
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue
+        raise RuntimeError(f"{path}: too many concurrent changes")
+
+    async def change_quotas(self, entity: QuotaEntity, values: dict[str, float | None]) -> None:
+        entity_path = quota_path(entity)
+        path = f"/config/{entity_path}"
+        for _ in range(MAX_CAS_RETRIES):
+            try:
+                data, stat = await self.zk.get(path)
+                version: int | None = stat.version
+            except NoNodeError:
+                data, version = b"", None
+            config = _config_map(data)
+            for key, value in values.items():
+                if value is None:
+                    config.pop(key, None)
+                else:
+                    config[key] = repr(float(value))
+            encoded = json.dumps({"version": 1, "config": config}).encode()
+            try:
+                if version is None:
+                    await self.zk.create(path, encoded, makepath=True)
+                else:
+                    await self.zk.set(path, encoded, version)
+                break
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue
+        else:
+            raise RuntimeError(f"{path}: too many concurrent changes")
+        await self.zk.create(f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}",
+                             json.dumps({"version": 2, "entity_path": entity_path}).encode(),
+                             sequential=True)
+        await self._reload()
+
+
+def _config_map(data: bytes) -> dict[str, str]:
+    if not data:
+        return {}
+    try:
+        config = json.loads(data).get("config", {})
+    except (ValueError, AttributeError):
+        log.warning("ignoring a malformed config znode: %r", data[:100])
+        return {}
+    return {str(key): str(value) for key, value in config.items()} if isinstance(config, dict) else {}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _resource(acl: AclBinding) -> tuple[ResourceType, PatternType, str]:
+    return acl.resource_type, acl.pattern_type, acl.resource_name
+
+
+def _sequence(child: str) -> int:
+    digits = child[-10:]
+    return int(digits) if digits.isdigit() else -1

@@ -1,0 +1,76 @@
+"""request_percentage: the share of the event loop a client's requests may
+take, measured as Kafka measures request handler thread time.
+
+A handler runs as steps between its awaits; ``Timed`` drives the handler's
+coroutine itself and adds up the time spent inside those steps, so waits
+(a long-polling fetch, acks=all replication) cost nothing and work does.
+A quota of Q percent allows Q/100 s of such time per second (Kafka: a
+percentage of one request handler thread). A client over it gets the time
+owed as ``throttle_time_ms`` and its connection muted that long, the same
+as for byte rates; the larger of the two throttles wins, as in Kafka.
+ApiVersions, SASL and the broker-to-broker APIs are exempt (Kafka's
+exempt sensor); driving a coroutine costs ~1 us per await, paid only by
+clients a request quota applies to.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Coroutine, Generator
+from typing import Any
+
+from kcore.protocol.api_keys import ApiKey
+from kcore.security.quotas import REQUEST_PERCENTAGE, ClientQuotas, user_of
+
+EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                    ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                    ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION,
+                    ApiKey.WRITE_TXN_MARKERS})
+
+
+class Timed:
+    """Await a coroutine, adding the time spent inside it to ``busy_s``."""
+
+    __slots__ = ("_coro", "busy_s")
+
+    def __init__(self, coro: Coroutine) -> None:
+        self._coro = coro
+        self.busy_s = 0.0
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self._coro
+        message: Any = None
+        error: BaseException | None = None
+        while True:
+            started = time.perf_counter()
+            try:
+                yielded = coro.send(message) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                self.busy_s += time.perf_counter() - started
+                return stop.value
+            except BaseException:
+                self.busy_s += time.perf_counter() - started
+                raise
+            self.busy_s += time.perf_counter() - started
+            try:
+                message, error = (yield yielded), None
+            except BaseException as exc:  # cancellation goes to the handler
+                message, error = None, exc
+
+
+def applies(quotas: ClientQuotas, api_key: int, context, request) -> bool:
+    return (api_key not in EXEMPT and quotas.quota(
+        REQUEST_PERCENTAGE, user_of(context.principal), request.header.client_id or "") is not None)
+
+
+async def run_timed(quotas: ClientQuotas, context, request, handling: Coroutine):
+    """The handler's body, with the request's time recorded against the
+    client's request_percentage."""
+    timed = Timed(handling)
+    body = await timed
+    throttle_ms = quotas.record(REQUEST_PERCENTAGE, user_of(context.principal),
+                                request.header.client_id or "", timed.busy_s * 100)
+    if throttle_ms > 0:
+        context.mute_ms = max(context.mute_ms, throttle_ms)
+        if isinstance(body, dict) and "throttle_time_ms" in body:
+            body["throttle_time_ms"] = max(body["throttle_time_ms"] or 0, throttle_ms)
+    return body

@@ -1,0 +1,168 @@
+"""Per-listener security made from the broker config: the SSLContext of an
+SSL/SASL_SSL listener and the SASL settings of a SASL listener.
+
+TLS material is PEM only (Kafka's ``ssl.keystore.type=PEM``): a key store
+file with the private key and certificate chain (``ssl.keystore.location``,
+key encrypted with ``ssl.key.password`` or not) or both inline
+(``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``); CA
+certificates from ``ssl.truststore.location`` or inline
+``ssl.truststore.certificates``. ``ssl.client.auth`` maps to the context's
+verify mode: required = CERT_REQUIRED, requested = CERT_OPTIONAL (checked
+when sent), none = CERT_NONE.
+
+A client certificate names the connection's principal as Kafka's default
+principal builder does: ``User:`` + the subject's RFC 2253 form as Java's
+X500Principal prints it (most specific attribute first: ``CN=client,O=kcore,C=FR``).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import ssl
+import tempfile
+from typing import Any
+
+from kcore.client.security import ClientSecurity
+from kcore.config import BrokerConfig, ConfigError
+from kcore.controller.scram_store import CredentialStore
+from kcore.listener_config import Listener
+from kcore.security.jaas import JaasError, parse_jaas_config
+from kcore.server.sasl import SaslSettings
+
+_VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
+_TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+                 "TLS": ssl.TLSVersion.MAXIMUM_SUPPORTED}
+# Java's X500Principal keyword for each attribute Python's getpeercert() names.
+_RDN_KEYWORDS = {"commonName": "CN", "countryName": "C", "localityName": "L",
+                 "stateOrProvinceName": "ST", "organizationName": "O",
+                 "organizationalUnitName": "OU", "domainComponent": "DC", "userId": "UID",
+                 "streetAddress": "STREET"}
+
+
+def server_ssl_context(config: BrokerConfig, listener: Listener) -> ssl.SSLContext:
+    def value(name: str) -> Any:
+        return config.listener_value(listener.name, name)
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    enabled = [_TLS_VERSIONS[v] for v in value("ssl.enabled.protocols") if v in _TLS_VERSIONS]
+    if not enabled:
+        raise ConfigError(f"listener {listener.name}: ssl.enabled.protocols names no TLSv1.2 or TLSv1.3")
+    context.minimum_version = min(enabled)
+    context.maximum_version = _TLS_VERSIONS[value("ssl.protocol")]
+    if value("ssl.cipher.suites"):
+        _apply(listener, "ssl.cipher.suites", context.set_ciphers, ":".join(value("ssl.cipher.suites")))
+    password = value("ssl.key.password")
+    if value("ssl.keystore.location") is not None:
+        _apply(listener, "ssl.keystore.location", context.load_cert_chain,
+               value("ssl.keystore.location"), None, password)
+    else:
+        _load_inline_keystore(context, listener, value("ssl.keystore.certificate.chain"),
+                              value("ssl.keystore.key"), password)
+    if value("ssl.truststore.location") is not None:
+        _apply(listener, "ssl.truststore.location", context.load_verify_locations,
+               value("ssl.truststore.location"))
+    elif value("ssl.truststore.certificates") is not None:
+        _apply(listener, "ssl.truststore.certificates", context.load_verify_locations,
+               None, None, value("ssl.truststore.certificates"))
+    context.verify_mode = _VERIFY[value("ssl.client.auth")]
+    return context
+
+
+def _load_inline_keystore(context: ssl.SSLContext, listener: Listener, chain: str, key: str,
+                          password: str | None) -> None:
+    """The ssl module loads keys from files only: a private directory holds
+    them for the call and is gone after it."""
+    with tempfile.TemporaryDirectory(prefix="kcore-keystore-") as directory:
+        path = os.path.join(directory, "keystore.pem")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(key.strip() + "\n" + chain.strip() + "\n")
+        _apply(listener, "ssl.keystore.key", context.load_cert_chain, path, None, password)
+
+
+def _apply(listener: Listener, name: str, call, *args) -> None:
+    try:
+        call(*args)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ConfigError(f"listener {listener.name}: {name}: {exc}") from None
+
+
+def sasl_settings(config: BrokerConfig, listener: Listener,
+                  credentials: CredentialStore) -> SaslSettings:
+    mechanisms = list(config.listener_value(listener.name, "sasl.enabled.mechanisms"))
+    users: dict[str, str] = {}
+    if "PLAIN" in mechanisms:
+        text = config.jaas_config(listener.name, "PLAIN") or ""
+        try:
+            for module in parse_jaas_config(text):
+                users.update(module.users())
+        except JaasError as exc:
+            raise ConfigError(f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config: {exc}") from None
+    return SaslSettings(mechanisms, users, credentials.get, secrets.token_bytes(32))
+
+
+def tls_principal(ssl_object: Any) -> str | None:
+    """``User:<subject>`` of a verified client certificate, else None."""
+    if ssl_object is None:
+        return None
+    try:
+        certificate = ssl_object.getpeercert()
+    except ValueError:  # handshake not done
+        return None
+    if not certificate or "subject" not in certificate:
+        return None
+    parts = []
+    for rdn in reversed(certificate["subject"]):
+        parts.append("+".join(f"{_RDN_KEYWORDS.get(name, name)}={_escape(value)}" for name, value in rdn))
+    return "User:" + ",".join(parts)
+
+
+def _escape(value: str) -> str:
+    """RFC 2253 escaping of an attribute value."""
+    escaped = "".join("\\" + ch if ch in ',+"\\<>;' else ch for ch in value)
+    if escaped.startswith((" ", "#")):
+        escaped = "\\" + escaped
+    if escaped.endswith(" ") and not escaped.endswith("\\ "):
+        escaped = escaped[:-1] + "\\ "
+    return escaped
+
+
+def inter_broker_security(config: BrokerConfig) -> ClientSecurity | None:
+    """How this broker's own connections to other brokers log in on the
+    inter-broker listener: TLS trusting the listener's trust store and
+    presenting its key store (for ssl.client.auth=required), SASL with
+    ``sasl.mechanism.inter.broker.protocol`` and the ``username`` /
+    ``password`` options of that mechanism's JAAS config, as Kafka does.
+    None for PLAINTEXT."""
+    listener = config.inter_broker_listener()
+    if listener.security_protocol == "PLAINTEXT":
+        return None
+    context = None
+    if listener.uses_ssl:
+        def value(name: str) -> Any:
+            return config.listener_value(listener.name, name)
+        context = ssl.create_default_context(cafile=value("ssl.truststore.location"),
+                                             cadata=value("ssl.truststore.certificates"))
+        if value("ssl.keystore.location") is not None:
+            _apply(listener, "ssl.keystore.location", context.load_cert_chain,
+                   value("ssl.keystore.location"), None, value("ssl.key.password"))
+        elif value("ssl.keystore.key") is not None:
+            _load_inline_keystore(context, listener, value("ssl.keystore.certificate.chain"),
+                                  value("ssl.keystore.key"), value("ssl.key.password"))
+    username = password = None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if listener.uses_sasl:
+        if mechanism not in config.listener_value(listener.name, "sasl.enabled.mechanisms"):
+            raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not enabled on "
+                              f"the inter-broker listener {listener.name}")
+        text = config.jaas_config(listener.name, mechanism) or ""
+        try:
+            options = parse_jaas_config(text)[0].options if text else {}
+        except JaasError as exc:
+            raise ConfigError(f"{mechanism} JAAS config of {listener.name}: {exc}") from None
+        username, password = options.get("username"), options.get("password")
+        if username is None or password is None:
+            raise ConfigError(
+                f"the inter-broker listener {listener.name} uses SASL {mechanism}: set username and "
+                f"password in listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config")
+    return ClientSecurity(listener.security_protocol, mechanism, username, password, context)

@@ -1,0 +1,95 @@
+"""A two-broker ZooKeeper cluster whose brokers talk to each other over
+SASL_SSL (PLAIN, the broker's own login from the listener's JAAS config):
+followers replicate, acks=all completes, and clients on the PLAINTEXT
+listener are told the PLAINTEXT endpoints of both brokers. SCRAM users
+live in ZooKeeper's /config/users: added through one broker, they log in
+on the other."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.security.clients import confluent_config, produce_and_consume
+from tests.security.conftest import PLAIN_JAAS, SecureBroker, kcore_cli
+from tests.support import BrokerProcess, free_port
+from tests.support.cluster import CLUSTER_SETTINGS
+from tests.support.compat import unique_topic
+from tests.support.zookeeper import ZooKeeperServer
+
+BROKER_JAAS = PLAIN_JAAS.replace("required ", 'required username="admin" password="admin-secret" ')
+
+
+@pytest.fixture
+def secured_cluster(tmp_path, pki):
+    zookeeper = ZooKeeperServer(tmp_path / "zookeeper").start()
+    brokers: list[SecureBroker] = []
+    try:
+        for broker_id in (1, 2):
+            ports = {"SASL_SSL": free_port(), "PLAINTEXT": free_port()}
+            settings = {
+                **CLUSTER_SETTINGS, "broker.id": str(broker_id),
+                "zookeeper.connect": f"{zookeeper.connect_string}/kcore",
+                "listeners": f"PLAINTEXT://127.0.0.1:{ports['PLAINTEXT']},"
+                             f"SASL_SSL://127.0.0.1:{ports['SASL_SSL']}",
+                "inter.broker.listener.name": "SASL_SSL",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                "listener.name.sasl_ssl.plain.sasl.jaas.config": BROKER_JAAS,
+                "ssl.keystore.location": str(pki.server_file),
+                "ssl.truststore.location": str(pki.ca_file),
+                "http.listeners": "",
+                "offsets.topic.replication.factor": "2",
+            }
+            process = BrokerProcess(tmp_path / f"broker-{broker_id}", settings,
+                                    port=ports["PLAINTEXT"]).start()
+            brokers.append(SecureBroker(process, ports, pki))
+        yield brokers
+    finally:
+        for broker in brokers:
+            broker.process.kill()
+        zookeeper.kill()
+
+
+def test_replication_over_sasl_ssl(secured_cluster):
+    first, second = secured_cluster
+    admin = AdminClient({"bootstrap.servers": first.address("PLAINTEXT")})
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(timeout=5).brokers) < 2:
+        assert time.monotonic() < deadline, "both brokers registered"
+        time.sleep(0.2)
+    brokers = admin.list_topics(timeout=5).brokers
+    assert sorted(b.port for b in brokers.values()) == sorted(
+        b.ports["PLAINTEXT"] for b in secured_cluster)
+    topic = unique_topic("replicated")
+    for future in admin.create_topics([NewTopic(topic, 2, 2)]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": first.address("PLAINTEXT"), "acks": "all",
+                         "message.timeout.ms": 30000})
+    failures: list = []
+    for i in range(200):
+        producer.produce(topic, b"v%d" % i, on_delivery=lambda e, m: failures.append(e) if e else None)
+    assert producer.flush(40) == 0 and not failures, failures
+    deadline = time.monotonic() + 30
+    while True:  # every partition keeps both replicas in sync: the followers fetch over SASL_SSL
+        partitions = admin.list_topics(topic, timeout=5).topics[topic].partitions
+        if all(len(p.isrs) == 2 for p in partitions.values()):
+            break
+        assert time.monotonic() < deadline, {i: p.isrs for i, p in partitions.items()}
+        time.sleep(0.2)
+    log = "".join(b.process.log() for b in secured_cluster)
+    assert "authentication failed" not in log
+
+
+def test_scram_user_added_on_one_broker_logs_in_on_the_other(secured_cluster):
+    first, second = secured_cluster
+    added = kcore_cli("users", "add", "zoe", "--password", "zoe-secret", "--mechanism", "SCRAM-SHA-256",
+                      "--bootstrap-server", first.address("PLAINTEXT"))
+    assert added.returncode == 0, added.stderr
+    config = confluent_config(second, "SASL_SSL", "SCRAM-SHA-256", "zoe", "zoe-secret")
+    config["bootstrap.servers"] = second.address("SASL_SSL")
+    assert len(produce_and_consume(config, unique_topic("zk-scram"), count=5)) == 5
+    listed = kcore_cli("users", "list", "--bootstrap-server", second.address("PLAINTEXT"))
+    assert listed.stdout.split()[3:] == ["zoe", "SCRAM-SHA-256", "4096"]
