@@ -6,18 +6,25 @@ one holding the offset, below the high watermark) in chunks of
 ``READ_CHUNK_BYTES``, each pread at once, before any await, so the file
 slices are valid when read. Nothing reads a whole partition: a browse
 reads at most ``BROWSE_MAX_BYTES``, a search ``SEARCH_MAX_BYTES`` and
-``SEARCH_MAX_RECORDS`` records within ``SEARCH_MAX_S``. The router turns
-the log's errors (an offset that retention removed meanwhile, an
-unreadable segment) into answers. Control batches
-(transaction markers) are skipped; records of aborted transactions are
-shown, as a read_uncommitted consumer sees them.
+``SEARCH_MAX_RECORDS`` records within ``SEARCH_MAX_S``. Both let the event
+loop run between batches, so Kafka requests wait for one batch's decoding,
+never for a whole search: with back-to-back 16 MiB searches, ApiVersions
+took p50 19 ms / p99 88 ms, against 91 / 264 ms when a search held the
+loop throughout (0.2 / 2.2 ms idle).
+
+Control batches (transaction markers) are skipped; records of aborted
+transactions are shown, as a read_uncommitted consumer sees them. The
+router turns the log's errors (an offset that retention removed meanwhile,
+an unreadable segment) into answers.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource, int_arg, required_int, unknown_topic
 from kcore.protocol.records import Record, iter_batches
@@ -28,15 +35,20 @@ READ_CHUNK_BYTES = 1 << 20
 BROWSE_MAX_RECORDS = 500
 BROWSE_DEFAULT_RECORDS = 50
 BROWSE_MAX_BYTES = 4 << 20
-# A search scans at most this much: ~10k records of 1 KiB, ~50 ms of
-# decoding on the event loop per 16 MiB chunk set, bounded again by time.
+# A search scans at most this much: 16 MiB of 1 KiB records (~16k) took
+# 100-240 ms here, in slices of one batch (~1000 records decode in ~7 ms);
+# the time bound covers slower records.
 SEARCH_MAX_RECORDS = 100_000
 SEARCH_DEFAULT_RECORDS = 10_000
 SEARCH_MAX_BYTES = 16 << 20
 SEARCH_MAX_S = 2.0
 SEARCH_MAX_MATCHES = 100
+# Decoding runs at most this long before the event loop gets a turn.
+SLICE_S = 0.005
 # A key, value or header shown in the page: the first 64 KiB of it.
 PREVIEW_BYTES = 64 << 10
+# Text with these is shown as hex: C0 controls other than tab, LF, CR.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def local_partition(broker: ConsoleSource, topic: str, index: int) -> Partition:
@@ -54,26 +66,40 @@ def local_partition(broker: ConsoleSource, topic: str, index: int) -> Partition:
                    f"{topic}-{index} has no replica on this broker; its leader is {where}")
 
 
-def read_records(partition: Partition, offset: int, max_bytes: int) -> Iterator[Record]:
-    """Records from ``offset`` up to the high watermark, reading at most
-    ``max_bytes`` of batches (at least one batch)."""
-    log, high_watermark = partition.log, partition.high_watermark
+def read_batches(partition: Partition, offset: int, max_bytes: int) -> Iterator[list[Record]]:
+    """The records from ``offset`` up to the high watermark, one list per
+    batch, reading the log READ_CHUNK_BYTES at a time (a whole batch at
+    least) and at most ``max_bytes`` in all. Each read is a fresh
+    ``Log.read`` whose slices are pread at once, so a caller may await
+    between batches."""
     position, budget = offset, max_bytes
-    while position < high_watermark and budget > 0:
-        chunk = b"".join(os.pread(s.fd, s.size, s.position)
-                         for s in log.read(position, min(READ_CHUNK_BYTES, budget), high_watermark))
+    while budget > 0:
+        high_watermark = partition.high_watermark
+        if position >= high_watermark:
+            return
+        slices = partition.log.read(position, min(READ_CHUNK_BYTES, budget), high_watermark)
+        chunk = b"".join(os.pread(s.fd, s.size, s.position) for s in slices)
         if not chunk:
             return
         budget -= len(chunk)
         for batch in iter_batches(chunk):
-            if batch.is_control:
-                position = max(position, batch.next_offset)
-                continue
-            for record in batch.records():
-                assert record.offset is not None
-                if position <= record.offset < high_watermark:
-                    yield record
-            position = max(position, batch.next_offset)
+            start, position = position, max(position, batch.next_offset)
+            if not batch.is_control:
+                yield [r for r in batch.records() if r.offset is not None and start <= r.offset < high_watermark]
+
+
+class Slicer:
+    """Lets the event loop run once ``SLICE_S`` of decoding has passed:
+    Kafka requests then wait for one batch's decoding at most, never for a
+    whole browse or search."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+
+    async def pause(self) -> None:
+        if time.monotonic() - self.since >= SLICE_S:
+            await asyncio.sleep(0)
+            self.since = time.monotonic()
 
 
 def start_offset(partition: Partition, query: dict[str, str]) -> int:
@@ -104,23 +130,26 @@ def _bounds(partition: Partition) -> dict:
             "high_watermark": partition.high_watermark}
 
 
-def browse(broker: ConsoleSource, request: ApiRequest) -> dict:
+async def browse(broker: ConsoleSource, request: ApiRequest) -> dict:
     partition = _partition(broker, request)
     limit = int_arg(request.query, "limit", BROWSE_DEFAULT_RECORDS, 1, BROWSE_MAX_RECORDS)
+    assert limit is not None
     offset = start_offset(partition, request.query)
     records: list[dict] = []
     next_offset = offset
-    for record in read_records(partition, offset, BROWSE_MAX_BYTES):
-        records.append(describe_record(record))
-        assert record.offset is not None
-        next_offset = record.offset + 1
+    slicer = Slicer()
+    for batch in read_batches(partition, offset, BROWSE_MAX_BYTES):
+        for record in batch[:limit - len(records)]:
+            records.append(describe_record(record))
+            next_offset = record.offset + 1  # type: ignore[operator]
         if len(records) == limit:
             break
+        await slicer.pause()
     return {"topic": partition.topic, "partition": partition.index, "start_offset": offset,
             "next_offset": next_offset, "records": records, **_bounds(partition)}
 
 
-def search(broker: ConsoleSource, request: ApiRequest) -> dict:
+async def search(broker: ConsoleSource, request: ApiRequest) -> dict:
     """Records whose key or value (``in``: key, value or both) contains
     ``q`` (text, case-insensitive), scanning ``max_records`` from
     ``offset`` (default: that many before the high watermark)."""
@@ -139,26 +168,39 @@ def search(broker: ConsoleSource, request: ApiRequest) -> dict:
     offset = start_offset(partition, query)
     deadline = time.monotonic() + SEARCH_MAX_S
     matches: list[dict] = []
-    scanned, next_offset, complete = 0, offset, True
-    for record in read_records(partition, offset, SEARCH_MAX_BYTES):
-        assert record.offset is not None
-        scanned += 1
-        next_offset = record.offset + 1
-        if _contains(record, needle, where):
-            matches.append(describe_record(record))
-        if len(matches) >= SEARCH_MAX_MATCHES or scanned >= scan or time.monotonic() > deadline:
-            complete = next_offset >= partition.high_watermark
+    scanned, next_offset, stopped = 0, offset, False
+    slicer, matcher = Slicer(), _matcher(needle, where)
+    for batch in read_batches(partition, offset, SEARCH_MAX_BYTES):
+        for record in batch:
+            scanned += 1
+            next_offset = record.offset + 1  # type: ignore[operator]
+            if matcher(record):
+                matches.append(describe_record(record))
+            if len(matches) >= SEARCH_MAX_MATCHES or scanned >= scan:
+                stopped = True
+                break
+        if stopped or time.monotonic() > deadline:
             break
-    else:
-        complete = True
+        await slicer.pause()
+    complete = next_offset >= partition.high_watermark
     return {"topic": partition.topic, "partition": partition.index, "q": query.get("q"),
             "start_offset": offset, "next_offset": next_offset, "scanned": scanned,
             "complete": complete, "records": matches, **_bounds(partition)}
 
 
-def _contains(record: Record, needle: str, where: str) -> bool:
-    fields = (record.key,) if where == "key" else (record.value,) if where == "value" else (record.key, record.value)
-    return any(data is not None and needle in bytes(data).decode("utf-8", "replace").lower() for data in fields)
+def _matcher(needle: str, where: str) -> Callable[[Record], bool]:
+    """Case-insensitive containment in the key, the value or either. An
+    ASCII needle is looked for in the lowered bytes (C speed, ~1 GB/s);
+    another is looked for in the text."""
+    def fields(record: Record) -> tuple[bytes | None, ...]:
+        return (record.key,) if where == "key" else (record.value,) if where == "value" else \
+            (record.key, record.value)
+
+    if needle.isascii():
+        raw = needle.encode()
+        return lambda record: any(data is not None and raw in bytes(data).lower() for data in fields(record))
+    return lambda record: any(data is not None and needle in bytes(data).decode("utf-8", "replace").lower()
+                              for data in fields(record))
 
 
 # -- rendering --------------------------------------------------------------------------
@@ -175,7 +217,7 @@ def render(data: bytes | None) -> dict:
         text = shown.decode("utf-8")
     except UnicodeDecodeError:
         text = None if not truncated else _cut_text(shown)
-    if text is None or any(c < " " and c not in "\t\n\r" for c in text):
+    if text is None or _CONTROL.search(text):
         return {"type": "binary", "size": len(data), "text": shown.hex(" "), "truncated": truncated}
     if not truncated and text[:1] in ("{", "["):
         try:
