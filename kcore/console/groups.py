@@ -18,6 +18,7 @@ from typing import Any
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource, body_object, error_name, int_arg
 from kcore.console.messages import local_partition
 from kcore.coordinator.group import consumer_protocol
+from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
@@ -42,11 +43,21 @@ def list_groups(broker: ConsoleSource, request: ApiRequest) -> dict:
     return {"groups": groups, "truncated": len(coordinator.groups) > MAX_GROUPS_LISTED}
 
 
+def _not_here(broker: ConsoleSource, group_id: str, error: int) -> ApiError:
+    """The coordinator to ask instead: the leader of the group's
+    __consumer_offsets partition, as this broker's metadata says."""
+    manager = broker.group_coordinator.manager
+    leader = broker.replica_manager.metadata_cache.leader_of(OFFSETS_TOPIC, manager.partition_for(group_id))
+    where = f"its coordinator is broker {leader.broker_id} at {leader.host}:{leader.port}" if leader \
+        else "its coordinator is not known yet"
+    return ApiError(409, error_name(error), f"group {group_id!r} is not coordinated by this broker "
+                                            f"({error_name(error)}); {where}")
+
+
 def _group(broker: ConsoleSource, group_id: str):
     error, _ = broker.group_coordinator.describe_group(group_id)
     if error:
-        raise ApiError(409, error_name(error), f"group {group_id!r} is not coordinated by this broker "
-                                               f"({error_name(error)})")
+        raise _not_here(broker, group_id, error)
     group = broker.group_coordinator.groups.get(group_id)
     if group is None or group.is_state(GroupState.DEAD):
         raise ApiError(404, "GROUP_ID_NOT_FOUND", f"group {group_id!r} does not exist")
@@ -134,9 +145,10 @@ async def reset_offsets(broker: ConsoleSource, request: ApiRequest) -> dict:
     group_id = request.params["group"]
     body = body_object(request)
     coordinator = broker.group_coordinator
+    await coordinator.manager.maybe_create_topic()  # a first group on a fresh broker
     error, summary = coordinator.describe_group(group_id)
     if error:
-        raise ApiError(409, error_name(error), f"group {group_id!r} is not coordinated by this broker")
+        raise _not_here(broker, group_id, error)
     plan = _plan(broker, group_id, body)
     state = summary.state
     executable = state in (GroupState.EMPTY.kafka_name, GroupState.DEAD.kafka_name)
@@ -158,7 +170,6 @@ async def _commit(broker: ConsoleSource, group_id: str, offsets: dict[tuple[str,
                   ) -> dict[tuple[str, int], int]:
     """An admin OffsetCommit (generation -1, no member), as the handler
     does it: stored in __consumer_offsets, then fsynced when asked."""
-    await broker.group_coordinator.manager.maybe_create_topic()
     now = int(time.time() * 1000)
     values = {tp: OffsetValue(offset, -1, "", now) for tp, offset in offsets.items()}
     syncs: list = []
