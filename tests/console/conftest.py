@@ -145,7 +145,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API runs an event loop in this thread
+# while it is started, and asyncio.run() in any later test would refuse to
+# start beside it.
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing (Debian package `chromium`, which `make system-deps` installs)")
