@@ -129,7 +129,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Addresses to listen on: NAME://host:port, comma separated."),
     _key("advertised.listeners", _list, None, "Addresses given to clients in Metadata; defaults to listeners."),
     _key("http.listeners", _http_listeners, ["http://127.0.0.1:9644"],
-         "Addresses serving /metrics (Prometheus text format), comma separated; empty disables."),
+         "Addresses serving /metrics (Prometheus text format) and the web console (/, /api/), comma "
+         "separated; empty disables."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,

@@ -28,6 +28,9 @@ from kcore.log.errors import LogError
 log = logging.getLogger(__name__)
 
 MAX_GROUPS_LISTED = 5000
+# Partition rows of one group's page (~150 bytes each): a group reading a
+# topic of more partitions is shown in part, and says so.
+MAX_GROUP_PARTITIONS = 10_000
 STRATEGIES = ("earliest", "latest", "offset", "timestamp", "shift")
 
 
@@ -78,7 +81,8 @@ def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
                         "client_id": member.client_id, "client_host": member.client_host,
                         "assignment": [list(tp) for tp in sorted(assigned)]})
     offsets = []
-    for topic, index in sorted(set(group.offsets) | set(owners)):
+    partitions = sorted(set(group.offsets) | set(owners))
+    for topic, index in partitions[:MAX_GROUP_PARTITIONS]:
         committed = group.offsets.get((topic, index))
         partition = broker.replica_manager.get(topic, index)
         end = partition.high_watermark if partition is not None and partition.is_leader else None
@@ -90,7 +94,7 @@ def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
     return {"group_id": group_id, "state": group.state.kafka_name,
             "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
             "generation_id": group.generation_id, "leader_id": group.leader_id,
-            "members": members, "offsets": offsets,
+            "members": members, "offsets": offsets, "truncated": len(partitions) > MAX_GROUP_PARTITIONS,
             "lag_history": broker.history.lag_history(group_id)}
 
 

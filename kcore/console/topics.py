@@ -17,6 +17,8 @@ from kcore.protocol.errors import ErrorCode
 # A list answer names at most this many topics (~200 bytes each): a cluster
 # with more is browsed by name, and the page stays responsive.
 MAX_TOPICS_LISTED = 5000
+# Partition rows of one topic's page (~250 bytes each).
+MAX_PARTITIONS_LISTED = 10_000
 # CreateTopics' own bound on waiting for the new partitions' leaders.
 CREATE_TIMEOUT_S = 10.0
 # Kafka's topic name rule (Topic.java): legal characters, at most 249.
@@ -63,7 +65,8 @@ def describe_topic(broker: ConsoleSource, request: ApiRequest) -> dict:
     info = _topic_info(broker, name)
     cache = broker.replica_manager.metadata_cache
     partitions = []
-    for index, state in sorted(cache.partitions(name).items()):
+    states = sorted(cache.partitions(name).items())
+    for index, state in states[:MAX_PARTITIONS_LISTED]:
         entry: dict[str, Any] = {"partition": index, "leader": state.leader,
                                  "leader_epoch": state.leader_epoch, "replicas": list(state.replicas),
                                  "isr": list(state.isr), "local": False}
@@ -76,7 +79,8 @@ def describe_topic(broker: ConsoleSource, request: ApiRequest) -> dict:
         partitions.append(entry)
     entries = configs.describe_topic(broker, info, None, include_synonyms=False)
     return {"name": name, "topic_id": str(info.topic_id), "internal": info.is_internal,
-            "partitions": partitions, "rates": broker.history.topic_rates(name),
+            "partitions": partitions, "truncated": len(states) > MAX_PARTITIONS_LISTED,
+            "rates": broker.history.topic_rates(name),
             "size_bytes": _local_size(broker, name),
             "configs": [{"name": e["name"], "value": e["value"],
                          "source": "override" if e["config_source"] == configs.TOPIC_CONFIG else "default"}

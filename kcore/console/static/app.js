@@ -58,7 +58,7 @@ function bytes(n) {
 }
 function rate(n) { return n >= 100 ? Math.round(n).toLocaleString() : n.toFixed(1); }
 function num(n) { return n === null || n === undefined ? "-" : Number(n).toLocaleString(); }
-function when(ms) { return ms === null || ms === undefined ? "-" : new Date(ms).toISOString().replace("T", " ").replace("Z", ""); }
+function when(ms) { return ms === null || ms === undefined ? "-" : new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC"); }
 function duration(s) {
   const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60;
   return d ? `${d}d ${h}h` : h ? `${h}h ${m}m` : `${m}m ${Math.floor(s % 60)}s`;
@@ -117,9 +117,13 @@ function lineChart(id, series, format) {
 }
 
 // -- overview ----------------------------------------------------------------------------
+function brokerLabel(info) {
+  document.getElementById("broker-label").textContent = `broker ${info.broker_id} · cluster ${info.cluster_id} · v${info.version}`;
+}
+
 async function overviewPage() {
   const [info, tp] = await Promise.all([api("GET", "/api/overview"), api("GET", "/api/throughput")]);
-  document.getElementById("broker-label").textContent = `broker ${info.broker_id} · cluster ${info.cluster_id} · v${info.version}`;
+  brokerLabel(info);
   const points = tp.points;
   return el("section", { id: "overview" },
     el("h2", {}, "Overview"),
@@ -348,7 +352,7 @@ async function groupPage(groupId) {
   });
   form.elements["reset-execute"].addEventListener("click", async () => {
     await act(async () => { showPlan(await api("POST", `/api/groups/${enc(groupId)}/reset-offsets`, { ...body(), execute: true })); },
-      () => refreshGroup(groupId));
+      () => { refreshGroup(groupId).catch(showError); });
   });
   form.addEventListener("change", () => { form.elements["reset-execute"].disabled = true; });
   const members = g.members.map((m) => el("tr", { "data-member": m.member_id }, cell(m.member_id), cell(m.client_id), cell(m.client_host),
@@ -415,3 +419,4 @@ async function route() {
 
 window.addEventListener("hashchange", route);
 route();
+if (parseHash().parts.length) api("GET", "/api/overview").then(brokerLabel).catch(() => {});
