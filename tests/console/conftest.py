@@ -80,8 +80,11 @@ def _produce_orders(bootstrap: str, topic: str) -> None:
 
 
 def _subscribed(bootstrap: str, group: str, topic: str) -> Consumer:
+    # librdkafka heartbeats from its own thread; the poll interval is its
+    # maximum (24 h) so that LIVE stays Stable through a whole (shuffled)
+    # test session without polls.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
+                         "auto.offset.reset": "earliest", "max.poll.interval.ms": 86_400_000})
     consumer.subscribe([topic])
     return consumer
 
