@@ -129,10 +129,17 @@ def test_http_limits_refuse_large_unlabelled_and_unknown_requests(console):
     assert status == 415 and "application/json" in answer["text"]
     status, answer = console.call("GET", "/static/../../setup.py")
     assert status == 404
-    with socket.create_connection(("127.0.0.1", int(console.url.rsplit(":", 1)[1])), timeout=HTTP_TIMEOUT_S) as sock:
-        sock.sendall(b"POST /api/topics HTTP/1.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 2000000\r\n\r\n")
-        assert sock.recv(100).startswith(b"HTTP/1.1 413")
+    for raw, answer in [
+            (b"POST /api/topics HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n",
+             b"HTTP/1.1 413"),
+            (b"POST /api/topics HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: -5\r\n\r\n",
+             b"HTTP/1.1 400"),
+            (b"POST /api/topics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"HTTP/1.1 411"),
+            (b"\x00\xffGARBAGE\r\n\r\n", b"HTTP/1.1 400")]:
+        with socket.create_connection(("127.0.0.1", int(console.url.rsplit(":", 1)[1])),
+                                      timeout=HTTP_TIMEOUT_S) as sock:
+            sock.sendall(raw)
+            assert sock.recv(100).startswith(answer), raw
     page = urllib.request.urlopen(console.url + "/", timeout=HTTP_TIMEOUT_S)
     assert page.headers.get_content_type() == "text/html" and b"/static/app.js" in page.read()
     script = urllib.request.urlopen(console.url + "/static/app.js", timeout=HTTP_TIMEOUT_S)
