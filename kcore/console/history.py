@@ -87,12 +87,13 @@ class ConsoleHistory:
 
     # -- reads -----------------------------------------------------------------------------
     def throughput(self) -> list[dict]:
-        """Per-second rates between consecutive samples, oldest first."""
+        """Per-second rates between consecutive samples, oldest first, each
+        with the seconds it covers (rate x seconds = the counter's change)."""
         points = list(self.totals)
         rates = []
         for before, after in zip(points, points[1:]):
             elapsed = max(after.at - before.at, 1e-3)
-            rates.append({"at": round(after.at, 3),
+            rates.append({"at": round(after.at, 3), "seconds": elapsed,
                           "bytes_in": (after.bytes_in - before.bytes_in) / elapsed,
                           "bytes_out": (after.bytes_out - before.bytes_out) / elapsed,
                           "messages_in": (after.messages_in - before.messages_in) / elapsed})

@@ -133,6 +133,7 @@ class Broker:
             log.info("listening on %s://%s:%d", name, host, port)
         await self.http.start(self.config["http.listeners"])
         if self.config["http.listeners"]:
+            self.history.sample()  # the zero the first second's rates start from
             self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self.history.sample)))
         await self.controller.register()
         self._tasks.append(loop.create_task(self._every(

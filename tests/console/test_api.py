@@ -6,6 +6,7 @@ import socket
 import time
 import urllib.request
 
+from kcore.console.history import HISTORY_POINTS
 from tests.console.conftest import (
     BINARY_VALUE,
     COMMITTED,
@@ -29,18 +30,22 @@ def test_overview_names_the_broker_version_and_counts(console):
 
 
 def test_throughput_rates_come_from_the_broker_counters(console):
-    """The produced bytes show up as rates whose integral is the counter
-    /metrics exports (one source of truth)."""
+    """The rates are differences of the counters /metrics exports (one
+    source of truth): over the samples since the broker started, they add
+    up to the bytes producers appended, which the fixture's produce did."""
     deadline = time.monotonic() + 10
-    while True:
-        points = console.get("/api/throughput")["points"]
-        if len(points) >= 2 or time.monotonic() > deadline:
-            break
+    while len(points := console.get("/api/throughput")["points"]) < 2:
+        assert time.monotonic() < deadline, "no throughput samples"
         time.sleep(0.5)
-    assert len(points) >= 2 and all(p["bytes_in"] >= 0 for p in points)
     metrics = urllib.request.urlopen(console.url + "/metrics", timeout=HTTP_TIMEOUT_S).read().decode()
+    bytes_in = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                   if line.startswith("kafka_server_brokertopicmetrics_bytesin_total{"))
     assert f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{console.orders}"}} {sum(END.values())}.0' \
         in metrics
+    assert all(p["bytes_in"] >= 0 and p["messages_in"] >= 0 for p in points)
+    if len(points) < HISTORY_POINTS:  # the window still starts at the broker's start
+        appended = sum(p["bytes_in"] * p["seconds"] for p in points)
+        assert bytes_in > 0 and abs(appended - bytes_in) <= bytes_in * 1e-6
 
 
 def test_topic_list_and_topic_page_show_offsets_and_segments(console):

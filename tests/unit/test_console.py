@@ -78,7 +78,7 @@ def test_history_rates_and_lag_come_from_the_broker_state(tmp_path):
         coordinator.commit_offsets("billing", "", None, -1, {("orders", 0): OffsetValue(15, -1, "", 0)})
         now[0] += 2.0
         history.sample()
-        assert history.throughput() == [{"at": 1002.0, "bytes_in": 2000.0, "bytes_out": 0.0,
+        assert history.throughput() == [{"at": 1002.0, "seconds": 2.0, "bytes_in": 2000.0, "bytes_out": 0.0,
                                          "messages_in": 20.0}]
         assert history.topic_rates("orders") == {"bytes_in": 2000.0, "bytes_out": 0.0, "messages_in": 20.0}
         assert history.lag_history("billing") == [(1002.0, 40 - 15)]
