@@ -43,6 +43,10 @@ SEARCH_DEFAULT_RECORDS = 10_000
 SEARCH_MAX_BYTES = 16 << 20
 SEARCH_MAX_S = 2.0
 SEARCH_MAX_MATCHES = 100
+# The records of one answer stop once their shown text passes this: a
+# compressed batch can hold far more than it weighs on disk, and hex
+# triples binary (500 records of 64 KiB previews would be ~300 MB).
+ANSWER_MAX_CHARS = 8 << 20
 # Decoding runs at most this long before the event loop gets a turn.
 SLICE_S = 0.005
 # A key, value or header shown in the page: the first 64 KiB of it.
@@ -138,11 +142,15 @@ async def browse(broker: ConsoleSource, request: ApiRequest) -> dict:
     records: list[dict] = []
     next_offset = offset
     slicer = Slicer()
+    shown = 0
     for batch in read_batches(partition, offset, BROWSE_MAX_BYTES):
         for record in batch[:limit - len(records)]:
             records.append(describe_record(record))
+            shown += shown_chars(records[-1])
             next_offset = record.offset + 1  # type: ignore[operator]
-        if len(records) == limit:
+            if shown > ANSWER_MAX_CHARS:
+                break
+        if len(records) == limit or shown > ANSWER_MAX_CHARS:
             break
         await slicer.pause()
     return {"topic": partition.topic, "partition": partition.index, "start_offset": offset,
@@ -168,7 +176,7 @@ async def search(broker: ConsoleSource, request: ApiRequest) -> dict:
     offset = start_offset(partition, query)
     deadline = time.monotonic() + SEARCH_MAX_S
     matches: list[dict] = []
-    scanned, next_offset, stopped = 0, offset, False
+    scanned, next_offset, stopped, shown = 0, offset, False, 0
     slicer, matcher = Slicer(), _matcher(needle, where)
     for batch in read_batches(partition, offset, SEARCH_MAX_BYTES):
         for record in batch:
@@ -176,7 +184,8 @@ async def search(broker: ConsoleSource, request: ApiRequest) -> dict:
             next_offset = record.offset + 1  # type: ignore[operator]
             if matcher(record):
                 matches.append(describe_record(record))
-            if len(matches) >= SEARCH_MAX_MATCHES or scanned >= scan:
+                shown += shown_chars(matches[-1])
+            if len(matches) >= SEARCH_MAX_MATCHES or scanned >= scan or shown > ANSWER_MAX_CHARS:
                 stopped = True
                 break
         if stopped or time.monotonic() > deadline:
@@ -243,3 +252,9 @@ def describe_record(record: Record) -> dict:
     return {"offset": record.offset, "timestamp": record.timestamp,
             "key": render(record.key), "value": render(record.value),
             "headers": [{"key": key, "value": render(value)} for key, value in record.headers]}
+
+
+def shown_chars(entry: dict) -> int:
+    """The text one described record puts in an answer, roughly."""
+    parts = [entry["key"], entry["value"], *(h["value"] for h in entry["headers"])]
+    return sum(len(part["text"] or "") for part in parts) + 100 * len(parts)

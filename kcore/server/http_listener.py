@@ -6,7 +6,8 @@ A minimal HTTP/1.1 server on asyncio rather than prometheus-client's own
 the event loop that owns it, with no lock and no torn dict iteration. One
 request per connection (``Connection: close``), which is what Prometheus,
 curl and a page's fetch() handle; a request head larger than 8 KiB, a body
-larger than 1 MiB or a request slower than 10 s is refused or dropped.
+larger than 1 MiB, a request slower than 10 s or a reader of the answer
+slower than 30 s is refused or dropped.
 
 Writes (POST, PUT) must say ``Content-Type: application/json``: a page of
 another origin can only send that after a CORS preflight, which is never
@@ -41,6 +42,9 @@ MAX_HEAD_BYTES = 8192
 # Console bodies are a topic's configs or an offset reset: a few KiB.
 MAX_BODY_BYTES = 1 << 20
 READ_TIMEOUT_S = 10.0
+# A client that stops reading its answer (a browse is up to a few MiB of
+# JSON) is dropped after this, its buffer with it.
+WRITE_TIMEOUT_S = 30.0
 
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
@@ -96,7 +100,7 @@ class HttpListeners:
             except BadRequest as exc:
                 answer = _response(exc.status, f"{exc}\n".encode())
             writer.write(answer)
-            await writer.drain()
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             pass
         finally:

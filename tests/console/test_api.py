@@ -6,7 +6,11 @@ import socket
 import time
 import urllib.request
 
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+
 from kcore.console.history import HISTORY_POINTS
+from kcore.console.messages import ANSWER_MAX_CHARS, PREVIEW_BYTES
 from tests.console.conftest import (
     BINARY_VALUE,
     COMMITTED,
@@ -214,3 +218,21 @@ def test_reset_offsets_of_a_group_with_members_is_refused(console):
     status, answer = console.call("POST", f"/api/groups/{console.live}/reset-offsets",
                                   {"topic": console.orders, "strategy": "earliest"})
     assert status == 200 and answer["state"] == "Stable" and not answer["executed"]
+
+
+def test_a_browse_of_large_compressed_values_stops_at_its_answer_budget(console):
+    """200 values of 64 KiB zeros weigh little on disk once compressed, and
+    would be ~40 MB of hex: the answer stops past 8 Mi characters."""
+    topic = unique_topic("large")
+    admin = admin_client(console.broker.bootstrap)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    producer = Producer({"bootstrap.servers": console.broker.bootstrap, "compression.type": "zstd",
+                         "linger.ms": 50})
+    for _ in range(200):
+        producer.produce(topic, bytes(PREVIEW_BYTES), partition=0)
+    assert producer.flush(HTTP_TIMEOUT_S) == 0
+    answer = console.get(f"/api/topics/{topic}/partitions/0/messages?limit=500")
+    per_record = PREVIEW_BYTES * 3 - 1 + 2 * 100  # hex with spaces, plus the null key
+    assert len(answer["records"]) == ANSWER_MAX_CHARS // per_record + 1
+    assert answer["next_offset"] == len(answer["records"])
+    assert answer["records"][0]["value"]["type"] == "binary" and not answer["records"][0]["value"]["truncated"]
