@@ -32,9 +32,11 @@ native: $(BASE_STAMP)
 broker: install
 	$(BIN)/kcore broker --override log.dirs=./data
 
-# kcat (a real client), a JRE (PySpark in the report test) and ZooKeeper's
-# jars (the servers of tests/cluster/) come from Debian.
+# kcat (a real client), a JRE (PySpark in the report test), ZooKeeper's
+# jars (the servers of tests/cluster/) and Chromium (the browser that
+# tests/console/ drives through Playwright) come from Debian.
 system-deps:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)

@@ -184,7 +184,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("ssl.protocol", _choice("TLSv1.2", "TLSv1.3", "TLS"), "TLSv1.3", "Newest TLS version offered."),
     _key("ssl.cipher.suites", _list, [], "TLS 1.2 cipher suites (OpenSSL names); empty keeps OpenSSL's."),
     _key("http.listeners", _http_listeners, ["http://127.0.0.1:9644"],
-         "Addresses serving /metrics (Prometheus text format), comma separated; empty disables."),
+         "Addresses serving /metrics (Prometheus text format) and the web console (/, /api/), comma "
+         "separated; empty disables."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,

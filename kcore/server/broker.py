@@ -13,11 +13,13 @@ import asyncio
 import itertools
 import logging
 import os
+import time
 from pathlib import Path
 
 from kcore import protocol
 from kcore.client.inter_broker import set_inter_broker_security
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
+from kcore.console.history import SAMPLE_INTERVAL_S, ConsoleHistory
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
 from kcore.controller.managed import ManagedController
@@ -114,6 +116,9 @@ class Broker:
         self.replica_manager.leadership_listeners.append(self.group_coordinator.on_leadership_change)
         self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
+        self.started_at = time.time()
+        # The console's charts: the counters above, sampled (console/history.py).
+        self.history = ConsoleHistory(self.stats, self.replica_manager, self.group_coordinator)
         self.http = HttpListeners(self)
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
@@ -170,6 +175,9 @@ class Broker:
             log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
                      listener.security_protocol)
         await self.http.start(self.config["http.listeners"])
+        if self.config["http.listeners"]:
+            self.history.sample()  # the zero the first second's rates start from
+            self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self.history.sample)))
         await self.controller.register()
         self._tasks.append(loop.create_task(self._every(
             self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))

@@ -1,0 +1,118 @@
+"""The console's JSON endpoints: a route table of (method, path pattern,
+endpoint) and ``dispatch``, which the HTTP listener calls on the event loop.
+
+Every answer is JSON. Errors: the caller's (unknown topic or group, an
+offset out of range, a malformed body) are 4xx with
+``{"error": NAME, "message": ...}``; anything unexpected is logged and
+answered 500 the same way, never raised into the broker. Each call runs
+under ``API_TIMEOUT_S``.
+
+    GET    /api/overview                                      brokers, version, uptime, counts, rates
+    GET    /api/throughput                                    bytes/messages per second, last 5 min
+    GET    /api/topics                                        list
+    POST   /api/topics                                        {"name", "partitions"?, "replication_factor"?, "configs"?}
+    GET    /api/topics/T                                      partitions, offsets, segments, configs
+    DELETE /api/topics/T
+    PUT    /api/topics/T/configs                              {"set": {k: v}, "delete": [k]}
+    GET    /api/topics/T/partitions/P/messages?offset=|timestamp=&limit=
+    GET    /api/topics/T/partitions/P/search?q=&in=key|value|both&offset=&max_records=
+    GET    /api/groups                                        list
+    GET    /api/groups/G                                      members, offsets, lag, lag history
+    POST   /api/groups/G/reset-offsets                        {"topic", "strategy", "value"?, "partitions"?, "execute"?}
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+from kcore.console import groups, messages, overview, topics
+from kcore.console.base import ApiError, ApiRequest, ConsoleSource
+from kcore.log.errors import LogError, OffsetOutOfRangeError
+from kcore.protocol.records import CorruptBatchError
+
+log = logging.getLogger(__name__)
+
+# A console call answers within this or gives up (504): a topic creation
+# waits up to 10 s for its leaders, everything else takes milliseconds.
+API_TIMEOUT_S = 15.0
+
+_NAME = r"(?P<{}>[^/]+)"
+Endpoint = Callable[[ConsoleSource, ApiRequest], Any]
+
+
+def _route(method: str, pattern: str, endpoint: Endpoint) -> tuple[str, re.Pattern, Endpoint]:
+    regex = re.sub(r"\{(\w+)\}", lambda m: _NAME.format(m.group(1)), pattern)
+    return method, re.compile(regex), endpoint
+
+
+ROUTES = [
+    _route("GET", "/api/overview", overview.overview),
+    _route("GET", "/api/throughput", overview.throughput),
+    _route("GET", "/api/topics", topics.list_topics),
+    _route("POST", "/api/topics", topics.create),
+    _route("GET", "/api/topics/{topic}", topics.describe_topic),
+    _route("DELETE", "/api/topics/{topic}", topics.delete),
+    _route("PUT", "/api/topics/{topic}/configs", topics.alter_configs),
+    _route("GET", "/api/topics/{topic}/partitions/{partition}/messages", messages.browse),
+    _route("GET", "/api/topics/{topic}/partitions/{partition}/search", messages.search),
+    _route("GET", "/api/groups", groups.list_groups),
+    _route("GET", "/api/groups/{group}", groups.describe_group),
+    _route("POST", "/api/groups/{group}/reset-offsets", groups.reset_offsets),
+]
+
+
+def _find(method: str, path: str) -> tuple[Endpoint, dict[str, str]]:
+    allowed = False
+    for route_method, regex, endpoint in ROUTES:
+        match = regex.fullmatch(path)
+        if match is None:
+            continue
+        if route_method == method:
+            return endpoint, {k: unquote(v) for k, v in match.groupdict().items()}
+        allowed = True
+    if allowed:
+        raise ApiError(405, "METHOD_NOT_ALLOWED", f"{method} is not served on {path}")
+    raise ApiError(404, "NOT_FOUND", f"no console endpoint {path}")
+
+
+def _decode_body(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "INVALID_REQUEST", f"malformed JSON body: {exc}") from None
+
+
+async def dispatch(broker: ConsoleSource, method: str, path: str, query: dict[str, str],
+                   body: bytes) -> tuple[int, bytes]:
+    """(HTTP status, JSON bytes) for one console call."""
+    try:
+        endpoint, params = _find(method, path)
+        request = ApiRequest(params, query, _decode_body(body) if method in ("POST", "PUT") else None)
+        result = endpoint(broker, request)
+        if inspect.isawaitable(result):
+            result = await asyncio.wait_for(result, API_TIMEOUT_S)
+        return 200, _json(result)
+    except ApiError as exc:
+        return exc.status, _json({"error": exc.error, "message": exc.message})
+    except OffsetOutOfRangeError as exc:  # retention moved the log start during the call
+        return 400, _json({"error": "OFFSET_OUT_OF_RANGE", "message": str(exc)})
+    except (LogError, CorruptBatchError, OSError) as exc:
+        log.warning("console %s %s: cannot read the log: %s", method, path, exc)
+        return 500, _json({"error": "KAFKA_STORAGE_ERROR", "message": str(exc)})
+    except TimeoutError:
+        return 504, _json({"error": "REQUEST_TIMED_OUT", "message": f"no answer within {API_TIMEOUT_S:.0f} s"})
+    except Exception as exc:
+        log.exception("console %s %s failed", method, path)
+        return 500, _json({"error": "UNKNOWN_SERVER_ERROR", "message": f"{type(exc).__name__}: {exc}"})
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
