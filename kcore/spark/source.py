@@ -18,6 +18,7 @@ producer ids) as it has write partitions, however long it runs.
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ from kcore.spark.offsets import OffsetRange
 from kcore.spark.options import SinkOptions, SourceOptions, TopicPartition, sink_options, source_options
 from kcore.spark.read import kafka_schema, read_range
 from kcore.spark.write import RowWriter, WriteCommit, check_schema, fence, transactional_id
+
+log = logging.getLogger(__name__)
 
 # The local property Spark's stream execution sets on its tasks
 # (StreamExecution.QUERY_ID_KEY): the query's id, not the run's.
@@ -216,6 +219,9 @@ class _Rows:
                 raise RuntimeError("a transactional Kafka write must run in a Spark task")
             txn_id = self._txn_id(context.partitionId(), self._write_id(context))
         stream = task_input.worker_input()
+        if stream is None and txn_id is not None:
+            log.warning("PySpark's worker input stream was not found: a failure upstream of this task's "
+                        "Kafka writer would commit the rows it got (transaction %s)", txn_id)
         return RowWriter(self.options, self.columns, txn_id).write(iterator, lambda: task_input.cut_short(stream))
 
 

@@ -149,7 +149,8 @@ class RowWriter:
                     producer.poll(0)
                 if self._errors:
                     break
-            if self._producer is not None and self.txn_id is not None and cut_short is not None and cut_short():
+            if (self._producer is not None and self.txn_id is not None and not self._errors
+                    and cut_short is not None and cut_short()):
                 raise RuntimeError(f"the task's rows from Spark stopped early after {self.records}: the task "
                                    f"failed before the writer; Kafka transaction {self.txn_id} is aborted")
             if self._producer is not None:
