@@ -16,7 +16,13 @@ except those Spark refuses too (``auto.offset.reset``, the deserializers,
 ``enable.auto.commit``, ``interceptor.classes``) and
 ``kafka.default.api.timeout.ms`` (Kafka's consumer default, 60000): how
 long the driver waits for the cluster's metadata and offsets before it
-fails the query with a sentence.
+fails the query with a sentence. Reads take ``kafka.isolation.level``
+(read_uncommitted, the Java consumer's default that Spark inherits, where
+librdkafka's own is read_committed). Writes are transactional unless
+``kcore.transactional`` is false, each task with its own
+``transactional.id`` under ``kcore.transactional.id.prefix`` (kcore's own
+options: Spark's Kafka sink has no transactions), so the sink refuses
+``kafka.transactional.id``.
 
 Sources: apache/spark ``connector/kafka-0-10-sql`` KafkaSourceProvider
 (names, defaults, validation) and the Structured Streaming + Kafka
@@ -43,6 +49,8 @@ REFUSED = {
     "kafka.interceptor.classes": "interceptors could change the records",
 }
 OWN_KAFKA_KEYS = ("kafka.default.api.timeout.ms",)
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "kcore-spark"
 
 TopicPartition = tuple[str, int]
 
@@ -103,13 +111,18 @@ class SourceOptions:
 class SinkOptions:
     client: ClientOptions
     topic: str | None
+    # One Kafka transaction per task (write.py), or (false) the idempotent
+    # producer alone.
+    transactional: bool = True
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
     return {key.lower(): value for key, value in options.items()}
 
 
-def _client(opts: dict[str, str]) -> ClientOptions:
+def _client(opts: dict[str, str], checked: Mapping[str, str] | None = None) -> ClientOptions:
+    """``checked``: librdkafka settings already read from their options."""
     servers = opts.get("kafka.bootstrap.servers", "").strip()
     if not servers:
         raise OptionError("option 'kafka.bootstrap.servers' must be specified")
@@ -118,6 +131,7 @@ def _client(opts: dict[str, str]) -> ClientOptions:
             raise OptionError(f"Kafka option '{key[len('kafka.'):]}' is not supported: {reason}")
     params = {key[len("kafka."):]: value for key, value in opts.items()
               if key.startswith("kafka.") and key not in OWN_KAFKA_KEYS}
+    params.update(checked or {})
     timeout_ms = _positive(opts, "kafka.default.api.timeout.ms") or DEFAULT_API_TIMEOUT_MS
     return ClientOptions(servers, params, timeout_ms / 1000)
 
@@ -227,7 +241,11 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
     ending = offset_limit(opts, "ending", "latest")
     if not streaming:
         _check_batch_bounds(starting, ending)
-    client = _client(opts)
+    level = opts.get("kafka.isolation.level", ISOLATION_LEVELS[0]).strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise OptionError(f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, "
+                          f"got {opts['kafka.isolation.level']!r}")
+    client = _client(opts, {"isolation.level": level})
     return SourceOptions(
         client=client, strategy=strategy(opts), starting=starting, ending=ending,
         fail_on_data_loss=_bool(opts, "failondataloss", True),
@@ -241,4 +259,10 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
 def sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = _lower(options)
     topic = opts.get("topic", "").strip() or None
-    return SinkOptions(_client(opts), topic)
+    if "kafka.transactional.id" in opts:
+        raise OptionError("Kafka option 'transactional.id' is not supported: each task writes with its own "
+                          "id; set kcore.transactional.id.prefix instead")
+    prefix = opts.get("kcore.transactional.id.prefix", DEFAULT_TRANSACTIONAL_ID_PREFIX).strip()
+    if not prefix:
+        raise OptionError("option 'kcore.transactional.id.prefix' is empty")
+    return SinkOptions(_client(opts), topic, _bool(opts, "kcore.transactional", True), prefix)

@@ -2,13 +2,19 @@
 
 A librdkafka consumer assigned to the range's partition at its first
 offset (no group membership, no commits) hands over records in batches of
-up to ``BATCH`` until the range's end. The end is reached when a record at
-or past it arrives or the partition's end is (compaction and transaction
-markers leave offsets without records, so counting records would wait for
-offsets that never come). An offset that is gone (``auto.offset.reset``
-is "error") is data loss: an error with failOnDataLoss, else the read goes
-on from the earliest offset. No record for ``kafkaConsumer.pollTimeoutMs``
+up to ``BATCH`` until the range's end. The end is reached by position,
+never by counting records: when a record at or past it arrives or the
+partition's end is (compaction, transaction markers and, read_committed,
+aborted records leave offsets that no record comes for; librdkafka moves
+its position past them). An offset that is gone (``auto.offset.reset`` is
+"error") is data loss: an error with failOnDataLoss, else the read goes on
+from the earliest offset. No record for ``kafkaConsumer.pollTimeoutMs``
 fails the task with a sentence instead of waiting for ever.
+
+read_committed (``kafka.isolation.level``): the driver plans ranges up to
+the last stable offset, where the partition's end is for such a reader; a
+partition end below the range's end is then an open transaction (a range
+from explicit endingOffsets), waited for, not data loss.
 """
 from __future__ import annotations
 
@@ -62,6 +68,7 @@ class RangeReader:
         self.options = options
         self.next_offset = rng.from_offset
         client = options.client
+        self._read_committed = client.kafka_params.get("isolation.level") == "read_committed"
         self._consumer = Consumer({
             **client.kafka_params, "bootstrap.servers": client.bootstrap_servers,
             "group.id": options.group_id, "enable.auto.commit": False,
@@ -87,7 +94,9 @@ class RangeReader:
             elif time.monotonic() - last_progress > self.options.poll_timeout_ms / 1000:
                 raise TimeoutError(f"no record of {rng.topic}-{rng.partition} at offsets "
                                    f"[{self.next_offset}, {rng.until_offset}) within "
-                                   f"kafkaConsumer.pollTimeoutMs={self.options.poll_timeout_ms}")
+                                   f"kafkaConsumer.pollTimeoutMs={self.options.poll_timeout_ms}"
+                                   + (" (read_committed: a transaction open below the range's end holds "
+                                      "the last stable offset back)" if self._read_committed else ""))
             for message in messages:
                 error = message.error()
                 if error is not None:
@@ -108,7 +117,7 @@ class RangeReader:
             # The partition's end: the range ends at or before it (it was
             # planned below the high watermark) unless the log was cut.
             end = message.offset() or 0
-            if end < self.range.until_offset:
+            if end < self.range.until_offset and not self._read_committed:
                 self._lost(f"the partition ends at {end}, before the range's end {self.range.until_offset}")
                 end = self.range.until_offset  # nothing more will come
             self.next_offset = max(self.next_offset, end)

@@ -6,13 +6,25 @@ offsets, one long-lived ``KcoreStreamReader``) and the executors (reading
 ranges, writing rows). Readers and writers are pickled from the driver to
 the executors: they hold options and ranges only; the driver's client is
 opened on first use and left out of the pickle.
+
+A transactional write task's ``transactional.id`` (write.py) is
+``<prefix>-<write id>-<partition id>``: for ``df.write`` the write id is a
+UUID the driver draws for the write, for a stream it is the query's id
+(kept in its checkpoint, the same after a restart) and the id is reused by
+every micro-batch, one micro-batch's tasks ending before the next one's
+start: so each attempt of a task, and the re-run of a micro-batch after a
+restart, fences the one before it, and a query uses as many ids (and
+producer ids) as it has write partitions, however long it runs.
 """
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -25,12 +37,18 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from kcore.spark import offsets
+from kcore.spark import offsets, task_input
 from kcore.spark.cluster import ClusterView
 from kcore.spark.offsets import OffsetRange
 from kcore.spark.options import SinkOptions, SourceOptions, TopicPartition, sink_options, source_options
 from kcore.spark.read import kafka_schema, read_range
-from kcore.spark.write import RowWriter, check_schema
+from kcore.spark.write import RowWriter, WriteCommit, check_schema, fence, transactional_id
+
+log = logging.getLogger(__name__)
+
+# The local property Spark's stream execution sets on its tasks
+# (StreamExecution.QUERY_ID_KEY): the query's id, not the run's.
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
 @dataclass
@@ -178,19 +196,54 @@ class KcoreStreamReader(_Driver, DataSourceStreamReader, SupportsTriggerAvailabl
 
 
 class _Rows:
-    """A task's rows to Kafka; the commit message counts them."""
+    """A task's rows to Kafka; the commit message counts them. ``write_id``
+    is drawn where the writer is made, on the driver, and pickled to every
+    attempt of every task."""
 
     def __init__(self, options: SinkOptions, columns: list[str]):
         self.options = options
         self.columns = columns
+        self.write_id = str(uuid.uuid4())
+
+    def _write_id(self, context: TaskContext) -> str:
+        return self.write_id
+
+    def _txn_id(self, partition: int, write_id: str) -> str:
+        return transactional_id(self.options.transactional_id_prefix, write_id, partition)
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return RowWriter(self.options, self.columns).write(iterator)
+        txn_id = None
+        context = TaskContext.get()
+        if self.options.transactional:
+            if context is None:
+                raise RuntimeError("a transactional Kafka write must run in a Spark task")
+            txn_id = self._txn_id(context.partitionId(), self._write_id(context))
+        stream = task_input.worker_input()
+        if stream is None and txn_id is not None:
+            log.warning("PySpark's worker input stream was not found: a failure upstream of this task's "
+                        "Kafka writer would commit the rows it got (transaction %s)", txn_id)
+        return RowWriter(self.options, self.columns, txn_id).write(iterator, lambda: task_input.cut_short(stream))
 
 
 class KcoreBatchWriter(_Rows, DataSourceWriter):
-    """df.write: tasks write; nothing to commit on the driver."""
+    """df.write: tasks write and commit; the driver has nothing to commit."""
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """The job failed: fence the ids of the tasks that did not report
+        success, aborting the transactions of attempts that died with one
+        open (their rows would otherwise hold read_committed readers back
+        until the transaction timeout)."""
+        if self.options.transactional:
+            fence(self.options, [self._txn_id(partition, self.write_id)
+                                 for partition, message in enumerate(messages)
+                                 if not isinstance(message, WriteCommit)])
 
 
 class KcoreStreamWriter(_Rows, DataSourceStreamWriter):
-    """writeStream: each micro-batch's tasks write; nothing to commit."""
+    """writeStream: each micro-batch's tasks write and commit; the driver
+    has nothing to commit. A failed micro-batch's open transactions are
+    fenced by its re-run when the query restarts (the driver's abort does
+    not know the query's id)."""
+
+    def _write_id(self, context: TaskContext) -> str:
+        return context.getLocalProperty(QUERY_ID_PROPERTY) or self.write_id

@@ -8,7 +8,7 @@ from confluent_kafka.admin import NewTopic
 
 from tests.spark.test_spark_read import create_topic
 from tests.support.compat import make_messages, unique_topic
-from tests.support.confluent import consume, produce
+from tests.support.confluent import consume, consume_to_end, produce
 
 PARTITIONS = 4
 QUERY_TIMEOUT_S = 120
@@ -47,15 +47,19 @@ def test_a_query_restarted_from_its_checkpoint_reads_every_message_exactly_once(
     assert sorted(r.value for r in rows) == sorted(m.value for m in first + second)
 
 
-def test_a_dataframe_written_to_a_topic_is_read_back_by_confluent_kafka(spark, kafka):
+@pytest.mark.parametrize("transactional", ["true", "false"])
+def test_a_dataframe_written_to_a_topic_is_read_back_by_confluent_kafka(spark, kafka, transactional):
     topic = unique_topic("spark-write")
     create_topic(kafka, NewTopic(topic, PARTITIONS, 1))
     data = [(f"k{i}", f"value {i}".encode(), i % PARTITIONS, [("n", str(i).encode())]) for i in range(3000)]
     df = spark.createDataFrame(data, "key string, value binary, partition int, "
                                      "headers array<struct<key: string, value: binary>>")
     (df.write.format("kcore").option("kafka.bootstrap.servers", kafka.bootstrap).option("topic", topic)
-     .mode("append").save())
-    got = consume(kafka.bootstrap, topic, 3000, partitions=range(PARTITIONS))
+     .option("kcore.transactional", transactional).mode("append").save())
+    if transactional == "true":  # commit markers take offsets: read up to the end offsets
+        got = consume_to_end(kafka.bootstrap, topic, partitions=range(PARTITIONS))
+    else:  # no markers: offsets are contiguous, as consume() checks
+        got = consume(kafka.bootstrap, topic, 3000, partitions=range(PARTITIONS))
     assert sorted((m.partition, m.key, m.value, m.headers) for m in got) == sorted(
         (p, k.encode(), v, (("n", h[0][1]),)) for k, v, p, h in data)
 
@@ -85,5 +89,5 @@ def test_the_readme_pipeline_counts_access_log_statuses_into_a_results_topic(spa
              .option("kafka.bootstrap.servers", kafka.bootstrap).option("topic", results)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
     assert query.awaitTermination(QUERY_TIMEOUT_S) and query.exception() is None
-    got = {m.key: m.value for m in consume(kafka.bootstrap, results, partitions=range(PARTITIONS))}
+    got = {m.key: m.value for m in consume_to_end(kafka.bootstrap, results, partitions=range(PARTITIONS))}
     assert got == {b"200": b"300", b"404": b"300", b"500": b"300"}

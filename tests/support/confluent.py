@@ -102,6 +102,40 @@ def consume(bootstrap: str, topic: str, expected_total: int | None = None,
         consumer.close()
 
 
+def consume_to_end(bootstrap: str, topic: str, partitions=range(PARTITIONS),
+                   isolation_level: str = "read_committed") -> list[Message]:
+    """Everything below each partition's end offset (the last stable offset
+    for read_committed), from offset 0. Done by position, never by count:
+    transaction markers and (read_committed) aborted records leave offsets
+    that no record comes for, and librdkafka moves its position past them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kcore-compat-assign-only",
+                         "enable.auto.commit": False, "isolation.level": isolation_level,
+                         "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                for p in partitions}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        position = {p: 0 for p in partitions}
+        messages = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while any(position[p] < ends[p] for p in partitions):
+            assert time.monotonic() < deadline, f"read stalled at {position}, end offsets {ends}"
+            for record in consumer.consume(10_000, 0.5):
+                partition, offset = record.partition(), record.offset()
+                if record.error():
+                    if record.error().code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(record.error())
+                    position[partition] = max(position[partition], offset)
+                    continue
+                position[partition] = offset + 1
+                if offset < ends[partition]:
+                    messages.append(received(partition, record.key(), record.value(), record.headers(),
+                                             record.timestamp()[1]))
+        return messages
+    finally:
+        consumer.close()
+
+
 def admin_client(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 

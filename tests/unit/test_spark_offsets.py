@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from kcore.spark import offsets
 from kcore.spark.offsets import DataLossError, OffsetRange
 from kcore.spark.options import OffsetLimit, OptionError, sink_options, source_options
+from kcore.spark.write import transactional_id
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "a,b"}
 
@@ -21,7 +22,16 @@ def test_options_take_sparks_names_case_insensitively():
     assert options.starting == OffsetLimit("offsets", offsets={("a", 0): 5, ("a", 1): -2})
     assert options.ending.kind == "latest"
     assert not options.fail_on_data_loss and options.include_headers and options.min_partitions == 8
-    assert options.client.kafka_params == {"bootstrap.servers": "127.0.0.1:9092", "fetch.max.bytes": "1048576"}
+    assert options.client.kafka_params == {"bootstrap.servers": "127.0.0.1:9092", "fetch.max.bytes": "1048576",
+                                           "isolation.level": "read_uncommitted"}
+
+
+def test_reads_are_read_uncommitted_as_in_spark_unless_kafka_isolation_level_says_otherwise():
+    assert source_options(BASE, streaming=False).client.kafka_params["isolation.level"] == "read_uncommitted"
+    committed = source_options({**BASE, "kafka.isolation.level": " READ_COMMITTED"}, streaming=True)
+    assert committed.client.kafka_params["isolation.level"] == "read_committed"
+    with pytest.raises(OptionError, match="read_uncommitted or read_committed"):
+        source_options({**BASE, "kafka.isolation.level": "serializable"}, streaming=False)
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -47,6 +57,21 @@ def test_sink_needs_brokers():
     with pytest.raises(OptionError, match="kafka.bootstrap.servers"):
         sink_options({"topic": "t"})
     assert sink_options({"kafka.bootstrap.servers": "h:1", "topic": " t "}).topic == "t"
+
+
+def test_sinks_are_transactional_unless_turned_off_and_take_an_id_prefix():
+    sink = {"kafka.bootstrap.servers": "h:1", "topic": "t"}
+    default = sink_options(sink)
+    assert default.transactional and default.transactional_id_prefix == "kcore-spark"
+    custom = sink_options({**sink, "kcore.transactional.id.prefix": "orders-etl", "KCORE.TRANSACTIONAL": "false"})
+    assert not custom.transactional and custom.transactional_id_prefix == "orders-etl"
+    assert transactional_id("orders-etl", "q-1", 3) == "orders-etl-q-1-3"
+    with pytest.raises(OptionError, match="kcore.transactional.id.prefix"):
+        sink_options({**sink, "kafka.transactional.id": "mine"})
+    with pytest.raises(OptionError, match="is empty"):
+        sink_options({**sink, "kcore.transactional.id.prefix": " "})
+    with pytest.raises(OptionError, match="true or false"):
+        sink_options({**sink, "kcore.transactional": "maybe"})
 
 
 def test_resolve_maps_earliest_latest_and_timestamps():
