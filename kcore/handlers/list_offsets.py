@@ -1,7 +1,8 @@
 """ListOffsets (key 2): earliest (-2), latest (-1) or by timestamp.
 
 Latest is the high watermark, or the last stable offset for
-read_committed (v2+), as in Kafka: a consumer never sees past either. Only
+read_committed (v2+), as in Kafka: a consumer never sees past either, and
+a timestamp lookup answers no offset at or past it. Only
 the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere); a leader elected so
 recently that its high watermark is still below what it held when elected
 answers OFFSET_NOT_AVAILABLE (KIP-207), so a consumer never sees the
@@ -13,7 +14,6 @@ from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
-LATEST = -1
 READ_COMMITTED = 1
 
 
@@ -46,10 +46,7 @@ def _lookup(broker, topic: str, item, read_committed: bool) -> dict:
     if partition.high_watermark_behind_epoch_start:
         result["error_code"] = ErrorCode.OFFSET_NOT_AVAILABLE
         return result
-    if item.timestamp == LATEST and read_committed:
-        result["offset"] = partition.last_stable_offset
-    else:
-        result["timestamp"], result["offset"] = partition.offset_for_timestamp(item.timestamp)
+    result["timestamp"], result["offset"] = partition.offset_for_timestamp(item.timestamp, read_committed)
     result["leader_epoch"] = partition.leader_epoch
     return result
 

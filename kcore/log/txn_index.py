@@ -71,6 +71,8 @@ class TransactionIndex:
 
     def collect(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
         """Entries whose aborted range overlaps [fetch_offset, upper_offset)."""
+        if upper_offset <= fetch_offset:
+            return []
         return [e for e in self.entries
                 if e.last_offset >= fetch_offset and e.first_offset < upper_offset]
 

@@ -707,19 +707,22 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
-        """ListOffsets: -1 latest (HW), -2 earliest, -3 the record with the
-        largest timestamp (KIP-734); else the first offset
-        whose timestamp is >= timestamp, or (-1, -1) when none is."""
+    def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
+        """ListOffsets: -1 latest (HW, or LSO for read_committed), -2
+        earliest, -3 the record with the largest timestamp (KIP-734); else
+        the first offset whose timestamp is >= timestamp, or (-1, -1) when
+        none is below the last fetchable offset (Kafka's
+        fetchOffsetForTimestamp: the LSO under read_committed)."""
+        fetchable = self.last_stable_offset if read_committed else self.high_watermark
         if timestamp == -1:
-            return -1, self.high_watermark
+            return -1, fetchable
         if timestamp == -2:
             return -1, self.log.log_start_offset
         if timestamp == MAX_TIMESTAMP:
             found = self.log.offset_of_max_timestamp()
         else:
             found = self.log.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= self.high_watermark:
+        if found is None or found[0] >= fetchable:
             return -1, -1
         offset, found_timestamp = found
         return found_timestamp, offset

@@ -40,6 +40,7 @@ from kcore.coordinator.txn.manager import (
 )
 from kcore.coordinator.txn.markers import MarkerSender, TxnMarker
 from kcore.coordinator.txn.metadata import (
+    LAST_FENCE_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TopicPartition,
@@ -290,11 +291,14 @@ class TransactionCoordinator:
 
     # -- timeouts and expiry -------------------------------------------------------------
     def abort_timed_out(self, now: int | None = None) -> int:
-        """Abort every Ongoing transaction past its timeout, fencing its producer."""
+        """Abort every Ongoing transaction past its timeout, fencing its
+        producer: at epochs 32765 and 32766 too (the fence takes the next
+        one, and the producer's next InitProducerId rotates its id), or the
+        transaction would stay open, and its partitions' LSO stuck."""
         count = 0
         for metadata in self.manager.timed_out(now_ms() if now is None else now):
-            if is_epoch_exhausted(metadata.producer_epoch + 1):
-                continue  # no epoch left to fence with; its next InitProducerId rotates the id
+            if metadata.producer_epoch >= LAST_FENCE_EPOCH:
+                continue  # never handed out, so never in a transaction
             transit = metadata.prepare_fence_producer_epoch()
             log.info("transactional id %r timed out after %d ms: aborting",
                      metadata.transactional_id, metadata.timeout_ms)

@@ -28,6 +28,9 @@ NO_PRODUCER_EPOCH = -1
 # Kafka's TransactionMetadata.isEpochExhausted: the last epoch is kept for
 # fencing (Short.MaxValue - 1), so a producer id lasts 32766 bumps.
 MAX_EPOCH = 32767 - 1
+# Short.MaxValue: a fence may bump up to it (never handed to a producer),
+# not past it.
+LAST_FENCE_EPOCH = 32767
 
 TopicPartition = tuple[str, int]
 
@@ -97,6 +100,8 @@ class TransactionMetadata:
     def prepare_fence_producer_epoch(self) -> TxnTransit:
         """Bump the epoch to fence the current producer before aborting its
         transaction; the new epoch is never handed to a client."""
+        if self.producer_epoch >= LAST_FENCE_EPOCH:
+            raise IllegalStateError(f"{self.transactional_id}: cannot fence epoch {self.producer_epoch}")
         epoch = self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
         return self._prepare(TransactionState.PREPARE_EPOCH_FENCE, producer_epoch=epoch,
                              last_producer_epoch=NO_PRODUCER_EPOCH)
