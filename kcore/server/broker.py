@@ -88,7 +88,10 @@ class Broker:
                               for listener in config.listeners() if listener.uses_ssl}
         self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
                                for listener in config.listeners() if listener.uses_sasl}
-        set_inter_broker_security(inter_broker_security(config))
+        if config["zookeeper.connect"] or managed_node_dir() is not None:
+            # Only brokers with peers log in anywhere (a single node never
+            # connects to itself), so only they need the inter-broker login.
+            set_inter_broker_security(inter_broker_security(config))
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
                              else ProducerIdManager(managed_node_dir() or self.data_dir))
