@@ -238,7 +238,9 @@ class Broker:
         host, port = self.config.advertised_address()
         return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"],
                           listener=self.config.inter_broker_listener().name,
-                          endpoints=tuple(self.config.advertised_endpoints()))
+                          endpoints=tuple(self.config.advertised_endpoints()),
+                          security_protocols=tuple((item.name, item.security_protocol)
+                                                   for item in self.config.listeners()))
 
     def _topic_overrides(self, topic: str) -> dict:
         info = self.controller.topic(topic)
