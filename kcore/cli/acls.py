@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kcore.cli.client_commands import DEFAULT_BOOTSTRAP, EXIT_ERROR, _client, _run
+from kcore.cli.client_commands import EXIT_ERROR, _client, _run, connection_arguments
 from kcore.client.acls import AclAdmin
 from kcore.security.acl import (
     CLUSTER_NAME,
@@ -47,8 +47,7 @@ def _operation(text: str) -> AclOperation:
 
 
 def add_parser(commands) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    common = connection_arguments()
     common.add_argument("--topic", action="append", default=[])
     common.add_argument("--group", action="append", default=[])
     common.add_argument("--transactional-id", action="append", default=[])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kcore.cli.client_commands import DEFAULT_BOOTSTRAP, EXIT_ERROR, _client, _run
+from kcore.cli.client_commands import EXIT_ERROR, _client, _run, connection_arguments
 from kcore.client.quotas import QuotaAdmin
 from kcore.security.quotas import CLIENT_ID, USER, QuotaEntity
 
@@ -34,8 +34,7 @@ class _Entity(argparse.Action):
 
 
 def add_parser(commands) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    common = connection_arguments()
     common.add_argument("--entity-type", dest="type", action=_Entity, choices=sorted(ENTITY_TYPES))
     common.add_argument("--entity-name", dest="name", action=_Entity)
     common.add_argument("--entity-default", dest="default", action=_Entity, nargs=0)

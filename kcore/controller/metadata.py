@@ -81,6 +81,8 @@ class BrokerInfo:
     # (listener name, host, port) of every advertised listener; host/port
     # above are those of ``listener``, the inter-broker one.
     endpoints: tuple[tuple[str, str, int], ...] = ()
+    # (listener name, security protocol), for ZooKeeper's registration.
+    security_protocols: tuple[tuple[str, str], ...] = ()
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """Where a client that came in on ``listener`` reaches this broker

@@ -105,7 +105,9 @@ def encode_broker(broker: BrokerInfo) -> bytes:
         # The inter-broker listener first: readers take it as the broker's address.
         "endpoints": [f"{listener}://{broker.host}:{broker.port}",
                       *(f"{name}://{host}:{port}" for name, host, port in others)],
-        "listener_security_protocol_map": {listener: "PLAINTEXT"},
+        "listener_security_protocol_map": {
+            name: dict(broker.security_protocols).get(name, "PLAINTEXT")
+            for name in [listener, *(e[0] for e in others)]},
         "rack": broker.rack, "features": {}, "timestamp": _now()})
 
 

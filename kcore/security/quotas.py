@@ -145,6 +145,8 @@ class ClientQuotas:
         """(quota, the rate's key) that applies, or None (unlimited)."""
         cache_key = (key, user, client_id)
         if cache_key not in self._resolved:
+            if len(self._resolved) >= MAX_RATES:  # bounded like the rates
+                self._resolved.clear()
             self._resolved[cache_key] = self._resolve(key, user, client_id)
         return self._resolved[cache_key]
 

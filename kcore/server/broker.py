@@ -103,8 +103,12 @@ class Broker:
                               for listener in config.listeners() if listener.uses_ssl}
         self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
                                for listener in config.listeners() if listener.uses_sasl}
-        broker_security = inter_broker_security(config)
-        set_inter_broker_security(broker_security)
+        broker_security = None
+        if config["zookeeper.connect"] or managed_node_dir() is not None:
+            # Only brokers with peers log in anywhere (a single node never
+            # connects to itself), so only they need the inter-broker login.
+            broker_security = inter_broker_security(config)
+            set_inter_broker_security(broker_security)
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
                              else ProducerIdManager(managed_node_dir() or self.data_dir))
@@ -265,7 +269,9 @@ class Broker:
         host, port = self.config.advertised_address()
         return BrokerInfo(self.config.broker_id, host, port, self.config["broker.rack"],
                           listener=self.config.inter_broker_listener().name,
-                          endpoints=tuple(self.config.advertised_endpoints()))
+                          endpoints=tuple(self.config.advertised_endpoints()),
+                          security_protocols=tuple((item.name, item.security_protocol)
+                                                   for item in self.config.listeners()))
 
     def _topic_overrides(self, topic: str) -> dict:
         info = self.controller.topic(topic)

@@ -46,3 +46,15 @@ def test_configs_controller_and_change_notifications():
     assert paths.decode_config_change(paths.encode_config_change("orders")) == "orders"
     assert paths.decode_config_change(b'{"version":2,"entity_path":"users/alice"}') is None
     assert paths.partition_state_path("t", 3) == "/brokers/topics/t/partitions/3/state"
+
+
+def test_broker_registration_names_every_listener_and_its_protocol():
+    broker = BrokerInfo(2, "10.0.0.8", 9094, listener="BROKERS",
+                        endpoints=(("CLIENTS", "kafka.example.com", 9093), ("BROKERS", "10.0.0.8", 9094)),
+                        security_protocols=(("CLIENTS", "SASL_SSL"), ("BROKERS", "SSL")))
+    value = json.loads(paths.encode_broker(broker))
+    assert value["endpoints"] == ["BROKERS://10.0.0.8:9094", "CLIENTS://kafka.example.com:9093"]
+    assert value["listener_security_protocol_map"] == {"BROKERS": "SSL", "CLIENTS": "SASL_SSL"}
+    decoded = paths.decode_broker(2, paths.encode_broker(broker), 5)
+    assert (decoded.host, decoded.port, decoded.listener) == ("10.0.0.8", 9094, "BROKERS")
+    assert decoded.endpoint("CLIENTS") == ("kafka.example.com", 9093)
