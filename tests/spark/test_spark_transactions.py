@@ -227,3 +227,19 @@ def test_a_failed_write_is_fenced_by_the_drivers_abort(kafka):
     assert len(consume_to_end(kafka.bootstrap, topic, [0], "read_uncommitted")) == 10
     with pytest.raises(KafkaException, match="FENCED"):
         dead.commit_transaction(10)
+
+
+def test_a_row_the_writer_refuses_aborts_the_tasks_transaction(spark, kafka):
+    """A null topic at row HELD_AT: writing the rows before it takes tens
+    of ms of Python, past librdkafka's linger (5 ms), so some were sent."""
+    topic = unique_topic("spark-txn-refused")
+    create_topic(kafka, NewTopic(topic, 1, 1))
+    df = spark.range(ROWS, numPartitions=1).selectExpr(
+        f"IF(id = {HELD_AT}, NULL, '{topic}') AS topic", "concat('r-', id) AS value")
+    with pytest.raises(Exception, match="null topic present"):
+        df.write.format("kcore").option("kafka.bootstrap.servers", kafka.bootstrap).mode("append").save()
+    assert consume_to_end(kafka.bootstrap, topic, [0]) == []
+    aborted = values(consume_to_end(kafka.bootstrap, topic, [0], "read_uncommitted"))
+    assert aborted and aborted == [f"r-{i}".encode() for i in range(len(aborted))]
+    # Aborted, not left open: nothing holds read_committed readers back.
+    assert end_offset(kafka, topic, "read_committed") == end_offset(kafka, topic, "read_uncommitted")
