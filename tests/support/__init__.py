@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -13,9 +14,37 @@ STARTUP_TIMEOUT_S = 30.0
 
 
 def free_port() -> int:
+    """A free loopback port below the kernel's ephemeral range: a port the
+    kernel hands out to outgoing connections can be taken by any client
+    between this pick and the broker's bind (seen: port + 1 of a
+    two-process node, taken by a test's own client connection)."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = _PORTS.randrange(FIRST_TEST_PORT, low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# System randomness: pytest-randomly reseeds `random` per test, which would
+# pick the same ports test after test.
+_PORTS = random.SystemRandom()
+FIRST_TEST_PORT = 10_000
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+            low = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, FIRST_TEST_PORT + 1000)
 
 
 def free_ports(count: int, attempts: int = 50) -> int:
