@@ -19,6 +19,13 @@ under ``API_TIMEOUT_S``.
     GET    /api/groups                                        list
     GET    /api/groups/G                                      members, offsets, lag, lag history
     POST   /api/groups/G/reset-offsets                        {"topic", "strategy", "value"?, "partitions"?, "execute"?}
+
+With an authorizer (``authorizer.class.name``), a call on a topic or a
+group is authorized as Kafka would authorize the request that does the
+same (CreateTopics, DeleteTopics, AlterConfigs, Fetch, OffsetCommit,
+Metadata, DescribeGroups), for ``User:ANONYMOUS`` at the caller's address:
+the HTTP listener authenticates nobody, so the console may do what an
+unauthenticated Kafka client may. A refusal is 403 with Kafka's error name.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ from kcore.console import groups, messages, overview, topics
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource
 from kcore.log.errors import LogError, OffsetOutOfRangeError
 from kcore.protocol.records import CorruptBatchError
+from kcore.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +75,67 @@ ROUTES = [
 ]
 
 
+# (method, route pattern) -> (operation, resource type, path parameter
+# naming the resource): what Kafka checks for the request doing the same.
+NEEDS: dict[tuple[str, str], tuple[AclOperation, ResourceType, str]] = {
+    ("GET", "/api/topics/{topic}"): (AclOperation.DESCRIBE, ResourceType.TOPIC, "topic"),
+    ("DELETE", "/api/topics/{topic}"): (AclOperation.DELETE, ResourceType.TOPIC, "topic"),
+    ("PUT", "/api/topics/{topic}/configs"): (AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, "topic"),
+    ("GET", "/api/topics/{topic}/partitions/{partition}/messages"):
+        (AclOperation.READ, ResourceType.TOPIC, "topic"),
+    ("GET", "/api/topics/{topic}/partitions/{partition}/search"):
+        (AclOperation.READ, ResourceType.TOPIC, "topic"),
+    ("GET", "/api/groups/{group}"): (AclOperation.DESCRIBE, ResourceType.GROUP, "group"),
+    ("POST", "/api/groups/{group}/reset-offsets"): (AclOperation.READ, ResourceType.GROUP, "group"),
+}
+CONSOLE_PRINCIPAL = "User:ANONYMOUS"
+_AUTHORIZATION_FAILED = {ResourceType.TOPIC: "TOPIC_AUTHORIZATION_FAILED",
+                         ResourceType.GROUP: "GROUP_AUTHORIZATION_FAILED",
+                         ResourceType.CLUSTER: "CLUSTER_AUTHORIZATION_FAILED"}
+_CHECKS = [(method, _route(method, pattern, lambda *_: None)[1], need)
+           for (method, pattern), need in NEEDS.items()]
+
+
+def _authorize(broker: ConsoleSource, host: str, method: str, path: str,
+               params: dict[str, str], body: Any) -> None:
+    """Raise 403 where Kafka would refuse the same request."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return
+    checks = [(op, kind, params[param]) for route_method, regex, (op, kind, param) in _CHECKS
+              if route_method == method and regex.fullmatch(path)]
+    if method == "POST" and path == "/api/topics":  # CREATE on the cluster or on the topic
+        name = body.get("name") if isinstance(body, dict) else None
+        if authorizer.authorize(CONSOLE_PRINCIPAL, host, AclOperation.CREATE, ResourceType.CLUSTER,
+                                "kafka-cluster"):
+            return
+        checks.append((AclOperation.CREATE, ResourceType.TOPIC, str(name)))
+    if method == "POST" and path.endswith("/reset-offsets") and isinstance(body, dict):
+        checks.append((AclOperation.READ, ResourceType.TOPIC, str(body.get("topic"))))
+    for op, kind, name in checks:
+        if not authorizer.authorize(CONSOLE_PRINCIPAL, host, op, kind, name):
+            raise ApiError(403, _AUTHORIZATION_FAILED[kind],
+                           f"{CONSOLE_PRINCIPAL} from {host or 'this address'} may not "
+                           f"{op.name} {kind.name.lower()} {name!r}")
+
+
+# List endpoint -> (its key, each item's name key, the resource type):
+# like Metadata and ListGroups, a list shows only what the caller may
+# DESCRIBE.
+_LISTS = {"/api/topics": ("topics", "name", ResourceType.TOPIC),
+          "/api/groups": ("groups", "group_id", ResourceType.GROUP)}
+
+
+def _describable(broker: ConsoleSource, host: str, path: str, result: dict) -> dict:
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return result
+    key, name_key, kind = _LISTS[path]
+    result[key] = [item for item in result[key] if authorizer.authorize(
+        CONSOLE_PRINCIPAL, host, AclOperation.DESCRIBE, kind, item[name_key])]
+    return result
+
+
 def _find(method: str, path: str) -> tuple[Endpoint, dict[str, str]]:
     allowed = False
     for route_method, regex, endpoint in ROUTES:
@@ -91,14 +160,17 @@ def _decode_body(raw: bytes) -> Any:
 
 
 async def dispatch(broker: ConsoleSource, method: str, path: str, query: dict[str, str],
-                   body: bytes) -> tuple[int, bytes]:
-    """(HTTP status, JSON bytes) for one console call."""
+                   body: bytes, host: str = "") -> tuple[int, bytes]:
+    """(HTTP status, JSON bytes) for one console call from ``host``."""
     try:
         endpoint, params = _find(method, path)
         request = ApiRequest(params, query, _decode_body(body) if method in ("POST", "PUT") else None)
+        _authorize(broker, host, method, path, params, request.body)
         result = endpoint(broker, request)
         if inspect.isawaitable(result):
             result = await asyncio.wait_for(result, API_TIMEOUT_S)
+        if method == "GET" and path in _LISTS:
+            result = _describable(broker, host, path, result)
         return 200, _json(result)
     except ApiError as exc:
         return exc.status, _json({"error": exc.error, "message": exc.message})

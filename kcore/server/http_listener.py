@@ -96,7 +96,9 @@ class HttpListeners:
         try:
             try:
                 method, target, body = await asyncio.wait_for(_read_request(reader), READ_TIMEOUT_S)
-                answer = await self._answer(method, target, body)
+                peer = writer.get_extra_info("peername")
+                host = peer[0] if isinstance(peer, tuple) else ""
+                answer = await self._answer(method, target, body, host)
             except BadRequest as exc:
                 answer = _response(exc.status, f"{exc}\n".encode())
             writer.write(answer)
@@ -106,11 +108,12 @@ class HttpListeners:
         finally:
             writer.close()
 
-    async def _answer(self, method: str, target: str, body: bytes) -> bytes:
+    async def _answer(self, method: str, target: str, body: bytes, host: str = "") -> bytes:
         path, _, query = target.partition("?")
         if path.startswith("/api/"):
             status, payload = await api.dispatch(self.broker, method, path,
-                                                 dict(parse_qsl(query, keep_blank_values=True)), body)
+                                                 dict(parse_qsl(query, keep_blank_values=True)), body,
+                                                 host)
             return _response(status, payload, JSON)
         if method not in ("GET", "HEAD"):
             return _response(405, b"only GET and HEAD here\n")
