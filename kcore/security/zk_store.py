@@ -110,6 +110,7 @@ class ZkSecurityStore:
         self._watches: list[Watch] = []
         self._seen = {ACL_CHANGES: -1, CONFIG_CHANGES: -1}
         self._reloading: asyncio.Task | None = None
+        self._stale = False
 
     async def start(self, on_change: OnChange) -> None:
         self._on_change = on_change
@@ -140,8 +141,20 @@ class ZkSecurityStore:
         if newest <= self._seen[path]:
             return
         self._seen[path] = newest
+        # A notification during a reload may name a change that reload read
+        # too early: read again after it (never drop a notification).
+        self._stale = True
         if self._reloading is None or self._reloading.done():
-            self._reloading = asyncio.get_running_loop().create_task(self._reload())
+            self._reloading = asyncio.get_running_loop().create_task(self._reload_while_stale())
+
+    async def _reload_while_stale(self) -> None:
+        while self._stale:
+            self._stale = False
+            try:
+                await self._reload()
+            except Exception:  # ZooKeeper unreachable: the next notification retries
+                log.exception("reloading ACLs and quotas from ZooKeeper failed")
+                return
 
     async def _reload(self) -> None:
         acls = await self._read_acls()
