@@ -49,15 +49,21 @@ class BrokerSender:
     def pending(self) -> int:
         return self._queue.qsize()
 
+    async def drained(self) -> None:
+        """Every request enqueued so far is answered."""
+        await self._queue.join()
+
     async def _run(self) -> None:
         while True:
             api_key, version, body, on_response = await self._queue.get()
-            response = await self._deliver(api_key, version, body)
-            if on_response is not None:
-                try:
+            try:
+                response = await self._deliver(api_key, version, body)
+                if on_response is not None:
                     on_response(response)
-                except Exception:
-                    log.exception("handling broker %d's answer failed", self.broker.broker_id)
+            except Exception:
+                log.exception("handling broker %d's answer failed", self.broker.broker_id)
+            finally:
+                self._queue.task_done()
 
     async def _deliver(self, api_key: int, version: int, body: dict) -> Any:
         while True:
@@ -103,6 +109,10 @@ class ControllerChannel:
         sender = self.senders.pop(broker_id, None)
         if sender is not None:
             sender.stop()
+
+    async def drained(self) -> None:
+        """Every live broker answered what was sent to it so far."""
+        await asyncio.gather(*(sender.drained() for sender in list(self.senders.values())))
 
     def send(self, broker_id: int, api_key: int, version: int, body: dict,
              on_response: ResponseCallback | None = None) -> None:

@@ -88,6 +88,14 @@ class NodeController:
         self._update_metadata(self.live - {broker_id}, owned)
         self._update_metadata({broker_id}, self.partition_states())
 
+    async def delivered(self) -> None:
+        """Every process holds what was sent to it so far (its partitions
+        and the node's brokers): before that, a process would answer
+        Metadata with no brokers, and librdkafka gives up on finding the
+        controller for its whole request timeout."""
+        if self.channel is not None:
+            await self.channel.drained()
+
     def process_down(self, broker_id: int) -> None:
         self.live.discard(broker_id)
         if self.channel is not None:

@@ -117,6 +117,8 @@ class Supervisor:
             if self.controller is not None:
                 self.controller.start()
             await asyncio.gather(*(self._start(spec) for spec in self.specs))
+            if self.controller is not None:
+                await self._wait_delivered()
         except (StartupError, OSError) as exc:
             print(f"kcore broker: cannot start: {exc}", file=sys.stderr)
             await self._stop_all()
@@ -177,6 +179,14 @@ class Supervisor:
         await self._wait_listening(spec)
         if self.controller is not None:
             self.controller.process_up(spec.info.broker_id)
+
+    async def _wait_delivered(self) -> None:
+        assert self.controller is not None
+        try:
+            await asyncio.wait_for(self.controller.delivered(), STARTUP_TIMEOUT_S)
+        except TimeoutError:
+            raise StartupError(f"the broker processes did not take the node's metadata within "
+                               f"{STARTUP_TIMEOUT_S:g} s") from None
 
     async def _wait_listening(self, spec: ProcessSpec) -> None:
         loop = asyncio.get_running_loop()
