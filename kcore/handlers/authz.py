@@ -37,6 +37,17 @@ def allowed_on_cluster(broker: BrokerFacade, context, op: AclOperation) -> bool:
     return allowed(broker, context, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
+def acl_admin_refusal(broker: BrokerFacade, context,
+                      op: AclOperation) -> tuple[int, str | None] | None:
+    """Why CreateAcls / DeleteAcls (ALTER) or DescribeAcls (DESCRIBE on
+    the cluster) is refused as a whole, as (code, message); None: it is not."""
+    if broker.authorizer is None:
+        return ErrorCode.SECURITY_DISABLED, "no authorizer is configured"
+    if not allowed_on_cluster(broker, context, op):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+    return None
+
+
 def topic_allowed(broker: BrokerFacade, context, op: AclOperation, topic: str) -> bool:
     return allowed(broker, context, op, ResourceType.TOPIC, topic)
 

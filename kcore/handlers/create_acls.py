@@ -9,7 +9,7 @@ gets INVALID_REQUEST with the reason; the others are stored.
 """
 from __future__ import annotations
 
-from kcore.handlers.authz import allowed_on_cluster
+from kcore.handlers.authz import acl_admin_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import (
@@ -24,9 +24,9 @@ from kcore.security.acl import (
 
 async def handle(broker: BrokerFacade, context, request):
     creations = request.body.creations
-    code = _refusal(broker, context)
-    if code is not None:
-        return _answer([(code, None)] * len(creations))
+    refusal = acl_admin_refusal(broker, context, AclOperation.ALTER)
+    if refusal is not None:
+        return _answer([(refusal[0], None)] * len(creations))
     authorizer = broker.authorizer
     assert authorizer is not None
     bindings = [AclBinding(resource_type(c.resource_type), c.resource_name,
@@ -39,14 +39,6 @@ async def handle(broker: BrokerFacade, context, request):
         await broker.security_store.change_acls(valid, ())
     return _answer([(ErrorCode.NONE, None) if error is None else (ErrorCode.INVALID_REQUEST, error)
                     for error in errors])
-
-
-def _refusal(broker: BrokerFacade, context) -> int | None:
-    if broker.authorizer is None:
-        return ErrorCode.SECURITY_DISABLED
-    if not allowed_on_cluster(broker, context, AclOperation.ALTER):
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    return None
 
 
 def _answer(results: list[tuple[int, str | None]]) -> dict:

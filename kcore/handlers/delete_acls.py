@@ -8,7 +8,7 @@ and removes nothing.
 """
 from __future__ import annotations
 
-from kcore.handlers.authz import allowed_on_cluster
+from kcore.handlers.authz import acl_admin_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import (
@@ -23,12 +23,11 @@ from kcore.security.acl import (
 
 async def handle(broker: BrokerFacade, context, request):
     filters = request.body.filters
+    refusal = acl_admin_refusal(broker, context, AclOperation.ALTER)
+    if refusal is not None:
+        return _answer([_failed(*refusal) for _ in filters])
     authorizer = broker.authorizer
-    if authorizer is None:
-        return _answer([_failed(ErrorCode.SECURITY_DISABLED, "no authorizer is configured")
-                        for _ in filters])
-    if not allowed_on_cluster(broker, context, AclOperation.ALTER):
-        return _answer([_failed(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) for _ in filters])
+    assert authorizer is not None
     parsed = [AclFilter(resource_type(f.resource_type_filter), f.resource_name_filter,
                         pattern_type(f.pattern_type_filter), f.principal_filter, f.host_filter,
                         operation(f.operation), permission(f.permission_type))

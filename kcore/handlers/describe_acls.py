@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kcore.handlers.authz import allowed_on_cluster
+from kcore.handlers.authz import acl_admin_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import (
@@ -25,11 +25,11 @@ from kcore.security.acl import (
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
+    refusal = acl_admin_refusal(broker, context, AclOperation.DESCRIBE)
+    if refusal is not None:
+        return _error(*refusal)
     authorizer = broker.authorizer
-    if authorizer is None:
-        return _error(ErrorCode.SECURITY_DISABLED, "no authorizer is configured")
-    if not allowed_on_cluster(broker, context, AclOperation.DESCRIBE):
-        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+    assert authorizer is not None
     acl_filter = AclFilter(resource_type(body.resource_type_filter), body.resource_name_filter,
                            pattern_type(body.pattern_type_filter), body.principal_filter,
                            body.host_filter, operation(body.operation),

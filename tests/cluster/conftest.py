@@ -7,17 +7,7 @@ no state, paused process or stopped member leaks into the next test.
 import pytest
 
 from tests.support.cluster import Cluster
-from tests.support.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
-
-
-@pytest.fixture
-def zookeeper(tmp_path):
-    """A standalone ZooKeeperServer, serving."""
-    server = ZooKeeperServer(tmp_path / "zookeeper")
-    try:
-        yield server.start()
-    finally:
-        server.kill()
+from tests.support.zookeeper import ZooKeeperEnsemble
 
 
 @pytest.fixture

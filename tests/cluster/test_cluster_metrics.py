@@ -4,14 +4,11 @@ under-min-ISR partitions, and the bytes sent to followers, as the
 leaders count them. A real ZooKeeper, confluent-kafka as the client."""
 from __future__ import annotations
 
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
-
 from tests.support import free_port
 from tests.support.cluster import Cluster
 from tests.support.compat import make_messages
 from tests.support.confluent import produce
+from tests.support.metrics import scrape
 
 TOPIC = "watched"
 PARTITIONS = 2
@@ -21,14 +18,8 @@ PARTITIONS = 2
 SESSION_TIMEOUT_MS = "60000"
 
 
-def scrape(port: int) -> dict[tuple[str, tuple], float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
 def total(ports: dict[int, int], name: str, labels: tuple = ()) -> float:
-    return sum(scrape(port).get((name, labels), 0.0) for port in ports.values())
+    return sum(scrape(f"http://127.0.0.1:{port}").get((name, labels), 0.0) for port in ports.values())
 
 
 def test_isr_changes_and_under_replicated_partitions_are_counted(tmp_path, zookeeper):

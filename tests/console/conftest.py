@@ -154,7 +154,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (Debian package `chromium`, which `make system-deps` installs)")
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (make system-deps)")
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import free_port
 from tests.support.compat import make_messages, unique_topic
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client, consume, produce
+from tests.support.metrics import scrape
 
 PARTITIONS = 4
 COUNT = 4000
@@ -38,9 +37,7 @@ def scraped(tmp_path_factory):
     consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in COMMITTED.items()], asynchronous=False)
     consumer.close()
     url = f"http://127.0.0.1:{http_port}"
-    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(text) for s in family.samples}
+    samples = scrape(url)
     yield topic, samples, broker, url
     broker.kill()
 

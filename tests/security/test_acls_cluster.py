@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from confluent_kafka.admin import AclOperation, AdminClient, ResourceType
 from kazoo.client import KazooClient
 
@@ -20,16 +19,6 @@ from tests.support.acls import ANONYMOUS, every_acl, grant
 from tests.support.cluster import Cluster
 from tests.support.compat import wait_until
 from tests.support.wire import WireClient, batch, produce_body
-from tests.support.zookeeper import ZooKeeperServer
-
-
-@pytest.fixture
-def zookeeper(tmp_path):
-    server = ZooKeeperServer(tmp_path / "zookeeper")
-    try:
-        yield server.start()
-    finally:
-        server.kill()
 
 
 def start_cluster(tmp_path, zookeeper, overrides: dict[str, str]) -> Cluster:

@@ -22,11 +22,9 @@ from confluent_kafka.admin import (
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 
-from tests.security.test_quotas import kcore_quotas
 from tests.support import BrokerProcess, free_port
-from tests.support.acls import ADMIN_TIMEOUT_S
+from tests.support.acls import ADMIN_TIMEOUT_S, kcore_quotas
 from tests.support.cluster import Cluster
-from tests.support.zookeeper import ZooKeeperServer
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret",
              "broker": "broker-secret"}
@@ -233,15 +231,6 @@ def eventually(condition, what: str, timeout_s: float = 30.0) -> None:
             pass
         assert time.monotonic() < deadline, f"not within {timeout_s:g} s: {what}"
         time.sleep(0.2)
-
-
-@pytest.fixture
-def zookeeper(tmp_path):
-    server = ZooKeeperServer(tmp_path / "zookeeper")
-    try:
-        yield server.start()
-    finally:
-        server.kill()
 
 
 def test_a_cluster_whose_brokers_log_in_enforces_acls(tmp_path, zookeeper):

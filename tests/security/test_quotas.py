@@ -4,25 +4,18 @@ client ids on the same broker are not; quotas survive restarts; bad
 entities are refused with INVALID_REQUEST."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from tests.support.acls import kcore_quotas
 from tests.support.wire import WireClient, create_topic
 
 QUOTA = 1024 * 1024  # bytes per second
 WINDOW_S = 5.0
 VALUE = b"x" * 10_000
-
-
-def kcore_quotas(broker, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "quotas", *args,
-                           "--bootstrap-server", broker.bootstrap],
-                          capture_output=True, text=True, timeout=60)
 
 
 def set_quota(broker, entity: list[str], config: str) -> None:

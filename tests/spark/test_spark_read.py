@@ -10,22 +10,11 @@ from confluent_kafka.admin import NewTopic
 
 from tests.support import free_port
 from tests.support.compat import make_messages, unique_topic, wait_until
-from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client, new_consumer, produce
+from tests.support.confluent import new_consumer, produce
+from tests.support.spark import create_topic, read
 
 PARTITIONS = 8
 COUNT = 100_000
-
-
-def create_topic(kafka, new_topic: NewTopic) -> None:
-    admin = admin_client(kafka.bootstrap)  # alive until the result is in
-    admin.create_topics([new_topic])[new_topic.topic].result(ADMIN_TIMEOUT_S)
-
-
-def read(spark, kafka, **options):
-    reader = spark.read.format("kcore").option("kafka.bootstrap.servers", kafka.bootstrap)
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
 
 
 @pytest.fixture(scope="module")

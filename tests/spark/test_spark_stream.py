@@ -6,22 +6,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from tests.spark.test_spark_read import create_topic
 from tests.support.compat import make_messages, unique_topic
 from tests.support.confluent import consume, consume_to_end, produce
+from tests.support.spark import QUERY_TIMEOUT_S, create_topic, stream
 
 PARTITIONS = 4
-QUERY_TIMEOUT_S = 120
-
-
-def stream(spark, kafka, topic: str, **options):
-    reader = (spark.readStream.format("kcore").option("kafka.bootstrap.servers", kafka.bootstrap)
-              .option("subscribe", topic))
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
-
-
 def run_available_now(df, sink_dir, checkpoint) -> list:
     query = (df.writeStream.format("parquet").option("path", str(sink_dir))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())

@@ -26,9 +26,9 @@ from confluent_kafka.admin import NewTopic
 from kcore.spark.options import sink_options
 from kcore.spark.source import KcoreBatchWriter
 from kcore.spark.write import WriteCommit, transactional_id
-from tests.spark.test_spark_read import create_topic, read
 from tests.support.compat import unique_topic, wait_until
 from tests.support.confluent import consume_to_end
+from tests.support.spark import create_topic, read
 
 ROWS = 20_000
 # Where the task is held: Spark passes the writer's input on in 64 KiB

@@ -13,10 +13,9 @@ import pytest
 from confluent_kafka.admin import NewTopic
 from pyspark.errors import StreamingQueryException
 
-from tests.spark.test_spark_read import create_topic
-from tests.spark.test_spark_stream import QUERY_TIMEOUT_S, stream
 from tests.support.compat import make_messages, unique_topic
 from tests.support.confluent import consume_to_end, produce
+from tests.support.spark import QUERY_TIMEOUT_S, create_topic, stream
 
 COUNT = 1000
 PER_TRIGGER = 500  # maxOffsetsPerTrigger: micro-batches of offsets [0, 500) and [500, 1000)

@@ -9,6 +9,8 @@ super users: what the test then grants is all ANONYMOUS may do.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer
@@ -91,3 +93,10 @@ def consume_error_or_message(bootstrap: str, topic: str, group: str, timeout_s: 
         raise AssertionError(f"nothing from {topic} in {timeout_s:g} s")
     finally:
         consumer.close()
+
+
+def kcore_quotas(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess:
+    """`kcore quotas ARGS` against ``broker``."""
+    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "quotas", *args,
+                           "--bootstrap-server", broker.bootstrap],
+                          capture_output=True, text=True, timeout=60)

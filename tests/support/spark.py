@@ -10,6 +10,12 @@ from __future__ import annotations
 import os
 import sys
 
+from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
+
+# A streaming query of the tests finishes well within this, even with the
+# Python workers starting cold.
+QUERY_TIMEOUT_S = 120
+
 
 def spark_session():
     from pyspark.sql import SparkSession
@@ -22,3 +28,25 @@ def spark_session():
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     return session
+
+
+def create_topic(kafka, new_topic) -> None:
+    admin = admin_client(kafka.bootstrap)  # alive until the result is in
+    admin.create_topics([new_topic])[new_topic.topic].result(ADMIN_TIMEOUT_S)
+
+
+def read(spark, kafka, **options):
+    """A batch read of the "kcore" source with these options."""
+    reader = spark.read.format("kcore").option("kafka.bootstrap.servers", kafka.bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def stream(spark, kafka, topic: str, **options):
+    """A streaming read of ``topic`` through the "kcore" source."""
+    reader = (spark.readStream.format("kcore").option("kafka.bootstrap.servers", kafka.bootstrap)
+              .option("subscribe", topic))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
