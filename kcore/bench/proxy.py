@@ -49,8 +49,12 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             if rate_bytes_s:
                 link_free = max(link_free, now) + len(data) / rate_bytes_s
                 due = max(due, link_free)
-            if due > now:
+            # A timer may fire up to a clock tick early (uvloop rounds to
+            # 1 ms): sleep again until the due time has really passed, so
+            # the proxy never adds less than its delay.
+            while due > now:
                 await asyncio.sleep(due - now)
+                now = time.monotonic()
             writer.write(data)
             await writer.drain()
 
