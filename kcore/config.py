@@ -95,6 +95,14 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _buffer_bytes(text: str) -> int:
+    """A socket buffer size: -1 (the OS default) or a positive byte count."""
+    value = int(text.strip())
+    if value != -1 and value < 1:
+        raise ValueError("must be -1 (the OS default) or >= 1")
+    return value
+
+
 def _processes(text: str) -> int | str:
     value = text.strip()
     if value == "auto":
@@ -297,8 +305,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "zstd level of batches the broker recompresses."),
     _key("socket.request.max.bytes", _at_least(1), 104857600,
          "Largest request frame; a larger size prefix closes the connection."),
-    _key("socket.send.buffer.bytes", int, 102400, "SO_SNDBUF of client connections; -1 keeps the OS default."),
-    _key("socket.receive.buffer.bytes", int, 102400, "SO_RCVBUF of client connections; -1 keeps the OS default."),
+    _key("socket.send.buffer.bytes", _buffer_bytes, 102400,
+         "SO_SNDBUF of client connections; -1 keeps the OS default (and its autotuning)."),
+    _key("socket.receive.buffer.bytes", _buffer_bytes, 102400,
+         "SO_RCVBUF of client connections; -1 keeps the OS default (and its autotuning)."),
     _key("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
     _key("queued.max.requests", _at_least(1), 500, "Requests read ahead on one connection before reading pauses."),
     _key("fetch.max.bytes", _at_least(1024), 57671680, "Upper bound on a fetch response's data."),

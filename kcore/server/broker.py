@@ -53,6 +53,7 @@ from kcore.server.http_listener import HttpListeners
 from kcore.server.limits import check_open_file_room, raise_open_file_limit
 from kcore.server.sasl import AuthFailures, SaslSettings
 from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
+from kcore.server.sockets import apply_buffer_sizes
 from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
@@ -175,6 +176,8 @@ class Broker:
                 lambda name=name: self._new_connection(name), listener.host or None, listener.port,
                 reuse_address=True, backlog=1024, ssl=self._ssl_contexts.get(name),
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if listener.uses_ssl else None)
+            apply_buffer_sizes(server.sockets, self.config["socket.send.buffer.bytes"],
+                               self.config["socket.receive.buffer.bytes"])
             self._servers.append(server)
             log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
                      listener.security_protocol)
