@@ -47,7 +47,7 @@ from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
 from kcore.security.store import LocalSecurityStore, QuotaConfigs, SecurityStore
 from kcore.security.zk_store import ZkSecurityStore
-from kcore.server import request_quota
+from kcore.server import idle, request_quota
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.limits import check_open_file_room, raise_open_file_limit
@@ -186,6 +186,7 @@ class Broker:
             self.history.sample()  # the zero the first second's rates start from
             self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self.history.sample)))
         await self.controller.register()
+        self._start_idle_sweep(loop)
         self._tasks.append(loop.create_task(self._every(
             self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))
         self._tasks.append(loop.create_task(self._every(
@@ -329,7 +330,8 @@ class Broker:
                                      self.config["socket.request.max.bytes"],
                                      next(self._connection_ids), self._connections.discard,
                                      self._request_observer(),
-                                     sasl=(settings, self._auth_failures) if settings else None)
+                                     sasl=(settings, self._auth_failures) if settings else None,
+                                     max_in_flight=self.config["queued.max.requests"])
         self._connections.add(connection)
         created = self.stats.connections_created
         created[listener] = created.get(listener, 0) + 1
@@ -401,6 +403,13 @@ class Broker:
             return await request_quota.run_timed(self.quotas, context, request,
                                                  handler(self, context, request))
         return await handler(self, context, request)
+
+    def _start_idle_sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        max_idle_ms = self.config["connections.max.idle.ms"]
+        interval_s = idle.sweep_interval_s(max_idle_ms)
+        if interval_s is not None:
+            self._tasks.append(loop.create_task(self._every(
+                interval_s, lambda: idle.close_idle(list(self._connections), max_idle_ms))))
 
     async def _every(self, interval_s: float, action) -> None:
         while True:

@@ -52,7 +52,8 @@ from kcore.server.security import tls_principal
 
 log = logging.getLogger(__name__)
 
-# Reading pauses while this many responses are pending on one connection.
+# Reading pauses while this many responses are pending on one connection
+# (queued.max.requests, whose default this is).
 MAX_IN_FLIGHT = 500
 IN_MEMORY = (bytes, bytearray, memoryview)  # response chunks written as they are
 # A file slice on a TLS connection is copied in pieces of this size: 256 KiB
@@ -89,8 +90,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, dispatch: Dispatch, listener: str, max_request_bytes: int,
                  connection_id: int, on_close: Callable[[KafkaConnection], None],
                  observe: Observe | None = None,
-                 sasl: tuple[SaslSettings, AuthFailures] | None = None):
+                 sasl: tuple[SaslSettings, AuthFailures] | None = None,
+                 max_in_flight: int = MAX_IN_FLIGHT):
         self._dispatch = dispatch
+        self._max_in_flight = max_in_flight
+        # When bytes last came in or went out (connections.max.idle.ms).
+        self.last_active = time.monotonic()
         self._max_request_bytes = max_request_bytes
         self._sasl_config = sasl
         self._sasl: SaslAuthenticator | None = None  # set until the exchange completes
@@ -150,6 +155,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self._frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         try:
             frames = self._frames.buffer_updated(nbytes)
         except FrameSizeError as exc:
@@ -223,7 +229,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         future = loop.create_task(self._handle(request, size))
         self._pending.append(future)
         self._wake_sender()
-        if len(self._pending) >= MAX_IN_FLIGHT and not self._reading_paused:
+        if len(self._pending) >= self._max_in_flight and not self._reading_paused:
             self._reading_paused = True
             if self._muted is None:
                 self._open_transport.pause_reading()
@@ -341,6 +347,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     if all(isinstance(chunk, IN_MEMORY) for chunk in chunks):
                         chunks = self._with_ready_responses(list(chunks))
                     await self._write_chunks(chunks)
+                    self.last_active = time.monotonic()
                 if future is self._close_after:  # a refused authentication, once answered
                     self.close()
                     return
@@ -350,7 +357,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     context.mute_ms = 0
                 elif self._held and self._muted is None and not self._pending:
                     self._release_held()
-                if self._reading_paused and len(self._pending) < MAX_IN_FLIGHT // 2:
+                if self._reading_paused and len(self._pending) < self._max_in_flight // 2:
                     self._reading_paused = False
                     if self._muted is None:
                         self._open_transport.resume_reading()
@@ -500,6 +507,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 pass
             os.close(self._poll_fd)
             self._poll_fd = -1
+
+    def idle_s(self, now: float) -> float:
+        """Seconds without traffic; 0 while a request waits for its answer
+        (a long-poll fetch is not idleness)."""
+        return 0.0 if self._pending else now - self.last_active
 
     def close(self) -> None:
         if not self._closed and self._transport is not None:

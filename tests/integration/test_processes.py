@@ -185,6 +185,20 @@ def test_a_config_change_from_any_process_reaches_the_partition_owners(tmp_path)
         supervisor.kill()
 
 
+def test_processes_that_closed_each_others_idle_connections_still_agree(tmp_path):
+    """connections.max.idle.ms closes the node's own channels between
+    processes too; the next controller request reconnects."""
+    supervisor = node(tmp_path, 2, **{"connections.max.idle.ms": "1000"}).start()
+    try:
+        time.sleep(3)  # past the limit: the processes' channels are closed by now
+        admin = AdminClient({"bootstrap.servers": supervisor.bootstrap})
+        admin.create_topics([NewTopic("late", PARTITIONS, 1)])["late"].result(30)
+        assert produce(supervisor.bootstrap, "late", 100) == []
+        assert sorted(read_all(supervisor.bootstrap, "late", 100)) == list(range(100))
+    finally:
+        supervisor.kill()
+
+
 def test_changing_the_process_count_keeps_every_partition(tmp_path):
     first = node(tmp_path, 1).start()
     assert produce(first.bootstrap, "kept", 2000) == []
