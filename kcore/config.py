@@ -194,6 +194,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("http.listeners", _http_listeners, ["http://127.0.0.1:9644"],
          "Addresses serving /metrics (Prometheus text format) and the web console (/, /api/), comma "
          "separated; empty disables."),
+    _key("http.allowed.hosts", _list, [],
+         "Host names the web console answers besides IP addresses, localhost, this machine's name "
+         "and the listeners' hosts (kcore's own setting; * allows any, which gives up the guard "
+         "against DNS rebinding)."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,

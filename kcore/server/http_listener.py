@@ -31,9 +31,10 @@ from urllib.parse import parse_qsl
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 
-from kcore.config import split_http_listener
+from kcore.config import split_http_listener, split_listener
 from kcore.console import api
 from kcore.console.base import ConsoleSource
+from kcore.server.http_hosts import AllowedHosts
 from kcore.server.metrics import BrokerCollector, MetricsSource
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,10 @@ class HttpListeners:
         ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, process_resident_memory_bytes
         self._servers: list[asyncio.Server] = []
         self._static: dict[str, bytes] = {}
+        config = broker.config
+        own = [split_http_listener(item)[0] for item in config["http.listeners"]]
+        own += [split_listener(item)[1] for item in config["listeners"] + (config["advertised.listeners"] or [])]
+        self.allowed_hosts = AllowedHosts(config["http.allowed.hosts"], own)
 
     async def start(self, listeners: list[str]) -> None:
         for item in listeners:
@@ -95,10 +100,10 @@ class HttpListeners:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             try:
-                method, target, body = await asyncio.wait_for(_read_request(reader), READ_TIMEOUT_S)
+                method, target, headers, body = await asyncio.wait_for(_read_request(reader), READ_TIMEOUT_S)
                 peer = writer.get_extra_info("peername")
                 host = peer[0] if isinstance(peer, tuple) else ""
-                answer = await self._answer(method, target, body, host)
+                answer = await self._answer(method, target, body, host, headers.get("host"))
             except BadRequest as exc:
                 answer = _response(exc.status, f"{exc}\n".encode())
             writer.write(answer)
@@ -108,8 +113,12 @@ class HttpListeners:
         finally:
             writer.close()
 
-    async def _answer(self, method: str, target: str, body: bytes, host: str = "") -> bytes:
+    async def _answer(self, method: str, target: str, body: bytes, host: str = "",
+                      host_header: str | None = None) -> bytes:
         path, _, query = target.partition("?")
+        if path != "/metrics" and not self.allowed_hosts.allows(host_header):
+            return _response(403, f"Host {host_header!r} is not a name of this broker: add it to "
+                                  f"http.allowed.hosts to reach the console by it\n".encode())
         if path.startswith("/api/"):
             status, payload = await api.dispatch(self.broker, method, path,
                                                  dict(parse_qsl(query, keep_blank_values=True)), body,
@@ -138,9 +147,9 @@ class HttpListeners:
         return _response(200, data if method == "GET" else b"", content_type, len(data))
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
     method, target, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
-    return method, target, await _read_body(reader, method, headers)
+    return method, target, headers, await _read_body(reader, method, headers)
 
 
 def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
