@@ -15,6 +15,7 @@ from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:  # history.py reads the coordinator through this module's facade
+    from kcore.console.end_offsets import RemoteEndOffsets
     from kcore.console.history import ConsoleHistory
 
 
@@ -35,6 +36,8 @@ class ConsoleSource(BrokerFacade, Protocol):
 
     @property
     def history(self) -> ConsoleHistory: ...
+    @property
+    def end_offsets(self) -> RemoteEndOffsets: ...
     @property
     def started_at(self) -> float: ...
 

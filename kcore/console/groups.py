@@ -67,7 +67,7 @@ def _group(broker: ConsoleSource, group_id: str):
     return group
 
 
-def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
+async def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
     group_id = request.params["group"]
     group = _group(broker, group_id)
     stable = group.is_state(GroupState.STABLE)
@@ -82,10 +82,11 @@ def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
                         "assignment": [list(tp) for tp in sorted(assigned)]})
     offsets = []
     partitions = sorted(set(group.offsets) | set(owners))
-    for topic, index in partitions[:MAX_GROUP_PARTITIONS]:
+    shown = partitions[:MAX_GROUP_PARTITIONS]
+    await broker.end_offsets.fetch(shown)  # those led elsewhere, from their leaders
+    for topic, index in shown:
         committed = group.offsets.get((topic, index))
-        partition = broker.replica_manager.get(topic, index)
-        end = partition.high_watermark if partition is not None and partition.is_leader else None
+        end = broker.history.end_offset((topic, index))
         offsets.append({"topic": topic, "partition": index,
                         "committed_offset": committed.offset if committed else None,
                         "end_offset": end,

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kcore.console.end_offsets import RemoteEndOffsets
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.metrics import BrokerStats
 from kcore.replication.replica_manager import ReplicaManager
@@ -46,8 +47,11 @@ Snapshot = dict[str, tuple[int, int, int]]  # topic -> (bytes_in, bytes_out, mes
 
 class ConsoleHistory:
     def __init__(self, stats: BrokerStats, replica_manager: ReplicaManager, groups: GroupCoordinator,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, remote: RemoteEndOffsets | None = None):
         self.stats = stats
+        # End offsets of partitions led elsewhere (a cluster, a node of
+        # several processes), as last fetched from their leaders.
+        self.remote = remote
         self.replica_manager = replica_manager
         self.groups = groups
         self.clock = clock
@@ -75,15 +79,39 @@ class ConsoleHistory:
                     continue
                 series = self.lag[group_id] = deque(maxlen=HISTORY_POINTS)
             series.append((now, self.group_lag(group.offsets)))
+        if self.remote is not None:
+            self.remote.refresh_in_background(self._led_elsewhere())
+
+    def _led_elsewhere(self) -> list[tuple[str, int]]:
+        """The tracked groups' partitions that no replica here leads."""
+        wanted = set()
+        for group_id in self.lag:
+            group = self.groups.groups.get(group_id)
+            for key in group.offsets if group is not None else ():
+                if not self._led_here(key):
+                    wanted.add(key)
+        return sorted(wanted)
+
+    def _led_here(self, key: tuple[str, int]) -> bool:
+        partition = self.replica_manager.get(*key)
+        return partition is not None and partition.is_leader
+
+    def end_offset(self, key: tuple[str, int]) -> int | None:
+        """The high watermark here if this broker leads the partition, else
+        the last one its leader gave (None: not known)."""
+        partition = self.replica_manager.get(*key)
+        if partition is not None and partition.is_leader:
+            return partition.high_watermark
+        return self.remote.cached(key) if self.remote is not None else None
 
     def group_lag(self, offsets) -> int:
         """High watermark minus committed offset, summed over the group's
-        partitions led here (the lag /metrics exports)."""
+        partitions whose end offset is known here (see end_offset)."""
         total = 0
-        for (topic, index), value in offsets.items():
-            partition = self.replica_manager.get(topic, index)
-            if partition is not None and partition.is_leader:
-                total += max(partition.high_watermark - value.offset, 0)
+        for key, value in offsets.items():
+            end = self.end_offset(key)
+            if end is not None:
+                total += max(end - value.offset, 0)
         return total
 
     # -- reads -----------------------------------------------------------------------------

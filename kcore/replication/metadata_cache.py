@@ -50,6 +50,11 @@ class MetadataCache:
     def broker(self, broker_id: int) -> BrokerInfo | None:
         return self.brokers.get(broker_id)
 
+    def address_of(self, broker_id: int) -> tuple[str, int] | None:
+        """Where a live broker takes inter-broker requests, or None."""
+        broker = self.brokers.get(broker_id)
+        return None if broker is None else (broker.host, broker.port)
+
     def leader_of(self, topic: str, partition: int) -> BrokerInfo | None:
         """The live leader's address, or None (unknown partition, no leader,
         leader not live)."""

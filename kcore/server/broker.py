@@ -19,6 +19,7 @@ from pathlib import Path
 from kcore import protocol
 from kcore.client.inter_broker import set_inter_broker_security
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
+from kcore.console.end_offsets import RemoteEndOffsets
 from kcore.console.history import SAMPLE_INTERVAL_S, ConsoleHistory
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
@@ -123,7 +124,9 @@ class Broker:
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
         # The console's charts: the counters above, sampled (console/history.py).
-        self.history = ConsoleHistory(self.stats, self.replica_manager, self.group_coordinator)
+        self.end_offsets = RemoteEndOffsets(config.broker_id, self.replica_manager.metadata_cache)
+        self.history = ConsoleHistory(self.stats, self.replica_manager, self.group_coordinator,
+                                      remote=self.end_offsets)
         self.http = HttpListeners(self)
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
@@ -298,6 +301,7 @@ class Broker:
         for server in self._servers:
             server.close()
         self.http.close()
+        self.end_offsets.close()
         for connection in list(self._connections):
             connection.close()
         for task in self._tasks:

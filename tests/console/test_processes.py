@@ -1,14 +1,16 @@
 """The console of a node of two broker processes (num.processes=2): each
 process serves its own console on its http port (port + i), lists both
 processes, shows the partitions it holds, and answers for a group it does
-not coordinate with the process that does."""
+not coordinate with the process that does, with the lag of every
+partition, those the other process leads included."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from tests.console.conftest import HTTP_TIMEOUT_S
@@ -17,6 +19,9 @@ from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
 
 PARTITIONS = 4
 GROUPS = [f"console-group-{i}" for i in range(8)]
+PER_PARTITION = 3
+# The lag history renews end offsets from other leaders every 5 s.
+LAG_WAIT_S = 20.0
 
 
 def _get(url: str) -> tuple[int, dict]:
@@ -34,9 +39,15 @@ def test_each_process_serves_its_own_console(tmp_path):
     try:
         admin = admin_client(node.bootstrap)
         admin.create_topics([NewTopic("spread", PARTITIONS, 1)])["spread"].result(ADMIN_TIMEOUT_S)
+        producer = Producer({"bootstrap.servers": node.bootstrap})
+        for partition in range(PARTITIONS):
+            for i in range(PER_PARTITION):
+                producer.produce("spread", b"v%d" % i, partition=partition)
+        assert producer.flush(ADMIN_TIMEOUT_S) == 0
         for group in GROUPS:
             consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group})
-            consumer.commit(offsets=[TopicPartition("spread", 0, 0)], asynchronous=False)
+            consumer.commit(offsets=[TopicPartition("spread", p, 0) for p in range(PARTITIONS)],
+                            asynchronous=False)
             consumer.close()
         urls = [f"http://127.0.0.1:{http_port + i}" for i in range(2)]
         for url in urls:
@@ -49,9 +60,26 @@ def test_each_process_serves_its_own_console(tmp_path):
             assert sorted(status for status, _ in answers) == [200, 409], answers
             (_, found), (_, refused) = sorted(answers, key=lambda answer: answer[0])
             coordinator = next(i for i, (status, _) in enumerate(answers) if status == 200)
-            assert found["offsets"][0]["committed_offset"] == 0
+            assert [(o["partition"], o["committed_offset"], o["end_offset"], o["lag"])
+                    for o in found["offsets"]] == [(p, 0, PER_PARTITION, PER_PARTITION)
+                                                   for p in range(PARTITIONS)]
             assert refused["error"] == "NOT_COORDINATOR"
             assert f"its coordinator is broker {coordinator} at 127.0.0.1:{node.port + coordinator}" \
                 in refused["message"]
+        coordinators = {group: next(url for url in urls if _get(f"{url}/api/groups/{group}")[0] == 200)
+                        for group in GROUPS[:2]}
+        deadline = time.monotonic() + LAG_WAIT_S
+        while time.monotonic() < deadline and not _lags_known(coordinators):
+            time.sleep(0.5)
+        assert _lags_known(coordinators)
     finally:
         node.kill()
+
+
+def _lags_known(coordinators: dict[str, str]) -> bool:
+    """Each group's total lag in its coordinator's list counts every partition."""
+    for group, url in coordinators.items():
+        listed = {g["group_id"]: g for g in _get(url + "/api/groups")[1]["groups"]}
+        if listed[group]["lag"] != PARTITIONS * PER_PARTITION:
+            return False
+    return True

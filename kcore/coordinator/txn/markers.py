@@ -29,9 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kcore.client.connection import BrokerConnection
+from kcore.client.broker_pool import BrokerPool
 from kcore.client.errors import BrokerConnectionError, KafkaError
-from kcore.client.inter_broker import inter_broker_security
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.metadata_cache import MetadataCache
@@ -70,7 +69,8 @@ class MarkerSender:
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.local = local
-        self._connections: dict[int, BrokerConnection] = {}
+        self._pool = BrokerPool(f"kcore-txn-coordinator-{broker_id}", metadata_cache.address_of,
+                                REQUEST_TIMEOUT_S)
 
     async def deliver(self, marker: TxnMarker, partitions: set[TopicPartition],
                       is_current: Callable[[], bool],
@@ -126,40 +126,16 @@ class MarkerSender:
             "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
             "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()]}]}
         try:
-            connection = await self._connection(broker_id)
+            connection = await self._pool.connection(broker_id)
             response = await connection.request(
                 ApiKey.WRITE_TXN_MARKERS, body,
                 version=INTER_BROKER_VERSIONS[ApiKey.WRITE_TXN_MARKERS])
         except (BrokerConnectionError, KafkaError, OSError, LookupError) as exc:
             log.debug("WriteTxnMarkers to broker %d failed: %s", broker_id, exc)
-            self._drop(broker_id)
+            self._pool.drop(broker_id)
             return {}
         return {(t.name, p.partition_index): p.error_code
                 for result in response.markers for t in result.topics for p in t.partitions}
 
-    async def _connection(self, broker_id: int) -> BrokerConnection:
-        connection = self._connections.get(broker_id)
-        if connection is not None and not connection.closed:
-            return connection
-        broker = self.metadata_cache.broker(broker_id)
-        if broker is None:
-            raise LookupError(f"broker {broker_id} is not live")
-        connection = await BrokerConnection.open(
-            broker.host, broker.port, client_id=f"kcore-txn-coordinator-{self.broker_id}",
-            request_timeout_s=REQUEST_TIMEOUT_S, connect_timeout_s=REQUEST_TIMEOUT_S,
-            security=inter_broker_security())
-        raced = self._connections.get(broker_id)
-        if raced is not None and not raced.closed:  # another delivery opened one meanwhile
-            connection.close()
-            return raced
-        self._connections[broker_id] = connection
-        return connection
-
-    def _drop(self, broker_id: int) -> None:
-        connection = self._connections.pop(broker_id, None)
-        if connection is not None:
-            connection.close()
-
     def close(self) -> None:
-        for broker_id in list(self._connections):
-            self._drop(broker_id)
+        self._pool.close()
