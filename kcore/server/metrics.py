@@ -23,6 +23,7 @@ from prometheus_client.utils import floatToGoString
 
 from kcore import __version__
 from kcore.config import BrokerConfig
+from kcore.console.history import ConsoleHistory
 from kcore.controller.base import Controller
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.metrics import LOG_FLUSH_STATS, BrokerStats, Histogram
@@ -46,6 +47,8 @@ class MetricsSource(Protocol):
     def group_coordinator(self) -> GroupCoordinator: ...
     @property
     def alter_partitions(self) -> AlterPartitionManager | None: ...
+    @property
+    def history(self) -> ConsoleHistory: ...
 
     def connection_counts(self) -> dict[str, int]: ...
 
@@ -184,19 +187,19 @@ class BrokerCollector(Collector):
         committed = GaugeMetricFamily("kafka_consumergroup_current_offset",
                                       "Committed offset of each group coordinated here.", labels=labels)
         lag = GaugeMetricFamily("kafka_consumergroup_lag",
-                                "High watermark minus committed offset, for partitions led here.",
-                                labels=labels)
+                                "High watermark minus committed offset, where the high watermark is "
+                                "known here (led here, or last given by its leader).", labels=labels)
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of each group coordinated here.",
                                     labels=["consumergroup"])
-        replicas = self.broker.replica_manager
+        history = self.broker.history
         for group_id, group in sorted(self.broker.group_coordinator.groups.items()):
             members.add_metric([group_id], len(group.members))
             for (topic, index), value in sorted(group.offsets.items()):
                 key = [group_id, topic, str(index)]
                 committed.add_metric(key, value.offset)
-                partition = replicas.get(topic, index)
-                if partition is not None and partition.is_leader:
-                    lag.add_metric(key, max(partition.high_watermark - value.offset, 0))
+                end = history.end_offset((topic, index))
+                if end is not None:
+                    lag.add_metric(key, max(end - value.offset, 0))
         yield from (committed, lag, members)
 
     def _socket_metrics(self) -> Iterator[Metric]:

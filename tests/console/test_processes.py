@@ -16,6 +16,7 @@ from confluent_kafka.admin import NewTopic
 from tests.console.conftest import HTTP_TIMEOUT_S
 from tests.support import BrokerProcess, free_ports
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
+from tests.support.metrics import scrape
 
 PARTITIONS = 4
 GROUPS = [f"console-group-{i}" for i in range(8)]
@@ -72,6 +73,9 @@ def test_each_process_serves_its_own_console(tmp_path):
         while time.monotonic() < deadline and not _lags_known(coordinators):
             time.sleep(0.5)
         assert _lags_known(coordinators)
+        for group, url in coordinators.items():
+            exported = _exported_lag(url, group)
+            assert exported == {p: PER_PARTITION for p in range(PARTITIONS)}, exported
     finally:
         node.kill()
 
@@ -83,3 +87,9 @@ def _lags_known(coordinators: dict[str, str]) -> bool:
         if listed[group]["lag"] != PARTITIONS * PER_PARTITION:
             return False
     return True
+
+
+def _exported_lag(url: str, group: str) -> dict[int, float]:
+    """partition -> kafka_consumergroup_lag of ``group`` on /metrics."""
+    return {int(dict(labels)["partition"]): value for (name, labels), value in scrape(url).items()
+            if name == "kafka_consumergroup_lag" and dict(labels)["consumergroup"] == group}
