@@ -95,6 +95,16 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _store_type(text: str) -> str:
+    value = text.strip().upper()
+    if value == "JKS":
+        raise ValueError("JKS is Java's own format; convert the store with keytool -importkeystore "
+                         "-srckeystore S.jks -destkeystore S.p12 -deststoretype PKCS12 and set PKCS12")
+    if value not in ("PEM", "PKCS12"):
+        raise ValueError(f"must be PEM or PKCS12, not {text.strip()!r}")
+    return value
+
+
 def _buffer_bytes(text: str) -> int:
     """A socket buffer size: -1 (the OS default) or a positive byte count."""
     value = int(text.strip())
@@ -175,16 +185,16 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("connection.failed.authentication.delay.ms", _at_least(0), 100,
          "A failed authentication is answered, and its connection closed, this late; further "
          "attempts from the same address wait as long, doubled per failure up to 5 s."),
-    _key("ssl.keystore.type", _choice("PEM"), "PEM",
-         "Format of the key store; kcore reads PEM (Kafka's default JKS is Java's)."),
-    _key("ssl.keystore.location", str, None, "PEM file holding the private key and certificate chain."),
-    _key("ssl.keystore.password", str, None, "Accepted for Kafka's configs; a PEM key store has none."),
+    _key("ssl.keystore.type", _store_type, "PEM",
+         "Format of the key store: PEM or PKCS12 (Kafka's default JKS is Java's own: convert it)."),
+    _key("ssl.keystore.location", str, None, "Key store file: the private key and certificate chain."),
+    _key("ssl.keystore.password", str, None, "Password of a PKCS12 key store (a PEM one has none)."),
     _key("ssl.keystore.certificate.chain", str, None, "The certificate chain itself, in PEM."),
     _key("ssl.keystore.key", str, None, "The private key itself, in PEM (PKCS#8, maybe encrypted)."),
     _key("ssl.key.password", str, None, "Password of an encrypted private key."),
-    _key("ssl.truststore.type", _choice("PEM"), "PEM", "Format of the trust store; kcore reads PEM."),
-    _key("ssl.truststore.location", str, None, "PEM file of the CA certificates trusted for clients."),
-    _key("ssl.truststore.password", str, None, "Accepted for Kafka's configs; a PEM trust store has none."),
+    _key("ssl.truststore.type", _store_type, "PEM", "Format of the trust store: PEM or PKCS12."),
+    _key("ssl.truststore.location", str, None, "Trust store file: the CA certificates trusted for clients."),
+    _key("ssl.truststore.password", str, None, "Password of a PKCS12 trust store (a PEM one has none)."),
     _key("ssl.truststore.certificates", str, None, "The trusted CA certificates themselves, in PEM."),
     _key("ssl.client.auth", _choice("required", "requested", "none"), "none",
          "Client certificates on SSL listeners: required, requested (checked if sent) or none."),
@@ -547,6 +557,9 @@ class BrokerConfig:
         def value(name: str) -> Any:
             return self.listener_value(listener.name, name)
         inline = value("ssl.keystore.certificate.chain"), value("ssl.keystore.key")
+        if value("ssl.keystore.type") == "PKCS12" and value("ssl.keystore.location") is None:
+            raise ConfigError(f"listener {listener.name}: ssl.keystore.type=PKCS12 needs "
+                              "ssl.keystore.location (inline key stores are PEM)")
         if value("ssl.keystore.location") is None and None in inline:
             raise ConfigError(
                 f"listener {listener.name} ({listener.security_protocol}) needs a key store: "

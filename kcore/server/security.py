@@ -1,12 +1,14 @@
 """Per-listener security made from the broker config: the SSLContext of an
 SSL/SASL_SSL listener and the SASL settings of a SASL listener.
 
-TLS material is PEM only (Kafka's ``ssl.keystore.type=PEM``): a key store
+TLS material is PEM (Kafka's ``ssl.keystore.type=PEM``): a key store
 file with the private key and certificate chain (``ssl.keystore.location``,
 key encrypted with ``ssl.key.password`` or not) or both inline
 (``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``); CA
 certificates from ``ssl.truststore.location`` or inline
-``ssl.truststore.certificates``. ``ssl.client.auth`` maps to the context's
+``ssl.truststore.certificates``. Or PKCS12 files (``ssl.keystore.type`` /
+``ssl.truststore.type=PKCS12``, opened with ``ssl.keystore.password`` /
+``ssl.truststore.password``; server/pkcs12.py). ``ssl.client.auth`` maps to the context's
 verify mode: required = CERT_REQUIRED, requested = CERT_OPTIONAL (checked
 when sent), none = CERT_NONE.
 
@@ -20,6 +22,7 @@ import os
 import secrets
 import ssl
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from kcore.client.security import ClientSecurity
@@ -27,6 +30,7 @@ from kcore.config import BrokerConfig, ConfigError
 from kcore.controller.scram_store import CredentialStore
 from kcore.listener_config import Listener
 from kcore.security.jaas import JaasError, parse_jaas_config
+from kcore.server import pkcs12
 from kcore.server.sasl import SaslSettings
 
 _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
@@ -51,21 +55,42 @@ def server_ssl_context(config: BrokerConfig, listener: Listener) -> ssl.SSLConte
     context.maximum_version = _TLS_VERSIONS[value("ssl.protocol")]
     if value("ssl.cipher.suites"):
         _apply(listener, "ssl.cipher.suites", context.set_ciphers, ":".join(value("ssl.cipher.suites")))
-    password = value("ssl.key.password")
-    if value("ssl.keystore.location") is not None:
-        _apply(listener, "ssl.keystore.location", context.load_cert_chain,
-               value("ssl.keystore.location"), None, password)
-    else:
-        _load_inline_keystore(context, listener, value("ssl.keystore.certificate.chain"),
-                              value("ssl.keystore.key"), password)
-    if value("ssl.truststore.location") is not None:
-        _apply(listener, "ssl.truststore.location", context.load_verify_locations,
-               value("ssl.truststore.location"))
-    elif value("ssl.truststore.certificates") is not None:
-        _apply(listener, "ssl.truststore.certificates", context.load_verify_locations,
-               None, None, value("ssl.truststore.certificates"))
+    _load_key_store(context, listener, value)
+    cafile, cadata = _trust_store(listener, value)
+    if cafile is not None or cadata is not None:
+        name = "ssl.truststore.location" if value("ssl.truststore.location") else "ssl.truststore.certificates"
+        _apply(listener, name, context.load_verify_locations, cafile, None, cadata)
     context.verify_mode = _VERIFY[value("ssl.client.auth")]
     return context
+
+
+def _load_key_store(context: ssl.SSLContext, listener: Listener, value: Callable[[str], Any]) -> None:
+    """The listener's own key and certificate chain, from whichever form
+    the config gives; nothing when it gives none (a client context)."""
+    location, password = value("ssl.keystore.location"), value("ssl.key.password")
+    if location is not None and value("ssl.keystore.type") == "PKCS12":
+        store_password = value("ssl.keystore.password")
+        try:
+            key, chain = pkcs12.keystore_pem(location, store_password)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"listener {listener.name}: ssl.keystore.location: {exc}") from None
+        _load_inline_keystore(context, listener, chain, key, store_password)
+    elif location is not None:
+        _apply(listener, "ssl.keystore.location", context.load_cert_chain, location, None, password)
+    elif value("ssl.keystore.key") is not None:
+        _load_inline_keystore(context, listener, value("ssl.keystore.certificate.chain"),
+                              value("ssl.keystore.key"), password)
+
+
+def _trust_store(listener: Listener, value: Callable[[str], Any]) -> tuple[str | None, str | None]:
+    """(CA file, CA certificates in PEM) to trust; (None, None) for none."""
+    location = value("ssl.truststore.location")
+    if location is not None and value("ssl.truststore.type") == "PKCS12":
+        try:
+            return None, pkcs12.truststore_pem(location, value("ssl.truststore.password"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"listener {listener.name}: ssl.truststore.location: {exc}") from None
+    return location, value("ssl.truststore.certificates") if location is None else None
 
 
 def _load_inline_keystore(context: ssl.SSLContext, listener: Listener, chain: str, key: str,
@@ -141,14 +166,9 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity | None:
     if listener.uses_ssl:
         def value(name: str) -> Any:
             return config.listener_value(listener.name, name)
-        context = ssl.create_default_context(cafile=value("ssl.truststore.location"),
-                                             cadata=value("ssl.truststore.certificates"))
-        if value("ssl.keystore.location") is not None:
-            _apply(listener, "ssl.keystore.location", context.load_cert_chain,
-                   value("ssl.keystore.location"), None, value("ssl.key.password"))
-        elif value("ssl.keystore.key") is not None:
-            _load_inline_keystore(context, listener, value("ssl.keystore.certificate.chain"),
-                                  value("ssl.keystore.key"), value("ssl.key.password"))
+        cafile, cadata = _trust_store(listener, value)
+        context = ssl.create_default_context(cafile=cafile, cadata=cadata)
+        _load_key_store(context, listener, value)
     username = password = None
     mechanism = config["sasl.mechanism.inter.broker.protocol"]
     if listener.uses_sasl:
