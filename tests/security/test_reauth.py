@@ -4,12 +4,15 @@ on its long-lived connections, and the broker closing the connection of a
 client that lets its session expire or comes back as someone else."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from kcore.client.connection import BrokerConnection
+from kcore.client.security import ClientSecurity
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from tests.security.clients import confluent_config
@@ -219,3 +222,29 @@ def test_librdkafka_reauthenticates_across_several_lifetimes(broker):
     # Each connection (bootstrap, broker, group coordinator; producer and
     # consumer) re-authenticates about every 1.8 s: at least 2 per client.
     assert len(reauths) >= 4, lines.lines[-20:]
+
+
+def test_kcore_client_reauthenticates_and_holds_requests_meanwhile(broker):
+    """The kcore client (CLI, inter-broker) keeps one connection over 3.5
+    lifetimes while it pipelines requests: they wait out each exchange,
+    which the broker would otherwise answer by closing the connection."""
+    async def scenario() -> int:
+        security = ClientSecurity("SASL_PLAINTEXT", "SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD)
+        connection = await BrokerConnection.open("127.0.0.1", broker.ports["SASL_PLAINTEXT"],
+                                                 security=security, request_timeout_s=10)
+        body = {"topics": [], "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False}
+        answered = 0
+        try:
+            deadline = time.monotonic() + 3.5 * LIFETIME_MS / 1000
+            while time.monotonic() < deadline:
+                answers = await asyncio.gather(*(connection.request(ApiKey.METADATA, body) for _ in range(5)))
+                answered += len(answers)
+                await asyncio.sleep(0.02)
+            assert not connection.closed
+        finally:
+            connection.close()
+        return answered
+
+    assert asyncio.run(scenario()) > 50
