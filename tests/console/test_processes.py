@@ -11,9 +11,9 @@ import urllib.request
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tests.console.conftest import HTTP_TIMEOUT_S
 from tests.support import BrokerProcess, free_ports
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
+from tests.support.console import HTTP_TIMEOUT_S
 
 PARTITIONS = 4
 GROUPS = [f"console-group-{i}" for i in range(8)]

@@ -15,10 +15,11 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.security import ClientSecurity
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
-from tests.security.clients import confluent_config
-from tests.security.conftest import SCRAM_PASSWORD, SCRAM_USER, USERS, kcore_cli, start_secure_broker
+from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
 from tests.support.sasl_wire import metadata, sasl_login
+from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, USERS, start_secure_broker
+from tests.support.security_clients import confluent_config
 from tests.support.wire import WireClient
 
 LIFETIME_MS = 2000
