@@ -1,6 +1,6 @@
 """SASL re-authentication (KIP-368, ``connections.max.reauth.ms``): the
-session lifetime SaslAuthenticate v1 announces, librdkafka re-authenticating
-on its long-lived connections, and the broker closing the connection of a
+session lifetime SaslAuthenticate v1 announces, librdkafka, kafka-python
+and kcore's client re-authenticating on their long-lived connections, and the broker closing the connection of a
 client that lets its session expire or comes back as someone else."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka import KafkaConsumer, KafkaProducer
 
 from kcore.client.connection import BrokerConnection
 from kcore.client.security import ClientSecurity
@@ -19,7 +20,7 @@ from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
 from tests.support.sasl_wire import metadata, sasl_login
 from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, USERS, start_secure_broker
-from tests.support.security_clients import confluent_config
+from tests.support.security_clients import confluent_config, kafka_python_config
 from tests.support.wire import WireClient
 
 LIFETIME_MS = 2000
@@ -223,6 +224,41 @@ def test_librdkafka_reauthenticates_across_several_lifetimes(broker):
     # Each connection (bootstrap, broker, group coordinator; producer and
     # consumer) re-authenticates about every 1.8 s: at least 2 per client.
     assert len(reauths) >= 4, lines.lines[-20:]
+
+
+def test_kafka_python_reauthenticates_across_several_lifetimes(broker):
+    """kafka-python 3 drains its in-flight requests, then re-authenticates
+    at 85-95% of the lifetime (its kafka.net.connection logs each one)."""
+    topic = unique_topic("reauth-kafka-python")
+    lines = _Lines()
+    logger = logging.getLogger("kafka.net.connection")
+    previous_level = logger.level
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    config = kafka_python_config(broker, "SASL_PLAINTEXT", "SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD)
+    producer = KafkaProducer(**config)
+    consumer = KafkaConsumer(topic, group_id=topic, auto_offset_reset="earliest", **config)
+    sent, received = 0, []
+    try:
+        deadline = time.monotonic() + 3.5 * LIFETIME_MS / 1000
+        while time.monotonic() < deadline:
+            producer.send(topic, b"value-%d" % sent)
+            sent += 1
+            for records in consumer.poll(timeout_ms=50).values():
+                received.extend(record.value for record in records)
+        producer.flush(timeout=15)
+        drain_deadline = time.monotonic() + 20
+        while len(received) < sent and time.monotonic() < drain_deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                received.extend(record.value for record in records)
+    finally:
+        consumer.close()
+        producer.close()
+        logger.removeHandler(lines)
+        logger.setLevel(previous_level)
+    assert received == [b"value-%d" % i for i in range(sent)]
+    assert not [line for line in lines.lines if "re-authentication failed" in line]
+    assert len([line for line in lines.lines if "Beginning SASL re-authentication" in line]) >= 4
 
 
 def test_kcore_client_reauthenticates_and_holds_requests_meanwhile(broker):
