@@ -27,9 +27,11 @@ from typing import Any
 from kcore.config_def import ConfigError
 from kcore.listener_config import (
     DEFAULT_PROTOCOL_MAP,
+    REAUTH_KEY,
     SASL_MECHANISMS,
     Listener,
     jaas_key,
+    mechanism_key,
     parse_protocol_map,
     split_prefixed,
 )
@@ -185,6 +187,12 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("connection.failed.authentication.delay.ms", _at_least(0), 100,
          "A failed authentication is answered, and its connection closed, this late; further "
          "attempts from the same address wait as long, doubled per failure up to 5 s."),
+    _key(REAUTH_KEY, _at_least(0), 0,
+         "When positive, a SASL client is told this session lifetime (SaslAuthenticate v1+) and "
+         "must re-authenticate on its connection within it: the broker closes a connection whose "
+         "session expired on its next request other than SaslHandshake. 0 keeps sessions forever. "
+         "May be set per listener and mechanism: "
+         "listener.name.<listener>.<mechanism>.connections.max.reauth.ms."),
     _key("ssl.keystore.type", _store_type, "PEM",
          "Format of the key store: PEM or PKCS12 (Kafka's default JKS is Java's own: convert it)."),
     _key("ssl.keystore.location", str, None, "Key store file: the private key and certificate chain."),
@@ -479,6 +487,16 @@ class BrokerConfig:
         """``listener.name.<listener>.<mechanism>.sasl.jaas.config``, or None."""
         return self._listener_settings.get((listener.lower(), jaas_key(mechanism)))
 
+    def max_reauth_ms(self, listener: str, mechanism: str) -> int:
+        """``connections.max.reauth.ms`` of one mechanism on one listener:
+        the mechanism's prefixed form, else the listener's, else the
+        broker-wide value (Kafka's SaslChannelBuilder order)."""
+        text = self._listener_settings.get((listener.lower(), mechanism_key(mechanism, REAUTH_KEY)))
+        if text is None:
+            return self.listener_value(listener, REAUTH_KEY)
+        name = f"listener.name.{listener.lower()}.{mechanism_key(mechanism, REAUTH_KEY)}"
+        return _parse_value(name, BROKER_KEYS[REAUTH_KEY].parse, text)
+
     def inter_broker_listener(self) -> Listener:
         wanted = self._values["inter.broker.listener.name"]
         listeners = self.listeners()
@@ -552,6 +570,8 @@ class BrokerConfig:
             raise ConfigError(
                 f"listener {listener.name} enables PLAIN but sets no "
                 f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config")
+        for mechanism in enabled:  # parsed now: a bad value fails the start, not a login
+            self.max_reauth_ms(listener.name, mechanism)
 
     def _validate_ssl(self, listener: Listener) -> None:
         def value(name: str) -> Any:

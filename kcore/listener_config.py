@@ -6,7 +6,9 @@ protocols. Settings of one listener may be prefixed
 ``listener.name.<name lowercased>.<config>`` (Kafka's ListenerName
 ``configPrefix``) and then win over the unprefixed key; the SASL JAAS
 config exists only in that form, per mechanism:
-``listener.name.<name>.<mechanism lowercased>.sasl.jaas.config``.
+``listener.name.<name>.<mechanism lowercased>.sasl.jaas.config``; so may
+``connections.max.reauth.ms``, which wins over the listener's and the
+broker-wide value for that mechanism (Kafka's SaslChannelBuilder).
 
 Pure data and parsing; the server layer turns it into SSL contexts and
 SASL authenticators (kcore.server.security).
@@ -23,11 +25,15 @@ DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 LISTENER_PREFIX = "listener.name."
 JAAS_SUFFIX = ".sasl.jaas.config"
+REAUTH_KEY = "connections.max.reauth.ms"
+# Keys a listener prefix may carry per SASL mechanism:
+# listener.name.<name>.<mechanism lowercased>.<key>.
+PER_MECHANISM_KEYS = ("sasl.jaas.config", REAUTH_KEY)
 
 # Keys a listener prefix may carry (Kafka accepts every ssl.* and sasl.*
 # key of its broker config this way; these are the ones kcore reads).
 PER_LISTENER_KEYS = frozenset({
-    "sasl.enabled.mechanisms",
+    "sasl.enabled.mechanisms", REAUTH_KEY,
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
     "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
@@ -79,15 +85,23 @@ def split_prefixed(key: str) -> tuple[str, str] | None:
         raise ConfigError(f"{key!r} is not listener.name.<listener>.<config>")
     if config in PER_LISTENER_KEYS:
         return name.lower(), config
-    if config.endswith(JAAS_SUFFIX):
-        mechanism = config[:-len(JAAS_SUFFIX)].upper()
-        if mechanism in SASL_MECHANISMS:
-            return name.lower(), config
-        raise ConfigError(f"{key}: SASL mechanism {mechanism!r} is not one of "
-                          + ", ".join(SASL_MECHANISMS))
+    for suffix in PER_MECHANISM_KEYS:
+        if config.endswith("." + suffix):
+            mechanism = config[:-len(suffix) - 1].upper()
+            if mechanism in SASL_MECHANISMS:
+                return name.lower(), config
+            raise ConfigError(f"{key}: SASL mechanism {mechanism!r} is not one of "
+                              + ", ".join(SASL_MECHANISMS))
     raise ConfigError(f"unknown configuration key {key} (a listener prefix takes "
-                      "sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and ssl.* keys)")
+                      "sasl.enabled.mechanisms, connections.max.reauth.ms, "
+                      "<mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms "
+                      "and ssl.* keys)")
 
 
 def jaas_key(mechanism: str) -> str:
     return mechanism.lower() + JAAS_SUFFIX
+
+
+def mechanism_key(mechanism: str, key: str) -> str:
+    """``<mechanism lowercased>.<key>``, the per-mechanism form of ``key``."""
+    return f"{mechanism.lower()}.{key}"

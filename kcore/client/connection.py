@@ -16,7 +16,11 @@ On connect the client sends ApiVersions (v3, falling back to the v0 body a
 broker sends with UNSUPPORTED_VERSION, KIP-511) and afterwards uses, per
 api key, the highest version both sides support (``version_for``). With a
 ``ClientSecurity`` (client/security.py) the connection is TLS and/or
-authenticates with SASL right after ApiVersions.
+authenticates with SASL right after ApiVersions. When the broker answers
+a session lifetime (KIP-368, its ``connections.max.reauth.ms``), the
+connection re-authenticates at REAUTH_FRACTION of it; meanwhile other
+requests wait, since a broker closes a connection that sends anything but
+SaslAuthenticate during an exchange.
 """
 from __future__ import annotations
 
@@ -53,6 +57,9 @@ _SIZE = struct.Struct(">i")
 # allocate gigabytes.
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
 _CORRELATION_AND_ERROR = struct.Struct(">ih")
+# Re-authenticate at 90% of the session lifetime, as librdkafka does (the
+# Java client picks 85-95% at random): a round trip or two of margin.
+REAUTH_FRACTION = 0.9
 
 
 def client_versions() -> dict[int, tuple[int, int]]:
@@ -119,6 +126,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._frames = FrameReader(MAX_RESPONSE_BYTES)
         self._write_ready = asyncio.Event()
         self._write_ready.set()
+        # Cleared while a re-authentication runs: only its requests go out.
+        self._session_open = asyncio.Event()
+        self._session_open.set()
+        self._session_lifetime_ms = 0
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task | None = None
         self._closed_error: BrokerConnectionError | None = None
         self._lost = asyncio.get_running_loop().create_future()
         self.on_close: Callable[[BrokerConnection], None] | None = None
@@ -163,8 +176,30 @@ class BrokerConnection(asyncio.BufferedProtocol):
                                 for entry in response.api_keys}
 
     async def _authenticate(self, security: ClientSecurity) -> None:
+        await self._sasl_exchange(security)
+        if self._session_lifetime_ms > 0:
+            delay_s = self._session_lifetime_ms * REAUTH_FRACTION / 1000
+            self._reauth_timer = asyncio.get_running_loop().call_later(
+                delay_s, self._begin_reauthentication, security)
+
+    def _begin_reauthentication(self, security: ClientSecurity) -> None:
+        self._reauth_timer = None
+        if not self.closed:
+            self._session_open.clear()
+            self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate(security))
+
+    async def _reauthenticate(self, security: ClientSecurity) -> None:
+        try:
+            await self._authenticate(security)
+        except (KafkaError, BrokerConnectionError) as exc:
+            self._fail(BrokerConnectionError(f"re-authentication at {self.address} failed: {exc}"))
+        finally:
+            self._session_open.set()
+
+    async def _sasl_exchange(self, security: ClientSecurity) -> None:
         mechanism = security.sasl_mechanism
-        handshake = await self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        handshake = await self._request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, 1, None,
+                                        gated=False)
         if handshake.error_code:
             raise KafkaError(handshake.error_code, context=f"SASL {mechanism} at {self.address} "
                              f"(broker offers {', '.join(handshake.mechanisms)})")
@@ -180,10 +215,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
             raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
 
     async def _sasl_token(self, token: bytes) -> bytes:
-        response = await self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+        response = await self._request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, None, None,
+                                       gated=False)
         if response.error_code:
             raise KafkaError(response.error_code, response.error_message or "",
                              context=f"SaslAuthenticate at {self.address}")
+        self._session_lifetime_ms = getattr(response, "session_lifetime_ms", 0)  # v1+
         return bytes(response.auth_bytes)
 
     # ------------------------------------------------------------ requests
@@ -208,7 +245,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
     async def request(self, api_key: int, body: Any, *, version: int | None = None,
                       timeout_s: float | None = None) -> Any:
         """Send one request and return the decoded response body."""
-        future = await self._send(api_key, body, version, expect_response=True)
+        return await self._request(api_key, body, version, timeout_s, gated=True)
+
+    async def _request(self, api_key: int, body: Any, version: int | None, timeout_s: float | None,
+                       gated: bool) -> Any:
+        future = await self._send(api_key, body, version, expect_response=True, gated=gated)
         assert future is not None  # expect_response=True always makes one
         timeout_s = self.request_timeout_s if timeout_s is None else timeout_s
         try:
@@ -223,14 +264,22 @@ class BrokerConnection(asyncio.BufferedProtocol):
     async def send_without_response(self, api_key: int, body: Any, *,
                                     version: int | None = None) -> None:
         """Send a request the broker does not answer (Produce with acks=0)."""
-        await self._send(api_key, body, version, expect_response=False)
+        await self._send(api_key, body, version, expect_response=False, gated=True)
 
     async def _send(self, api_key: int, body: Any, version: int | None,
-                    expect_response: bool) -> asyncio.Future | None:
+                    expect_response: bool, gated: bool) -> asyncio.Future | None:
+        """Write one frame once the transport takes writes and (``gated``)
+        no re-authentication runs; nothing awaits between that check and
+        the write, so no frame slips into an exchange."""
         if version is None:
             version = self.version_for(api_key)
-        while not self._write_ready.is_set() and not self.closed:
-            await self._write_ready.wait()
+        while not self.closed:
+            if not self._write_ready.is_set():
+                await self._write_ready.wait()
+            elif gated and not self._session_open.is_set():
+                await self._session_open.wait()
+            else:
+                break
         if self._closed_error is not None:
             raise self._closed_error
         correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
@@ -326,6 +375,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
             return
         self._closed_error = error
         self._write_ready.set()
+        self._session_open.set()
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
         while self._pending:
             future = self._pending.popleft().future
             if not future.done():

@@ -10,7 +10,17 @@ from collections.abc import Iterable
 
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
-from kcore.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kcore.security.acl import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclOperation,
+    ResourceType,
+    operations_bit_field,
+)
+
+# KIP-430: the authorized-operations field of a resource that was not asked
+# for (INT32_MIN, the schemas' default).
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 DENIED_CODES = {
     ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
@@ -35,6 +45,24 @@ def allowed(broker: BrokerFacade, context, op: AclOperation, kind: ResourceType,
 
 def allowed_on_cluster(broker: BrokerFacade, context, op: AclOperation) -> bool:
     return allowed(broker, context, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def authorized_operations(broker: BrokerFacade, context, kind: ResourceType, name: str) -> int:
+    """KIP-430: the bit field of the operations the principal may do on
+    the resource, among those ACLs grant on its type; all of them without
+    an authorizer (Kafka's AuthHelper.authorizedOperations)."""
+    supported = SUPPORTED_OPERATIONS[kind]
+    if broker.authorizer is None:
+        return operations_bit_field(supported)
+    return operations_bit_field(op for op in supported if allowed(broker, context, op, kind, name))
+
+
+def cluster_authorized_operations(broker: BrokerFacade, context) -> int:
+    """The cluster's operations for Metadata and DescribeCluster: 0 to a
+    principal that may not DESCRIBE the cluster, as Kafka answers."""
+    if not allowed_on_cluster(broker, context, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(broker, context, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def acl_admin_refusal(broker: BrokerFacade, context,

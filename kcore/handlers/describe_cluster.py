@@ -1,7 +1,10 @@
 """DescribeCluster (key 60): the live brokers, the cluster id and the
-controller, from this broker's metadata cache."""
+controller, from this broker's metadata cache; with
+include_cluster_authorized_operations, what the principal may do on the
+cluster (KIP-430)."""
 from __future__ import annotations
 
+from kcore.handlers.authz import AUTHORIZED_OPERATIONS_OMITTED, cluster_authorized_operations
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
@@ -20,5 +23,7 @@ async def handle(broker: BrokerFacade, context, request):
         "brokers": [{"broker_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
                     for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
                     for host, port in [b.endpoint(context.listener)]],
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": (
+            cluster_authorized_operations(broker, context)
+            if request.body.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED),
     }

@@ -3,20 +3,19 @@
 An unknown group is described as Dead with no error (Kafka before v6). Only
 a Stable group reports its protocol and each member's metadata and
 assignment; other states list the members without them. v4 adds each
-member's group_instance_id; authorized operations are not computed (no
-ACLs), so they are reported as omitted.
+member's group_instance_id. v3+ with include_authorized_operations adds
+what the principal may do on each group it may describe (KIP-430).
 """
 from __future__ import annotations
 
-from kcore.handlers.authz import group_allowed
+from kcore.handlers.authz import AUTHORIZED_OPERATIONS_OMITTED, authorized_operations, group_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
-from kcore.security.acl import AclOperation
-
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+from kcore.security.acl import AclOperation, ResourceType
 
 
 async def handle(broker: BrokerFacade, context, request):
+    include_operations = request.api_version >= 3 and request.body.include_authorized_operations
     described = []
     for group_id in request.body.groups:
         if not group_allowed(broker, context, AclOperation.DESCRIBE, group_id):
@@ -36,6 +35,8 @@ async def handle(broker: BrokerFacade, context, request):
                          "client_id": m.client_id, "client_host": m.client_host,
                          "member_metadata": m.metadata, "member_assignment": m.assignment}
                         for m in summary.members],
-            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "authorized_operations": (
+                authorized_operations(broker, context, ResourceType.GROUP, group_id)
+                if include_operations and error == ErrorCode.NONE else AUTHORIZED_OPERATIONS_OMITTED),
         })
     return {"throttle_time_ms": 0, "groups": described}

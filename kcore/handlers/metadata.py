@@ -21,19 +21,28 @@ asked for by name that it may not describe, or may not create (CREATE on
 the cluster or the topic) when it would be auto-created, gets
 TOPIC_AUTHORIZATION_FAILED. Those answers depend on the principal and
 are not kept.
+
+v8+ may ask for authorized operations (KIP-430): each topic's, and the
+cluster's (0 without DESCRIBE on the cluster), as Kafka's bit fields;
+without an authorizer, every operation of the resource type.
 """
 from __future__ import annotations
 
 from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
-from kcore.handlers.authz import allowed_topics, may_create_topic
+from kcore.handlers.authz import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    allowed_topics,
+    authorized_operations,
+    cluster_authorized_operations,
+    may_create_topic,
+)
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.frames import encode_body
-from kcore.security.acl import AclOperation
+from kcore.security.acl import AclOperation, ResourceType
 
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # Distinct requests (version, topic list) answered from memory; clients
 # of one broker ask about a few topic lists each.
 CACHED_RESPONSES = 256
@@ -47,17 +56,17 @@ async def handle(broker: BrokerFacade, context, request):
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
     if broker.authorizer is not None:
-        return _response(broker, context, cache, await _describe_authorized(
-            broker, context, cache, names, all_topics, allow_create))
+        topics = await _describe_authorized(broker, context, cache, names, all_topics, allow_create)
+        return _response(broker, context, request, cache, topics)
     # Each listener answers with its own endpoints.
     key = (ApiKey.METADATA, request.api_version, None if all_topics else tuple(names),
-           broker.controller.cluster_id, context.listener)
+           broker.controller.cluster_id, context.listener, _operations_asked(request))
     cached = cache.responses.get(key)
     if cached is not None:
         return cached
     known = all(cache.contains(name) for name in names)
     topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
-    response = _response(broker, context, cache, topics)
+    response = _response(broker, context, request, cache, topics)
     if not known:
         return response
     if len(cache.responses) >= CACHED_RESPONSES:
@@ -66,7 +75,23 @@ async def handle(broker: BrokerFacade, context, request):
     return encoded
 
 
-def _response(broker: BrokerFacade, context, cache, topics: list[dict]) -> dict:
+def _operations_asked(request) -> tuple[bool, bool]:
+    """(cluster's, topics') authorized operations asked for (v8+)."""
+    if request.api_version < 8:
+        return False, False
+    body = request.body
+    return body.include_cluster_authorized_operations, body.include_topic_authorized_operations
+
+
+def _response(broker: BrokerFacade, context, request, cache, topics: list[dict]) -> dict:
+    cluster_asked, topics_asked = _operations_asked(request)
+    if topics_asked:
+        for topic in topics:
+            topic["topic_authorized_operations"] = authorized_operations(
+                broker, context, ResourceType.TOPIC, topic["name"])
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if cluster_asked:
+        cluster_operations = cluster_authorized_operations(broker, context)
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
@@ -75,7 +100,7 @@ def _response(broker: BrokerFacade, context, cache, topics: list[dict]) -> dict:
         "cluster_id": broker.controller.cluster_id,
         "controller_id": cache.controller_id,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_operations,
     }
 
 

@@ -1,9 +1,11 @@
 """SaslHandshake (key 17) and SaslAuthenticate (key 36) once dispatched.
 
 On a SASL listener the connection runs the exchange itself before any
-request reaches a handler (kcore.server.sasl), so these see only what comes
-after it: a second handshake, or either request on a listener without SASL.
-Kafka answers both with ILLEGAL_SASL_STATE.
+request reaches a handler (kcore.server.sasl), and so does a
+re-authentication (KIP-368). These see only the rest: a second handshake
+where sessions do not expire or sooner than a second after the last
+re-authentication began, or either request on a listener without SASL.
+Kafka answers them with ILLEGAL_SASL_STATE.
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ ANY / MATCH / None (any) in any position (DescribeAcls, DeleteAcls).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -90,6 +91,31 @@ IMPLIED_BY = {
                             AclOperation.DELETE, AclOperation.ALTER),
     AclOperation.DESCRIBE_CONFIGS: (AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
 }
+
+_Op = AclOperation
+# What an ACL can grant on each resource type (Kafka's
+# AclEntry.supportedOperations; GROUP's configs came with KIP-848). KIP-430
+# answers a subset of these, as a bit field.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (_Op.READ, _Op.WRITE, _Op.CREATE, _Op.DESCRIBE, _Op.DELETE, _Op.ALTER,
+                         _Op.DESCRIBE_CONFIGS, _Op.ALTER_CONFIGS),
+    ResourceType.GROUP: (_Op.READ, _Op.DESCRIBE, _Op.DELETE, _Op.DESCRIBE_CONFIGS, _Op.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (_Op.CREATE, _Op.CLUSTER_ACTION, _Op.DESCRIBE_CONFIGS, _Op.ALTER_CONFIGS,
+                           _Op.IDEMPOTENT_WRITE, _Op.ALTER, _Op.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (_Op.DESCRIBE, _Op.WRITE),
+}
+
+
+def operations_bit_field(operations: Iterable[AclOperation]) -> int:
+    """Bit ``code`` set per operation (Kafka's Utils.to32BitField)."""
+    field = 0
+    for operation in operations:
+        field |= 1 << int(operation)
+    return field
+
+
+def operations_of_bit_field(field: int) -> set[AclOperation]:
+    return {operation for operation in AclOperation if field >= 0 and field & (1 << int(operation))}
 
 
 class AclBinding(NamedTuple):

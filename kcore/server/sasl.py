@@ -11,6 +11,17 @@ States, in order:
 Anything else before COMPLETE closes the connection, as do a failure and an
 unsupported mechanism once their answer is out.
 
+Re-authentication (KIP-368): with ``connections.max.reauth.ms`` > 0 for
+the mechanism, a completed exchange has a session lifetime, sent in
+SaslAuthenticate v1+ and kept as ``session_expires`` (monotonic seconds).
+The connection then takes a SaslHandshake as the start of a new exchange
+(a new authenticator with ``previous`` set, at most one a second as in
+Kafka's KafkaChannel); it must use the same mechanism and end with the
+same user, or it fails as a refused authentication does. A connection
+whose session expired is closed on its next request other than
+SaslHandshake (Kafka's SocketServer); a client that never re-authenticates
+is cut off that way.
+
 Until COMPLETE, frames are limited to ``sasl.server.max.receive.size``
 (Kafka's 512 KiB), so an unauthenticated peer cannot make the broker
 allocate ``socket.request.max.bytes``.
@@ -31,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
@@ -59,6 +70,21 @@ class SaslSettings:
     plain_users: dict[str, str]
     lookup: CredentialLookup
     decoy_key: bytes
+    # connections.max.reauth.ms per mechanism; 0: sessions never expire.
+    max_reauth_ms: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Session:
+    """Who authenticated, how, and until when (monotonic seconds, None:
+    forever)."""
+
+    mechanism: str
+    user: str
+    expires: float | None
+
+    def expired(self, now: float) -> bool:
+        return self.expires is not None and now > self.expires
 
 
 class AuthFailures:
@@ -110,15 +136,21 @@ class AuthFailures:
 
 
 class SaslAuthenticator:
-    """One connection's exchange (see module doc)."""
+    """One exchange of one connection (see module doc): the first, or a
+    re-authentication of the ``previous`` session."""
 
-    def __init__(self, settings: SaslSettings, failures: AuthFailures, host: str):
+    def __init__(self, settings: SaslSettings, failures: AuthFailures, host: str,
+                 previous: Session | None = None):
         self._settings = settings
         self._failures = failures
         self._host = host
+        self.previous = previous
         self.state = SaslState.HANDSHAKE
         self._server: PlainServer | ScramServer | None = None
+        self._mechanism: str | None = None
         self.user: str | None = None
+        self.session: Session | None = None  # set once COMPLETE
+        self.session_lifetime_ms = 0
 
     @property
     def complete(self) -> bool:
@@ -127,7 +159,7 @@ class SaslAuthenticator:
     def allows(self, api_key: int) -> bool:
         """Whether a request of this key may come now (before COMPLETE)."""
         if api_key == ApiKey.API_VERSIONS:
-            return self.state is SaslState.HANDSHAKE
+            return self.state is SaslState.HANDSHAKE and self.previous is None
         if api_key == ApiKey.SASL_HANDSHAKE:
             return self.state is SaslState.HANDSHAKE
         if api_key == ApiKey.SASL_AUTHENTICATE:
@@ -144,22 +176,49 @@ class SaslAuthenticator:
             self._server = PlainServer(self._settings.plain_users)
         else:
             self._server = ScramServer(mechanism, self._settings.lookup, self._settings.decoy_key)
+        self._mechanism = mechanism
         self.state = SaslState.AUTHENTICATE if api_version >= 1 else SaslState.RAW
         return {"error_code": ErrorCode.NONE, "mechanisms": enabled}, False
 
     async def authenticate(self, token: bytes) -> tuple[bytes, str | None]:
         """Evaluate one client token: (server token, None) or, on failure,
         (b"", the reason) once the failure delay has passed."""
-        assert self._server is not None
+        assert self._server is not None and self._mechanism is not None
         await self._failures.wait_turn(self._host)
         try:
+            self._check_mechanism_unchanged()
             answer = await self._server.evaluate(bytes(token))
+            if self._server.complete:
+                self._check_user_unchanged(self._server.user)
         except AuthenticationFailed as exc:
             self.state = SaslState.FAILED
             await asyncio.sleep(self._failures.failed(self._host))
             return b"", str(exc)
         if self._server.complete:
-            self.user = self._server.user
-            self.state = SaslState.COMPLETE
-            self._failures.succeeded(self._host)
+            self._complete(self._mechanism)
         return answer, None
+
+    def _complete(self, mechanism: str) -> None:
+        assert self._server is not None and self._server.user is not None
+        user = self.user = self._server.user
+        self.state = SaslState.COMPLETE
+        self.session_lifetime_ms = self._settings.max_reauth_ms.get(mechanism, 0)
+        expires = None
+        if self.session_lifetime_ms > 0:
+            expires = time.monotonic() + self.session_lifetime_ms / 1000
+        self.session = Session(mechanism, user, expires)
+        self._failures.succeeded(self._host)
+
+    def _check_mechanism_unchanged(self) -> None:
+        previous = self.previous
+        if previous is not None and previous.mechanism != self._mechanism:
+            raise AuthenticationFailed(
+                f"SASL mechanism '{self._mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{previous.mechanism}'")
+
+    def _check_user_unchanged(self, user: str | None) -> None:
+        previous = self.previous
+        if previous is not None and previous.user != user:
+            raise AuthenticationFailed(
+                f"Cannot change principals during re-authentication from User:{previous.user}: "
+                f"User:{user}")

@@ -123,7 +123,8 @@ def sasl_settings(config: BrokerConfig, listener: Listener,
                 users.update(module.users())
         except JaasError as exc:
             raise ConfigError(f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config: {exc}") from None
-    return SaslSettings(mechanisms, users, credentials.get, secrets.token_bytes(32))
+    max_reauth_ms = {mechanism: config.max_reauth_ms(listener.name, mechanism) for mechanism in mechanisms}
+    return SaslSettings(mechanisms, users, credentials.get, secrets.token_bytes(32), max_reauth_ms)
 
 
 def tls_principal(ssl_object: Any) -> str | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from confluent_kafka.admin import AclOperation, ResourceType
 
-from tests.console.conftest import Console
 from tests.support import free_port
 from tests.support.acls import admin_for, grant, secured_broker
+from tests.support.console import Console
 
 VISIBLE, HIDDEN = "visible", "hidden"
 

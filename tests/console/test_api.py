@@ -11,17 +11,17 @@ from confluent_kafka.admin import NewTopic
 
 from kcore.console.history import HISTORY_POINTS
 from kcore.console.messages import ANSWER_MAX_CHARS, PREVIEW_BYTES
-from tests.console.conftest import (
+from tests.support.compat import unique_topic
+from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
+from tests.support.console import (
     BINARY_VALUE,
     COMMITTED,
     END,
     HTTP_TIMEOUT_S,
     ORDERS_PARTITIONS,
     committed,
-    topic_configs,
+    topic_config_values,
 )
-from tests.support.compat import unique_topic
-from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
 
 
 def test_overview_names_the_broker_version_and_counts(console):
@@ -166,7 +166,7 @@ def test_create_change_configs_and_delete_a_topic_as_a_client_sees_it(console):
     status, _ = console.call("PUT", f"/api/topics/{name}/configs", {"set": {"retention.ms": "3600000"},
                                                                    "delete": ["cleanup.policy"]})
     assert status == 200
-    configs = topic_configs(console.broker.bootstrap, name)
+    configs = topic_config_values(console.broker.bootstrap, name)
     assert configs["retention.ms"] == "3600000" and configs["cleanup.policy"] == "delete"
     assert console.call("DELETE", f"/api/topics/{name}")[0] == 200
     deadline = time.monotonic() + 10

@@ -10,9 +10,9 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 from playwright.sync_api import expect
 
-from tests.console.conftest import COMMITTED, END, committed, screenshot, topic_configs
 from tests.support.compat import unique_topic
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
+from tests.support.console import COMMITTED, END, committed, screenshot, topic_config_values
 
 # Every wait on the page is bounded: the broker answers in milliseconds and
 # the charts fill once a second.
@@ -46,7 +46,7 @@ def test_config_change_in_the_page_is_seen_by_describe_configs(page, console):
     row = page.locator("#configs tr[data-config='retention.ms']")
     expect(row).to_contain_text("7200000")
     expect(row).to_contain_text("override")
-    assert topic_configs(console.broker.bootstrap, console.orders)["retention.ms"] == "7200000"
+    assert topic_config_values(console.broker.bootstrap, console.orders)["retention.ms"] == "7200000"
     screenshot(page, "topic")
 
 

@@ -13,9 +13,9 @@ import urllib.request
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tests.console.conftest import HTTP_TIMEOUT_S
 from tests.support import BrokerProcess, free_ports
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
+from tests.support.console import HTTP_TIMEOUT_S
 from tests.support.metrics import scrape
 
 PARTITIONS = 4

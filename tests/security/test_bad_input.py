@@ -17,7 +17,8 @@ from kcore import protocol
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.security.scram import ScramClient
-from tests.security.conftest import SCRAM_PASSWORD, SCRAM_USER, kcore_cli, start_secure_broker
+from tests.support.cli import kcore_cli
+from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, start_secure_broker
 
 DELAY_MS = 400
 

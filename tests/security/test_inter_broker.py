@@ -3,20 +3,23 @@ SASL_SSL (PLAIN, the broker's own login from the listener's JAAS config):
 followers replicate, acks=all completes, and clients on the PLAINTEXT
 listener are told the PLAINTEXT endpoints of both brokers. SCRAM users
 live in ZooKeeper's /config/users: added through one broker, they log in
-on the other."""
+on the other. With connections.max.reauth.ms the brokers re-authenticate
+their connections to each other."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.security.clients import confluent_config, produce_and_consume
-from tests.security.conftest import PLAIN_JAAS, SecureBroker, kcore_cli
 from tests.support import BrokerProcess, free_port
+from tests.support.cli import kcore_cli
 from tests.support.cluster import CLUSTER_SETTINGS
 from tests.support.compat import unique_topic
+from tests.support.secure_broker import PLAIN_JAAS, SecureBroker
+from tests.support.security_clients import confluent_config, produce_and_consume
 from tests.support.zookeeper import ZooKeeperServer
 
 BROKER_JAAS = PLAIN_JAAS.replace("required ", 'required username="admin" password="admin-secret" ')
@@ -24,6 +27,12 @@ BROKER_JAAS = PLAIN_JAAS.replace("required ", 'required username="admin" passwor
 
 @pytest.fixture
 def secured_cluster(tmp_path, pki):
+    with started_cluster(tmp_path, pki) as brokers:
+        yield brokers
+
+
+@contextlib.contextmanager
+def started_cluster(tmp_path, pki, extra: dict[str, str] | None = None):
     zookeeper = ZooKeeperServer(tmp_path / "zookeeper").start()
     brokers: list[SecureBroker] = []
     try:
@@ -42,6 +51,7 @@ def secured_cluster(tmp_path, pki):
                 "ssl.truststore.location": str(pki.ca_file),
                 "http.listeners": "",
                 "offsets.topic.replication.factor": "2",
+                **(extra or {}),
             }
             process = BrokerProcess(tmp_path / f"broker-{broker_id}", settings,
                                     port=ports["PLAINTEXT"]).start()
@@ -53,13 +63,27 @@ def secured_cluster(tmp_path, pki):
         zookeeper.kill()
 
 
-def test_replication_over_sasl_ssl(secured_cluster):
-    first, second = secured_cluster
-    admin = AdminClient({"bootstrap.servers": first.address("PLAINTEXT")})
+def both_registered(admin: AdminClient) -> None:
     deadline = time.monotonic() + 30
     while len(admin.list_topics(timeout=5).brokers) < 2:
         assert time.monotonic() < deadline, "both brokers registered"
         time.sleep(0.2)
+
+
+def wait_for_full_isr(admin: AdminClient, topic: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        partitions = admin.list_topics(topic, timeout=5).topics[topic].partitions
+        if all(len(p.isrs) == 2 for p in partitions.values()):
+            return
+        assert time.monotonic() < deadline, {i: p.isrs for i, p in partitions.items()}
+        time.sleep(0.2)
+
+
+def test_replication_over_sasl_ssl(secured_cluster):
+    first, second = secured_cluster
+    admin = AdminClient({"bootstrap.servers": first.address("PLAINTEXT")})
+    both_registered(admin)
     brokers = admin.list_topics(timeout=5).brokers
     assert sorted(b.port for b in brokers.values()) == sorted(
         b.ports["PLAINTEXT"] for b in secured_cluster)
@@ -72,15 +96,40 @@ def test_replication_over_sasl_ssl(secured_cluster):
     for i in range(200):
         producer.produce(topic, b"v%d" % i, on_delivery=lambda e, m: failures.append(e) if e else None)
     assert producer.flush(40) == 0 and not failures, failures
-    deadline = time.monotonic() + 30
-    while True:  # every partition keeps both replicas in sync: the followers fetch over SASL_SSL
-        partitions = admin.list_topics(topic, timeout=5).topics[topic].partitions
-        if all(len(p.isrs) == 2 for p in partitions.values()):
-            break
-        assert time.monotonic() < deadline, {i: p.isrs for i, p in partitions.items()}
-        time.sleep(0.2)
+    wait_for_full_isr(admin, topic)  # the followers fetch over SASL_SSL
     log = "".join(b.process.log() for b in secured_cluster)
     assert "authentication failed" not in log
+
+
+REAUTH_MS = 2000
+
+
+def test_brokers_reauthenticate_their_connections_to_each_other(tmp_path, pki):
+    """Followers fetch and the controller talks over SASL_SSL sessions of
+    2 s for 3.5 lifetimes: each connection re-authenticates, none is closed
+    for an expired session, and acks=all writes keep completing."""
+    with started_cluster(tmp_path, pki, {"connections.max.reauth.ms": str(REAUTH_MS)}) as brokers:
+        first, _second = brokers
+        admin = AdminClient({"bootstrap.servers": first.address("PLAINTEXT")})
+        both_registered(admin)
+        topic = unique_topic("reauth-replicated")
+        for future in admin.create_topics([NewTopic(topic, 2, 2)]).values():
+            future.result(30)
+        wait_for_full_isr(admin, topic)
+        producer = Producer({"bootstrap.servers": first.address("PLAINTEXT"), "acks": "all",
+                             "message.timeout.ms": 30000})
+        failures: list = []
+        sent = 0
+        deadline = time.monotonic() + 3.5 * REAUTH_MS / 1000
+        while time.monotonic() < deadline:
+            producer.produce(topic, b"v%d" % sent, on_delivery=lambda e, m: failures.append(e) if e else None)
+            sent += 1
+            producer.poll(0.02)
+        assert producer.flush(40) == 0 and not failures, failures
+        wait_for_full_isr(admin, topic)
+        log = "".join(b.process.log() for b in brokers)
+        assert "expired without re-authentication" not in log and "authentication failed" not in log
+        assert "re-authentication" not in log, log[-3000:]  # no failed one either
 
 
 def test_scram_user_added_on_one_broker_logs_in_on_the_other(secured_cluster):

@@ -12,15 +12,15 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from tests.security.clients import (
+from tests.support.compat import unique_topic
+from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, USERS
+from tests.support.security_clients import (
     COUNT,
     aiokafka_config,
     confluent_config,
     kafka_python_config,
     produce_and_consume,
 )
-from tests.security.conftest import SCRAM_PASSWORD, SCRAM_USER, USERS
-from tests.support.compat import unique_topic
 
 SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

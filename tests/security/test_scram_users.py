@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from tests.security.clients import confluent_config, produce_and_consume
-from tests.security.conftest import kcore_cli, start_secure_broker
+from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
+from tests.support.secure_broker import start_secure_broker
+from tests.support.security_clients import confluent_config, produce_and_consume
 
 
 @pytest.fixture

@@ -15,9 +15,10 @@ from confluent_kafka import KafkaError, Producer
 
 from kcore.config import BrokerConfig
 from kcore.server.security import server_ssl_context, tls_principal
-from tests.security.clients import confluent_config, produce_and_consume
-from tests.security.conftest import CLIENT_PRINCIPAL, broker_settings, kcore_cli
+from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
+from tests.support.secure_broker import CLIENT_PRINCIPAL, broker_settings
+from tests.support.security_clients import confluent_config, produce_and_consume
 
 CLOSE_WITHIN_S = 15.0
 

@@ -10,7 +10,6 @@ super users: what the test then grants is all ANONYMOUS may do.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer
@@ -26,6 +25,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.support import BrokerProcess
+from tests.support.cli import kcore_cli
 
 ANONYMOUS = "User:ANONYMOUS"
 ADMIN_TIMEOUT_S = 15.0
@@ -97,6 +97,4 @@ def consume_error_or_message(bootstrap: str, topic: str, group: str, timeout_s: 
 
 def kcore_quotas(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess:
     """`kcore quotas ARGS` against ``broker``."""
-    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "quotas", *args,
-                           "--bootstrap-server", broker.bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    return kcore_cli("quotas", *args, "--bootstrap-server", broker.bootstrap)

@@ -12,6 +12,8 @@ from kcore.security.acl import (
     PatternType,
     ResourceType,
     operation,
+    operations_bit_field,
+    operations_of_bit_field,
     resource_type,
 )
 from kcore.security.authorizer import Authorizer
@@ -171,3 +173,11 @@ def test_delete_filters_remove_what_they_match_and_refuse_unknown_codes():
     acls, results = auth.with_deleted([bad, good])
     assert isinstance(results[0], str) and results[1] == [acl("a", Op.READ)]
     assert acls == {acl("b", Op.READ)}
+
+
+def test_operations_bit_field_sets_bit_code_per_operation():
+    """Kafka's Utils.to32BitField: READ (3) and DESCRIBE (8) are 2**3 + 2**8."""
+    field = operations_bit_field([AclOperation.READ, AclOperation.DESCRIBE])
+    assert field == 264
+    assert operations_of_bit_field(field) == {AclOperation.READ, AclOperation.DESCRIBE}
+    assert operations_of_bit_field(-2**31) == set()  # INT32_MIN: not asked for

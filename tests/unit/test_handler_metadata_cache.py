@@ -28,9 +28,11 @@ def broker_with(cache: MetadataCache) -> SimpleNamespace:
                            authorizer=None)
 
 
-def ask(broker, version: int, topics: list[str] | None) -> dict:
+def ask(broker, version: int, topics: list[str] | None, operations: bool = False) -> dict:
     body = SimpleNamespace(topics=None if topics is None else [SimpleNamespace(name=t) for t in topics],
-                           allow_auto_topic_creation=False)
+                           allow_auto_topic_creation=False,
+                           include_cluster_authorized_operations=operations,
+                           include_topic_authorized_operations=operations)
     context = SimpleNamespace(listener="PLAINTEXT", principal="User:ANONYMOUS")
     answer = asyncio.run(metadata.handle(broker, context, SimpleNamespace(api_version=version, body=body)))
     header = RequestHeader(ApiKey.METADATA, version, 11, "test")
@@ -62,3 +64,20 @@ def test_an_answer_naming_an_unknown_topic_is_not_kept():
     answer = ask(broker, 8, ["t0", "nope"])
     assert answer["topics"][1]["error_code"] == protocol.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert not cache.responses
+
+
+def test_authorized_operations_asked_for_are_cached_apart():
+    """v8 with and without authorized operations (KIP-430) are two answers:
+    INT32_MIN when not asked, every operation without an authorizer."""
+    cache = MetadataCache()
+    cache.update(1, BROKERS, states(leader=1))
+    broker = broker_with(cache)
+    plain = ask(broker, 8, ["t1"])
+    asked = ask(broker, 8, ["t1"], operations=True)
+    assert plain["cluster_authorized_operations"] == -2**31
+    assert plain["topics"][0]["topic_authorized_operations"] == -2**31
+    # Bit per AclOperation code: CREATE (5), then ALTER (7) .. IDEMPOTENT_WRITE (12).
+    assert asked["cluster_authorized_operations"] == 0b1_1111_1010_0000
+    # READ (3) .. ALTER_CONFIGS (11) but CLUSTER_ACTION (9).
+    assert asked["topics"][0]["topic_authorized_operations"] == 0b1101_1111_1000
+    assert ask(broker, 8, ["t1"]) == plain

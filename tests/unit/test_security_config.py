@@ -62,8 +62,28 @@ def test_prefixed_keys_win_for_their_listener_only():
     assert config.advertised_address() == ("127.0.0.1", 2)
 
 
+def test_max_reauth_ms_per_mechanism_then_listener_then_broker():
+    """Kafka's SaslChannelBuilder order: listener.name.<l>.<mechanism>.,
+    then listener.name.<l>., then the broker-wide connections.max.reauth.ms."""
+    config = BrokerConfig({
+        "listeners": "CLIENTS://127.0.0.1:1,BROKERS://127.0.0.1:2",
+        "listener.security.protocol.map": "CLIENTS:SASL_PLAINTEXT,BROKERS:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        "connections.max.reauth.ms": "60000",
+        "listener.name.clients.connections.max.reauth.ms": "30000",
+        "listener.name.clients.scram-sha-512.connections.max.reauth.ms": "10000"})
+    assert config.max_reauth_ms("CLIENTS", "SCRAM-SHA-512") == 10000
+    assert config.max_reauth_ms("CLIENTS", "SCRAM-SHA-256") == 30000
+    assert config.max_reauth_ms("BROKERS", "SCRAM-SHA-512") == 60000
+    assert BrokerConfig({})["connections.max.reauth.ms"] == 0  # Kafka's default: off
+
+
 @pytest.mark.parametrize("settings, message", [
     ({"listener.name.sasl_plaintext.sasl.mechanism.typo": "x"}, "unknown configuration key"),
+    ({"listener.name.sasl_plaintext.gssapi.connections.max.reauth.ms": "1"}, "GSSAPI"),
+    ({"sasl.enabled.mechanisms": "SCRAM-SHA-256",
+      "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": "-1"},
+     "scram-sha-256.connections.max.reauth.ms"),
     ({"listener.name.sasl_plaintext.gssapi.sasl.jaas.config": "x"}, "GSSAPI"),
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "kcore serves only PLAIN"),
     ({"sasl.enabled.mechanisms": "PLAIN"}, "plain.sasl.jaas.config"),

@@ -6,7 +6,7 @@ import time
 
 from confluent_kafka import Consumer, Producer
 
-from tests.security.conftest import SecureBroker
+from tests.support.secure_broker import SecureBroker
 
 COUNT = 50
 
