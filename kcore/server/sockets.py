@@ -5,7 +5,7 @@ They are set on the listening socket: Linux copies both sizes, and the
 lock that stops autotuning, into every connection it accepts, and the
 receive size must be known before the SYN-ACK, whose window scale it fixes
 (a receive buffer set after accept could never offer more than the scale
-chosen for the OS default). -1 keeps the OS default and its autotuning;
+chosen for the OS default). -1 (kcore's default, where Kafka's is 102400) keeps the OS default and its autotuning;
 the kernel doubles a value set (bookkeeping overhead, man 7 socket) and
 caps it at net.core.{w,r}mem_max.
 """
