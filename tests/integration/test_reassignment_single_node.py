@@ -1,0 +1,32 @@
+"""Partition reassignment on a single node (no ZooKeeper): its one replica
+cannot move, so only its own replica set is accepted (a move already
+done), and everything else gets Kafka's error. Driven by kafka-python's
+KafkaAdminClient, a real client."""
+from __future__ import annotations
+
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import (
+    InvalidReplicationAssignmentError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
+
+
+def test_a_single_node_accepts_only_its_own_replica_set(broker):
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
+    try:
+        admin.create_topics([NewTopic("solo", 2, 1)])
+        me = admin.describe_cluster()["brokers"][0]["broker_id"]
+        first, second = TopicPartition("solo", 0), TopicPartition("solo", 1)
+        assert admin.alter_partition_reassignments({first: [me]}) == {first: None}
+        assert admin.alter_partition_reassignments({first: [me, me + 1], second: [me + 1]}) == {
+            first: InvalidReplicationAssignmentError, second: InvalidReplicationAssignmentError}
+        assert admin.alter_partition_reassignments({first: None}) == {
+            first: NoReassignmentInProgressError}
+        missing = TopicPartition("solo", 5)
+        assert admin.alter_partition_reassignments({missing: [me]}) == {
+            missing: UnknownTopicOrPartitionError}
+        assert admin.list_partition_reassignments() == {}
+    finally:
+        admin.close()
