@@ -141,6 +141,34 @@ def test_cancelling_returns_a_partition_to_its_original_replicas(cluster, admin_
     assert [v for _, v in consume_all(cluster, "undo", 1)[0]] == [f"0:{s}" for s in range(500)]
 
 
+def test_a_new_controller_finishes_a_move_its_predecessor_started(cluster, admin_factory):
+    controller = cluster.metadata().controller_id
+    a, b = sorted(set(cluster.brokers) - {controller})
+    create_with_replicas(cluster, "resumed", [a, b])
+    produce_numbered(cluster, "resumed", 500)
+    cluster.brokers[b].kill()  # the move to [b, controller] cannot finish while b is down
+    cluster.wait_for(lambda: cluster.partitions("resumed")[0].isrs == [a], f"{b} left the ISR")
+    resumed = TopicPartition("resumed", 0)
+    assert admin_factory(cluster).alter_partition_reassignments(
+        {resumed: [b, controller]}) == {resumed: None}
+    cluster.wait_for(lambda: holds(cluster, controller, "resumed"), "the new replica started")
+    cluster.brokers[controller].kill()
+    cluster.wait_for(lambda: cluster.metadata().controller_id == a, f"{a} took over")
+    moving = {resumed: {"replicas": [b, controller, a], "adding_replicas": [controller],
+                        "removing_replicas": [a]}}
+    assert admin_factory(cluster).list_partition_reassignments() == moving
+
+    cluster.brokers[b].start()
+    cluster.brokers[controller].start()
+    admin = admin_factory(cluster)
+    cluster.wait_for(lambda: not admin.list_partition_reassignments()
+                     and replicas_of(cluster, "resumed") == [b, controller],
+                     "the new controller completed the move", timeout=60)
+    cluster.wait_for(lambda: not holds(cluster, a, "resumed"), f"{a} deleted its replica")
+    cluster.wait_for(lambda: cluster.fully_replicated("resumed", 1, 2), "an ISR of two")
+    assert [v for _, v in consume_all(cluster, "resumed", 1)[0]] == [f"0:{s}" for s in range(500)]
+
+
 def test_bad_reassignments_get_kafkas_errors(cluster, admin_factory):
     create_with_replicas(cluster, "strict", [1, 2])
     admin = admin_factory(cluster)
