@@ -191,6 +191,25 @@ def test_bad_reassignments_get_kafkas_errors(cluster, admin_factory):
     assert admin.list_partition_reassignments() == {}
 
 
+def test_generate_proposes_a_plan_over_the_given_brokers(cluster, tmp_path):
+    create_with_replicas(cluster, "spread", [1, 2])
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"version":1,"topics":[{"topic":"spread"}]}')
+    generated = cli(cluster, "--topics-to-move-json-file", str(topics), "--broker-list", "2,3",
+                    "--generate")
+    assert generated.returncode == 0, generated.stderr
+    current, proposed = [json.loads(line) for line in generated.stdout.splitlines()
+                         if line.startswith("{")]
+    assert [p["replicas"] for p in current["partitions"]] == [[1, 2]]
+    assert [sorted(p["replicas"]) for p in proposed["partitions"]] == [[2, 3]]
+    too_few = cli(cluster, "--topics-to-move-json-file", str(topics), "--broker-list", "3",
+                  "--generate")
+    assert too_few.returncode == 1 and "replication factor 2" in too_few.stderr
+    unknown = cli(cluster, "--topics-to-move-json-file", str(topics), "--broker-list", "2,9",
+                  "--generate")
+    assert unknown.returncode == 1 and "[9]" in unknown.stderr
+
+
 def cli(cluster, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kcore.cli.main", "reassign-partitions",
                            "--bootstrap-server", cluster.bootstrap, *args],
