@@ -23,7 +23,10 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.errors import ErrorCode
 from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
+from tests.support.wire import WireClient
 
 
 @pytest.fixture
@@ -189,6 +192,28 @@ def test_bad_reassignments_get_kafkas_errors(cluster, admin_factory):
     # The same replica set is a move that is done at once.
     assert admin.alter_partition_reassignments({strict: [1, 2]}) == {strict: None}
     assert admin.list_partition_reassignments() == {}
+
+
+def test_a_broker_that_is_not_the_controller_passes_reassignments_on(cluster):
+    create_with_replicas(cluster, "relayed", [1, 2])
+    controller = cluster.metadata().controller_id
+    other = min(set(cluster.brokers) - {controller})
+    client = WireClient(cluster.brokers[other].port)
+    try:
+        def alter(replicas):
+            response = client.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {
+                "timeout_ms": 30_000, "topics": [{"name": "relayed", "partitions": [
+                    {"partition_index": 0, "replicas": replicas}]}]})
+            assert response.error_code == ErrorCode.NONE
+            return response.responses[0].partitions[0]
+        assert alter([1, 1]).error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        assert alter([3, 2]).error_code == ErrorCode.NONE
+        cluster.wait_for(lambda: replicas_of(cluster, "relayed") == [3, 2]
+                         and not client.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {
+                             "timeout_ms": 30_000, "topics": None}).topics,
+                         "the move through a non-controller completed")
+    finally:
+        client.close()
 
 
 def test_generate_proposes_a_plan_over_the_given_brokers(cluster, tmp_path):
