@@ -1,6 +1,7 @@
-"""Partition reassignment on a single node (no ZooKeeper): its one replica
-cannot move, so only its own replica set is accepted (a move already
-done), and everything else gets Kafka's error. Driven by kafka-python's
+"""Partition reassignment on a single node (no ZooKeeper) and on the
+processes of one node: a replica cannot move, so only the replica set a
+partition has is accepted (a move already done), and everything else
+gets Kafka's error. Driven by kafka-python's
 KafkaAdminClient, a real client."""
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from kafka.errors import (
     NoReassignmentInProgressError,
     UnknownTopicOrPartitionError,
 )
+
+from tests.support import BrokerProcess
 
 
 def test_a_single_node_accepts_only_its_own_replica_set(broker):
@@ -30,3 +33,23 @@ def test_a_single_node_accepts_only_its_own_replica_set(broker):
         assert admin.list_partition_reassignments() == {}
     finally:
         admin.close()
+
+
+def test_the_processes_of_a_node_keep_their_partitions(tmp_path):
+    supervisor = BrokerProcess(tmp_path / "node", {"num.processes": "2"}).start()
+    admin = KafkaAdminClient(bootstrap_servers=supervisor.bootstrap, request_timeout_ms=10_000)
+    try:
+        admin.create_topics([NewTopic("kept", 2, 1)])
+        owners = {p["partition_index"]: p["replica_nodes"] for p in
+                  admin.describe_topics(["kept"])[0]["partitions"]}
+        first = TopicPartition("kept", 0)
+        other = owners[1][0] if owners[1] != owners[0] else owners[0][0] + 1
+        assert admin.alter_partition_reassignments({first: owners[0]}) == {first: None}
+        assert admin.alter_partition_reassignments({first: [other]}) == {
+            first: InvalidReplicationAssignmentError}
+        assert admin.alter_partition_reassignments({first: None}) == {
+            first: NoReassignmentInProgressError}
+        assert admin.list_partition_reassignments() == {}
+    finally:
+        admin.close()
+        supervisor.kill()
