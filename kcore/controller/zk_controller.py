@@ -15,8 +15,8 @@ Every broker of a cluster has one ``ZkController``. It:
 - writes topic changes straight to ZooKeeper, as Kafka's AdminZkClient
   does from any broker: the active controller picks them up by its watches;
 - sends what only the active controller may decide (AlterPartition,
-  ControlledShutdown, ElectLeaders, partition reassignments) to it over the Kafka protocol
-  (controller_client.py), itself included.
+  ControlledShutdown, ElectLeaders, partition reassignments) to it over
+  the Kafka protocol (controller_client.py), itself included.
 
 Not thread-safe: owned by the broker's event loop; ZooKeeper callbacks
 arrive there (zk_client.py).
