@@ -117,6 +117,22 @@ def test_replication_factor_grows_from_one_to_three_with_the_command_line(cluste
     assert values == [f"0:{seq}" for seq in range(2000)]
 
 
+def test_a_replica_removed_while_its_broker_was_down_is_deleted_when_it_returns(cluster,
+                                                                                admin_factory):
+    create_with_replicas(cluster, "left", [1, 2])
+    produce_numbered(cluster, "left", 500)
+    cluster.brokers[1].kill()
+    cluster.wait_for(lambda: cluster.partitions("left")[0].isrs == [2], "broker 1 left the ISR")
+    left = TopicPartition("left", 0)
+    assert admin_factory(cluster).alter_partition_reassignments({left: [2, 3]}) == {left: None}
+    cluster.wait_for(lambda: replicas_of(cluster, "left") == [2, 3]
+                     and cluster.fully_replicated("left", 1, 2), "the move to [2, 3] completed")
+    assert holds(cluster, 1, "left")  # nobody could tell broker 1
+    cluster.brokers[1].start()
+    cluster.wait_for(lambda: not holds(cluster, 1, "left"), "broker 1 deleted its stray log")
+    assert [v for _, v in consume_all(cluster, "left", 1)[0]] == [f"0:{s}" for s in range(500)]
+
+
 def test_cancelling_returns_a_partition_to_its_original_replicas(cluster, admin_factory):
     create_with_replicas(cluster, "undo", [1, 2])
     produce_numbered(cluster, "undo", 500)
