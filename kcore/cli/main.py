@@ -1,5 +1,5 @@
 """`kcore` command line: broker, topics, produce, consume, groups, transactions,
-users, acls, quotas, status, dump-log, bench."""
+users, acls, quotas, reassign-partitions, status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,7 @@ from kcore.cli import (
     dump_log,
     groups,
     quotas,
+    reassign,
     status,
     transactions,
     users,
@@ -32,8 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, status,
-            dump_log, bench]
+    return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, reassign,
+            status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,9 @@ from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 
 __all__ = ["Admin", "NewTopic", "ConfigEntry", "ConfigResourceType", "ConfigSource",
-           "AlterConfigOp", "ClusterDescription", "elect_leaders_body", "election_results"]
+           "AlterConfigOp", "ClusterDescription", "elect_leaders_body", "election_results",
+           "OngoingReassignment", "alter_reassignments_body", "alter_reassignments_results",
+           "list_reassignments_body", "list_reassignments_results"]
 
 DEFAULT_TIMEOUT_MS = 30_000
 
@@ -75,6 +77,15 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int
     brokers: dict[int, BrokerInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingReassignment:
+    """A partition being moved (ListPartitionReassignments): its full
+    replica set while moving, and the replicas being added and removed."""
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
 
 
 class Admin:
@@ -172,6 +183,30 @@ class Admin:
             raise KafkaError(body.error_code, None, "ElectLeaders")
         return election_results(body)
 
+    async def alter_partition_reassignments(
+            self, targets: Mapping[tuple[str, int], Sequence[int] | None], *,
+            timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments (KIP-455) on the controller: move each
+        partition to its replicas, or cancel its move (None). Returns
+        (error code, message) per partition; a refused request raises."""
+        connection = await self.client.controller_connection()
+        body = await connection.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                                        alter_reassignments_body(targets.items(), timeout_ms))
+        if body.error_code:
+            raise KafkaError(body.error_code, body.error_message, "AlterPartitionReassignments")
+        return alter_reassignments_results(body)
+
+    async def list_partition_reassignments(
+            self, partitions: Sequence[tuple[str, int]] | None = None, *,
+            timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[tuple[str, int], OngoingReassignment]:
+        """The moves in progress among ``partitions`` (None: every one)."""
+        connection = await self.client.controller_connection()
+        body = await connection.request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                        list_reassignments_body(partitions, timeout_ms))
+        if body.error_code:
+            raise KafkaError(body.error_code, body.error_message, "ListPartitionReassignments")
+        return list_reassignments_results(body)
+
     async def describe_cluster(self) -> ClusterDescription:
         connection = await self.client.any_connection()
         body = await connection.request(ApiKey.DESCRIBE_CLUSTER, {
@@ -200,6 +235,41 @@ def election_results(body) -> dict[tuple[str, int], tuple[int, str | None]]:
     """(error code, message) per partition of an ElectLeaders response."""
     return {(r.topic, p.partition_id): (p.error_code, p.error_message)
             for r in body.replica_election_results for p in r.partition_result}
+
+
+def _grouped(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = {}
+    for topic, index in partitions:
+        grouped.setdefault(topic, []).append(index)
+    return grouped
+
+
+def alter_reassignments_body(targets: Iterable[tuple[tuple[str, int], Sequence[int] | None]],
+                             timeout_ms: int) -> dict:
+    """An AlterPartitionReassignments request; a None target cancels."""
+    topics: dict[str, list[dict]] = {}
+    for (topic, index), replicas in targets:
+        topics.setdefault(topic, []).append({
+            "partition_index": index, "replicas": None if replicas is None else list(replicas)})
+    return {"timeout_ms": timeout_ms,
+            "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+
+
+def alter_reassignments_results(body) -> dict[tuple[str, int], tuple[int, str | None]]:
+    return {(t.name, p.partition_index): (p.error_code, p.error_message)
+            for t in body.responses for p in t.partitions}
+
+
+def list_reassignments_body(partitions: Iterable[tuple[str, int]] | None, timeout_ms: int) -> dict:
+    topics = None if partitions is None else [
+        {"name": t, "partition_indexes": p} for t, p in _grouped(partitions).items()]
+    return {"timeout_ms": timeout_ms, "topics": topics}
+
+
+def list_reassignments_results(body) -> dict[tuple[str, int], OngoingReassignment]:
+    return {(t.name, p.partition_index): OngoingReassignment(
+                tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+            for t in body.topics for p in t.partitions}
 
 
 def _config_entry(config, version: int) -> ConfigEntry:

@@ -13,8 +13,9 @@ single-threaded ControllerEventManager): brokers joining, leaving or
 restarting (``/brokers/ids``), topics created (``/brokers/topics``),
 partitions added (a topic's assignment znode), topics to delete
 (``/admin/delete_topics``), and requests from brokers: AlterPartition
-(ISR changes proposed by leaders), ControlledShutdown, ElectLeaders, plus
-the periodic preferred-leader rebalance. Each event reads what it needs
+(ISR changes proposed by leaders), ControlledShutdown, ElectLeaders,
+AlterPartitionReassignments / ListPartitionReassignments (moving replicas,
+reassignment.py), plus the periodic preferred-leader rebalance. Each event reads what it needs
 from ZooKeeper, decides (election.py), writes the new states, then sends
 the requests that tell the brokers (one batch per event).
 
@@ -39,6 +40,7 @@ from kcore.controller import zk_paths as paths
 from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
 from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.controller.reassignment import ReplicaAssignment, reassignment_leader, validate_target
 from kcore.controller.zk_client import NoNodeError, Watch, ZkClient
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
@@ -183,6 +185,7 @@ class ActiveController:
         for state in self.states.values():
             batch.tell_replicas(state, self.brokers)
         self._send(batch)
+        await self._resume_reassignments()
         if self.config.auto_leader_rebalance:
             self._schedule_rebalance()
 
@@ -369,6 +372,10 @@ class ActiveController:
         batch = RequestBatch()
         for state in await self._write(changes, batch, tell_replicas=False):
             results[state.topic_partition] = (ErrorCode.NONE, state)
+            # A grown ISR may hold the whole target of a move now.
+            assignment = self._replica_assignment(state.topic_partition)
+            if assignment.is_being_reassigned and assignment.is_complete(state.isr):
+                await self._complete_reassignment(state.topic_partition, assignment, batch)
         for old, _ in changes:
             results.setdefault(old.topic_partition, (ErrorCode.INVALID_UPDATE_VERSION, old))
         self._send(batch, metadata_to_all=True)
@@ -465,6 +472,123 @@ class ActiveController:
                                                      "the state changed concurrently"))
         self._send(batch, metadata_to_all=True)
         return results
+
+    # -- partition reassignment (KIP-455, reassignment.py) --------------------------------
+    def _replica_assignment(self, key: TopicPartition) -> ReplicaAssignment:
+        topic = self.topics.get(key[0])
+        if topic is None:
+            return ReplicaAssignment(())
+        return ReplicaAssignment(tuple(topic.assignment.get(key[1], ())),
+                                 tuple(topic.adding_replicas.get(key[1], ())),
+                                 tuple(topic.removing_replicas.get(key[1], ())))
+
+    async def _on_alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+                                      ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """Start, replace or (None target) cancel moves; (error, message) each."""
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        live = set(self.brokers) - self.shutting_down
+        for key, target in items:
+            if key not in self.states or key[0] not in self.topics:
+                results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                f"partition {key[0]}-{key[1]} does not exist")
+                continue
+            current = self._replica_assignment(key)
+            if target is None:
+                if not current.is_being_reassigned:
+                    results[key] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                                    f"no reassignment of {key[0]}-{key[1]} to cancel")
+                    continue
+                target = list(current.origin)
+            else:
+                refusal = validate_target(current, target, live)
+                if refusal is not None:
+                    results[key] = refusal
+                    continue
+            batch = RequestBatch()
+            await self._reassign(key, current.reassign_to(target), batch)
+            self._send(batch, metadata_to_all=True)
+            results[key] = (ErrorCode.NONE, None)
+        return results
+
+    async def _on_list_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                     ) -> dict[TopicPartition, ReplicaAssignment]:
+        keys = sorted(self.states) if partitions is None else list(partitions)
+        found = {key: self._replica_assignment(key) for key in keys}
+        return {key: a for key, a in found.items() if a.is_being_reassigned}
+
+    async def _reassign(self, key: TopicPartition, new: ReplicaAssignment,
+                        batch: RequestBatch) -> None:
+        """Kafka's onPartitionReassignment: record RS/AR/RR, drop replicas a
+        replaced move had added, then either finish at once (TRS already in
+        sync) or bump the leader epoch so every RS member learns RS and
+        the new ones start fetching."""
+        unneeded = [r for r in self._replica_assignment(key).replicas if r not in new.replicas]
+        await self._set_assignment(key, new)
+        self._stop_replicas(key, unneeded, batch)
+        state = self.states[key]
+        if new.is_complete(state.isr):
+            await self._complete_reassignment(key, new, batch)
+            return
+        log.info("%s-%d: reassigning from %s to %s (adding %s, removing %s)", key[0], key[1],
+                 list(new.origin), list(new.target), list(new.adding), list(new.removing))
+        await self._write([(state, self._moved_state(state, new.replicas, new.replicas))], batch)
+
+    async def _complete_reassignment(self, key: TopicPartition, assignment: ReplicaAssignment,
+                                     batch: RequestBatch) -> None:
+        """Every TRS member is in sync: lead from TRS, shrink RS and ISR to
+        TRS, delete the removed replicas, record RS = TRS."""
+        state = self.states[key]
+        target = assignment.target
+        written = await self._write([(state, self._moved_state(state, target, target))], batch)
+        if not written:
+            return  # the state changed behind us; the next ISR change retries
+        self._stop_replicas(key, list(assignment.removing), batch)
+        await self._set_assignment(key, ReplicaAssignment(target))
+        log.info("%s-%d: reassignment to %s complete", key[0], key[1], list(target))
+
+    def _moved_state(self, state: PartitionState, replicas: tuple[int, ...],
+                     may_lead: tuple[int, ...]) -> PartitionState:
+        """``state`` with these replicas (the ISR cut to them), a leader from
+        ``may_lead`` if the current one is not there, and a new leader epoch."""
+        live = set(self.brokers) - self.shutting_down
+        isr = tuple(r for r in state.isr if r in replicas)
+        leader = state.leader
+        if leader not in may_lead or leader not in live:
+            leader = reassignment_leader(may_lead, isr, live)
+        return replace(state, leader=leader, isr=isr, replicas=replicas,
+                       leader_epoch=state.leader_epoch + 1, controller_epoch=self.epoch.epoch)
+
+    def _stop_replicas(self, key: TopicPartition, replicas: Iterable[int],
+                       batch: RequestBatch) -> None:
+        for replica in replicas:
+            if replica in self.brokers:
+                batch.stop_replica.setdefault(replica, []).append(
+                    StopReplicaPartition(key[0], key[1], -1, True))
+
+    async def _set_assignment(self, key: TopicPartition, assignment: ReplicaAssignment) -> None:
+        topic = self.topics[key[0]]
+        topic.assignment[key[1]] = list(assignment.replicas)
+        for lists, replicas in ((topic.adding_replicas, assignment.adding),
+                                (topic.removing_replicas, assignment.removing)):
+            if replicas:
+                lists[key[1]] = list(replicas)
+            else:
+                lists.pop(key[1], None)
+        await self._state_writer.write_assignment(topic)
+
+    async def _resume_reassignments(self) -> None:
+        """A new controller finishes the moves its predecessor started (the
+        startup LeaderAndIsr already told every RS member)."""
+        batch = RequestBatch()
+        for key, state in list(self.states.items()):
+            assignment = self._replica_assignment(key)
+            if assignment.is_being_reassigned:
+                log.info("%s-%d: resuming the reassignment to %s", key[0], key[1],
+                         list(assignment.target))
+                if assignment.is_complete(state.isr):
+                    await self._complete_reassignment(key, assignment, batch)
+        if batch.metadata:
+            self._send(batch, metadata_to_all=True)
 
     # -- preferred leader rebalance ------------------------------------------------------------
     def _schedule_rebalance(self) -> None:

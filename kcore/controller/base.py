@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.controller.reassignment import ReplicaAssignment
 
 if TYPE_CHECKING:  # active.py imports this module
     from kcore.controller.active import ActiveController
@@ -123,6 +124,18 @@ class Controller(Protocol):
                             partitions: Sequence[TopicPartition] | None
                             ) -> dict[TopicPartition, tuple[int, str | None]]:
         """(error code, message) per partition; None means every partition."""
+        ...
+
+    async def alter_partition_reassignments(
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """Move each partition to its target replicas (None: cancel its
+        move); (error code, message) per partition (KIP-455)."""
+        ...
+
+    async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                           ) -> dict[TopicPartition, ReplicaAssignment]:
+        """The moves in progress among ``partitions`` (None: all)."""
         ...
 
     async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]

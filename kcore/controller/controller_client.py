@@ -1,6 +1,6 @@
 """A broker's requests to the active controller: AlterPartition (ISR
-changes its partitions' leaders propose), ControlledShutdown and
-ElectLeaders, over the Kafka protocol at the pinned inter-broker versions.
+changes its partitions' leaders propose), ControlledShutdown,
+ElectLeaders and the partition reassignment requests, over the Kafka protocol at the pinned inter-broker versions.
 
 The controller's id comes from the ``/controller`` watch, its address from
 ``/brokers/ids``; one connection is kept to it and replaced when the
@@ -17,12 +17,20 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kcore.client.admin import elect_leaders_body, election_results
+from kcore.client.admin import (
+    alter_reassignments_body,
+    alter_reassignments_results,
+    elect_leaders_body,
+    election_results,
+    list_reassignments_body,
+    list_reassignments_results,
+)
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.inter_broker import inter_broker_security
 from kcore.controller import zk_paths as paths
 from kcore.controller.metadata import TopicPartition
+from kcore.controller.reassignment import ReplicaAssignment
 from kcore.controller.zk_client import NoNodeError
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
@@ -36,6 +44,8 @@ RETRY_BACKOFF_S = 0.1
 # Kafka's controller.socket.timeout.ms default.
 REQUEST_TIMEOUT_S = 30.0
 ELECT_LEADERS_VERSION = 2
+# AlterPartitionReassignments / ListPartitionReassignments: v0 is the only one.
+REASSIGNMENTS_VERSION = 0
 
 
 class NoControllerError(Exception):
@@ -129,3 +139,23 @@ class ControllerClient:
         response = await self.send(ApiKey.ELECT_LEADERS, elect_leaders_body(
             partitions, election_type, int(REQUEST_TIMEOUT_S * 1000)), ELECT_LEADERS_VERSION)
         return election_results(response)
+
+    async def alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+                                  ) -> dict[TopicPartition, tuple[int, str | None]]:
+        response = await self.send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, alter_reassignments_body(
+            items, int(REQUEST_TIMEOUT_S * 1000)), REASSIGNMENTS_VERSION)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_code, response.error_message,
+                             "AlterPartitionReassignments")
+        return alter_reassignments_results(response)
+
+    async def list_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                 ) -> dict[TopicPartition, ReplicaAssignment]:
+        response = await self.send(ApiKey.LIST_PARTITION_REASSIGNMENTS, list_reassignments_body(
+            partitions, int(REQUEST_TIMEOUT_S * 1000)), REASSIGNMENTS_VERSION)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_code, response.error_message,
+                             "ListPartitionReassignments")
+        return {key: ReplicaAssignment(found.replicas, found.adding_replicas,
+                                       found.removing_replicas)
+                for key, found in list_reassignments_results(response).items()}

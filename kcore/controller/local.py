@@ -36,6 +36,7 @@ from kcore.controller.metadata import (
     validate_topic_name,
 )
 from kcore.controller.node_store import NodeStore, atomic_write
+from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
 from kcore.protocol.errors import ErrorCode
 
 META_PROPERTIES = "meta.properties"
@@ -179,6 +180,25 @@ class LocalController:
             else:  # preferred or unclean: the leader is the preferred one already
                 results[(topic, index)] = (ErrorCode.ELECTION_NOT_NEEDED, None)
         return results
+
+    async def alter_partition_reassignments(
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """The only replica stays where it is: moving it to itself is done."""
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        for (topic, index), target in items:
+            info = self.topics.get(topic)
+            if info is None or not 0 <= index < info.num_partitions:
+                results[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                           f"partition {topic}-{index} does not exist")
+            else:
+                results[(topic, index)] = fixed_replicas_answer([self.broker_id], target,
+                                                                [self.broker_id])
+        return results
+
+    async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                           ) -> dict[TopicPartition, ReplicaAssignment]:
+        return {}  # nothing ever moves
 
     def _check_assignment(self, replicas_lists) -> None:
         for replicas in replicas_lists:

@@ -31,6 +31,7 @@ from kcore.controller.local import META_PROPERTIES, read_meta_properties
 from kcore.controller.metadata import BrokerInfo, TopicError, TopicInfo, TopicPartition, validate_topic_name
 from kcore.controller.node_store import NodeState, NodeStore
 from kcore.controller.placement import assign_replicas
+from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,26 @@ class ManagedController:
             results[(topic, index)] = (ErrorCode.ELECTION_NOT_NEEDED if known
                                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         return results
+
+    async def alter_partition_reassignments(
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """Each partition stays on its process (one replica, one disk)."""
+        processes = [p.broker_id for p in self._state.processes]
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        for (topic, index), target in items:
+            info = self.topic(topic)
+            if info is None or index not in info.assignment:
+                results[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                           f"partition {topic}-{index} does not exist")
+            else:
+                results[(topic, index)] = fixed_replicas_answer(info.assignment[index], target,
+                                                                processes)
+        return results
+
+    async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                           ) -> dict[TopicPartition, ReplicaAssignment]:
+        return {}  # nothing ever moves
 
     async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
                               ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:

@@ -46,8 +46,12 @@ class TopicInfo:
     num_partitions: int
     replication_factor: int = 1
     configs: dict[str, str] = field(default_factory=dict)
-    # partition -> replica broker ids, preferred leader first.
+    # partition -> replica broker ids, preferred leader first (while a
+    # partition moves: its full replica set, reassignment.py).
     assignment: dict[int, list[int]] = field(default_factory=dict)
+    # partition -> replicas being added / removed by a reassignment in progress.
+    adding_replicas: dict[int, list[int]] = field(default_factory=dict)
+    removing_replicas: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def is_internal(self) -> bool:

@@ -15,8 +15,8 @@ Every broker of a cluster has one ``ZkController``. It:
 - writes topic changes straight to ZooKeeper, as Kafka's AdminZkClient
   does from any broker: the active controller picks them up by its watches;
 - sends what only the active controller may decide (AlterPartition,
-  ControlledShutdown, ElectLeaders) to it over the Kafka protocol
-  (controller_client.py), itself included.
+  ControlledShutdown, ElectLeaders, partition reassignments) to it over
+  the Kafka protocol (controller_client.py), itself included.
 
 Not thread-safe: owned by the broker's event loop; ZooKeeper callbacks
 arrive there (zk_client.py).
@@ -45,6 +45,7 @@ from kcore.controller.metadata import (
     validate_topic_name,
 )
 from kcore.controller.placement import assign_replicas
+from kcore.controller.reassignment import ReplicaAssignment
 from kcore.controller.zk_client import CreateOp, NodeExistsError, NoNodeError, SessionEvent, Watch, ZkClient, ZkError
 from kcore.protocol.errors import ErrorCode
 
@@ -264,6 +265,7 @@ class ZkController:
             return
         assignment, _ = paths.decode_assignment(data)
         info.assignment = assignment
+        info.adding_replicas, info.removing_replicas = paths.decode_reassignments(data)
         info.num_partitions = len(assignment)
 
     def _forget_topic(self, name: str) -> None:
@@ -347,6 +349,9 @@ class ZkController:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"topic {name!r} does not exist") from None
         current, topic_id = paths.decode_assignment(data)
+        if any(paths.decode_reassignments(data)):
+            raise TopicError(ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                             f"partitions of {name!r} are being reassigned")
         if total <= len(current):
             raise TopicError(ErrorCode.INVALID_PARTITIONS,
                              f"topic {name!r} has {len(current)} partitions; the new count must "
@@ -394,6 +399,21 @@ class ZkController:
         if active is not None:
             return await active.call("elect_leaders", election_type, partitions)
         return await self.client.elect_leaders(election_type, partitions)
+
+    async def alter_partition_reassignments(
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        active = self.active_controller()
+        if active is not None:
+            return await active.call("alter_reassignments", items)
+        return await self.client.alter_reassignments(items)
+
+    async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                           ) -> dict[TopicPartition, ReplicaAssignment]:
+        active = self.active_controller()
+        if active is not None:
+            return await active.call("list_reassignments", partitions)
+        return await self.client.list_reassignments(partitions)
 
     async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
                               ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:

@@ -136,10 +136,16 @@ def uuid_from_base64(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
-def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID) -> bytes:
+def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID,
+                      adding: dict[int, list[int]] | None = None,
+                      removing: dict[int, list[int]] | None = None) -> bytes:
+    """``adding``/``removing``: replicas a reassignment adds or removes,
+    only for partitions that have some (Kafka writes no empty lists)."""
+    def nonempty(replicas: dict[int, list[int]] | None) -> dict[str, list[int]]:
+        return {str(p): list(r) for p, r in sorted((replicas or {}).items()) if r}
     return _dump({"version": 3, "topic_id": uuid_to_base64(topic_id),
                   "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-                  "adding_replicas": {}, "removing_replicas": {}})
+                  "adding_replicas": nonempty(adding), "removing_replicas": nonempty(removing)})
 
 
 def decode_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | None]:
@@ -148,6 +154,15 @@ def decode_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | No
                   for p, replicas in value.get("partitions", {}).items()}
     topic_id = value.get("topic_id")
     return assignment, (uuid_from_base64(topic_id) if topic_id else None)
+
+
+def decode_reassignments(data: bytes) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """(adding_replicas, removing_replicas) per partition of an assignment znode."""
+    value = _load(data)
+    def lists(key: str) -> dict[int, list[int]]:
+        return {int(p): [int(r) for r in replicas]
+                for p, replicas in (value.get(key) or {}).items() if replicas}
+    return lists("adding_replicas"), lists("removing_replicas")
 
 
 def encode_partition_state(controller_epoch: int, leader: int, leader_epoch: int,

@@ -83,6 +83,7 @@ async def read_topic(zk: ZkClient, name: str) -> TopicInfo | None:
     except NoNodeError:
         return None
     assignment, topic_id = paths.decode_assignment(data)
+    adding, removing = paths.decode_reassignments(data)
     try:
         config_data, _ = await zk.get(paths.topic_config_path(name))
         configs = paths.decode_topic_config(config_data)
@@ -90,7 +91,7 @@ async def read_topic(zk: ZkClient, name: str) -> TopicInfo | None:
         configs = {}
     replication_factor = len(next(iter(assignment.values()))) if assignment else 0
     return TopicInfo(name, topic_id or paths.uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAA"),
-                     len(assignment), replication_factor, configs, assignment)
+                     len(assignment), replication_factor, configs, assignment, adding, removing)
 
 
 async def read_partition_states(zk: ZkClient, topic: TopicInfo) -> dict[TopicPartition, PartitionState]:
@@ -152,6 +153,12 @@ class StateWriter:
             written.extend(replace(new, partition_epoch=stat.version)
                            for (_, new), stat in zip(chunk, results[1:]))
         return written
+
+    async def write_assignment(self, topic: TopicInfo) -> None:
+        """The topic's assignment znode with its reassignments in progress
+        (RS, AR, RR; reassignment.py), under this controller's epoch."""
+        await self._multi([SetOp(paths.topic_path(topic.name), paths.encode_assignment(
+            topic.assignment, topic.topic_id, topic.adding_replicas, topic.removing_replicas))])
 
     async def _update_one_by_one(self, changes) -> list[PartitionState]:
         written = []

@@ -2,8 +2,9 @@
 
 ``ReplicaManager`` implements ``ControllerEvents`` (controller/base.py):
 LeaderAndIsr makes each named partition a leader or a follower (opening its
-log on first sight), UpdateMetadata refreshes the metadata cache, StopReplica
-stops (and may delete) replicas. A request from a controller older than the
+log on first sight), UpdateMetadata refreshes the metadata cache (and
+deletes logs of partitions whose replicas no longer include this broker),
+StopReplica stops (and may delete) replicas. A request from a controller older than the
 newest one seen is refused whole with STALE_CONTROLLER_EPOCH; a partition
 state that is not newer than the one known (leader epoch, then partition
 epoch) is refused per partition with STALE_CONTROLLER_EPOCH, as Kafka does.
@@ -167,10 +168,27 @@ class ReplicaManager:
         if self._stale(controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
         self.metadata_cache.update(controller_id, brokers, states, deleted)
+        self._delete_strays(states)
         if deleted:
             for listener in self.deleted_topic_listeners:
                 listener(set(deleted))
         return ErrorCode.NONE
+
+    def _delete_strays(self, states: Sequence[PartitionState]) -> None:
+        """Delete logs of partitions this broker is no longer a replica of.
+        A replica removed by a reassignment while its broker was down never
+        got its StopReplica; the controller's full UpdateMetadata to the
+        restarted broker names the partition's replicas without it. A log
+        this broker serves is never a stray: only the controller's
+        LeaderAndIsr / StopReplica change those."""
+        for state in states:
+            key = state.topic_partition
+            if self.broker_id in state.replicas or key in self.partitions:
+                continue
+            if self.log_manager.get_log(*key) is not None:
+                log.info("%s-%d: replicas are %s, not this broker: deleting the stray log",
+                         key[0], key[1], list(state.replicas))
+                self.log_manager.delete_log(*key)
 
     def on_stop_replica(self, controller_epoch: int,
                         partitions: Sequence[StopReplicaPartition]) -> dict[TopicPartition, int]:

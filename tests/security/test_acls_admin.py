@@ -244,3 +244,27 @@ def test_committing_offsets_needs_read_on_group_and_topic(broker_factory):
     assert [(tp.offset, tp.error) for tp in committed] == [(1, None)]
     assert consumer.committed([TopicPartition("commits", 0)], timeout=15)[0].offset == 1
     consumer.close()
+
+
+def test_reassignments_need_alter_and_describe_on_the_cluster(broker_factory):
+    broker = secured_broker(broker_factory, ["moves"])
+    client = WireClient(broker.port)
+    me = client.request(ApiKey.METADATA, 8, {"topics": [], "allow_auto_topic_creation": False,
+                                             "include_cluster_authorized_operations": False,
+                                             "include_topic_authorized_operations": False}
+                        ).brokers[0].node_id
+    alter = {"timeout_ms": 10_000, "topics": [
+        {"name": "moves", "partitions": [{"partition_index": 0, "replicas": [me]}]}]}
+    listing = {"timeout_ms": 10_000, "topics": None}
+    allowed = client.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, alter)
+    assert allowed.error_code == 0 and allowed.responses[0].partitions[0].error_code == 0
+    assert client.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, listing).error_code == 0
+    admin = admin_for(broker)
+    grant(admin, ResourceType.BROKER, "kafka-cluster", Op.DESCRIBE,
+          permission=model.AclPermissionType.DENY)
+    grant(admin, ResourceType.BROKER, "kafka-cluster", Op.ALTER,  # last: granting needs ALTER
+          permission=model.AclPermissionType.DENY)
+    refused = client.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, alter)
+    assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and not refused.responses
+    hidden = client.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, listing)
+    assert hidden.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
