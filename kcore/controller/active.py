@@ -12,7 +12,9 @@ Then it reacts to events, one at a time in arrival order (Kafka's
 single-threaded ControllerEventManager): brokers joining, leaving or
 restarting (``/brokers/ids``), topics created (``/brokers/topics``),
 partitions added (a topic's assignment znode), topics to delete
-(``/admin/delete_topics``), and requests from brokers: AlterPartition
+(``/admin/delete_topics``; a topic with a partition being reassigned
+waits, queued, until the move completes, as in Kafka's
+TopicDeletionManager), and requests from brokers: AlterPartition
 (ISR changes proposed by leaders), ControlledShutdown, ElectLeaders,
 AlterPartitionReassignments / ListPartitionReassignments (moving replicas,
 reassignment.py), plus the periodic preferred-leader rebalance. Each event reads what it needs
@@ -87,6 +89,9 @@ class ActiveController:
         self.topics: dict[str, TopicInfo] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
         self.shutting_down: set[int] = set()
+        # Topics whose deletion waits for a reassignment of one of their
+        # partitions to complete (Kafka's topicsIneligibleForDeletion).
+        self.topics_to_delete: set[str] = set()
         self.epoch = zk_state.ControllerEpoch(0, -1)
         self.channel = ControllerChannel(broker_id)
         self.writer: zk_state.StateWriter | None = None
@@ -320,7 +325,19 @@ class ActiveController:
         except NoNodeError:
             return
         for name in sorted(names):
-            await self._delete_topic(name)
+            moving = self._reassigning_partitions(name)
+            if not moving:
+                await self._delete_topic(name)
+            elif name not in self.topics_to_delete:
+                self.topics_to_delete.add(name)
+                log.info("topic %s is queued for deletion until the reassignment of partitions "
+                         "%s completes", name, moving)
+
+    def _reassigning_partitions(self, name: str) -> list[int]:
+        topic = self.topics.get(name)
+        if topic is None:
+            return []
+        return sorted({*topic.adding_replicas, *topic.removing_replicas})
 
     async def _delete_topic(self, name: str) -> None:
         topic = self.topics.get(name)
@@ -345,6 +362,7 @@ class ActiveController:
 
     def _forget_topic(self, name: str) -> None:
         self.topics.pop(name, None)
+        self.topics_to_delete.discard(name)
         for key in [k for k in self.states if k[0] == name]:
             del self.states[key]
         watch = self._topic_watches.pop(name, None)
@@ -492,6 +510,10 @@ class ActiveController:
                 results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                 f"partition {key[0]}-{key[1]} does not exist")
                 continue
+            if key[0] in self.topics_to_delete:  # Kafka: as if it were gone already
+                results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                f"topic {key[0]} is queued for deletion")
+                continue
             current = self._replica_assignment(key)
             if target is None:
                 if not current.is_being_reassigned:
@@ -545,6 +567,11 @@ class ActiveController:
         self._stop_replicas(key, list(assignment.removing), batch)
         await self._set_assignment(key, ReplicaAssignment(target))
         log.info("%s-%d: reassignment to %s complete", key[0], key[1], list(target))
+        if key[0] in self.topics_to_delete:
+            # A later event, so this one's requests (which name the
+            # partition) reach the brokers before the StopReplicas that
+            # delete it.
+            self.post("topic_deletion")
 
     def _moved_state(self, state: PartitionState, replicas: tuple[int, ...],
                      may_lead: tuple[int, ...]) -> PartitionState:

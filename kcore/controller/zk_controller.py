@@ -310,8 +310,12 @@ class ZkController:
                            assignment: dict[int, list[int]] | None = None,
                            validate_only: bool = False) -> TopicInfo:
         validate_topic_name(name)
-        if name in self._topics or await self.zk.exists(paths.topic_path(name)) is not None:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        # ZooKeeper, not the cache: a topic just deleted may linger there
+        # until the watch tells.
+        if await self.zk.exists(paths.topic_path(name)) is not None:
+            queued = await self.zk.exists(paths.delete_topic_path(name)) is not None
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} "
+                             + ("is marked for deletion" if queued else "already exists"))
         brokers = list((await zk_state.read_brokers(self.zk)).values())
         if assignment:
             _check_assignment(assignment.values(), {b.broker_id for b in brokers})
@@ -328,17 +332,19 @@ class ZkController:
                                                                           info.topic_id))])
         except NodeExistsError:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists") from None
-        self._topics.setdefault(name, info)
+        self._topics[name] = info
         return info
 
     async def delete_topic(self, name: str) -> None:
-        if name not in self._topics and await self.zk.exists(paths.topic_path(name)) is None:
+        """Queue the deletion (``/admin/delete_topics/<t>``, as Kafka's
+        AdminZkClient). The topic stays in the cache until the controller
+        deletes it, which waits while a partition is being reassigned."""
+        if await self.zk.exists(paths.topic_path(name)) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         try:
             await self.zk.create(paths.delete_topic_path(name))
         except NodeExistsError:
-            pass
-        self._forget_topic(name)
+            pass  # queued already: the caller waits for it like the first one
 
     async def create_partitions(self, name: str, total: int,
                                 assignment: list[list[int]] | None = None,

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
@@ -186,6 +186,56 @@ def test_a_new_controller_finishes_a_move_its_predecessor_started(cluster, admin
     cluster.wait_for(lambda: not holds(cluster, a, "resumed"), f"{a} deleted its replica")
     cluster.wait_for(lambda: cluster.fully_replicated("resumed", 1, 2), "an ISR of two")
     assert [v for _, v in consume_all(cluster, "resumed", 1)[0]] == [f"0:{s}" for s in range(500)]
+
+
+def test_a_topic_deleted_while_a_partition_moves_goes_once_the_move_completes(cluster,
+                                                                             admin_factory):
+    """Kafka's controller makes the topic ineligible for deletion while a
+    partition of it is reassigned: DeleteTopics queues it and times out,
+    the topic stays whole (no new move, no re-creation), and it goes once
+    the move completes."""
+    create_with_replicas(cluster, "doomed", [1, 2])
+    produce_numbered(cluster, "doomed", 200)
+    cluster.brokers[2].kill()  # the move to [2, 3] cannot finish while 2 is down
+    cluster.wait_for(lambda: cluster.partitions("doomed")[0].isrs == [1], "broker 2 left the ISR")
+    admin = admin_factory(cluster)
+    doomed = TopicPartition("doomed", 0)
+    assert admin.alter_partition_reassignments({doomed: [2, 3]}) == {doomed: None}
+
+    futures = cluster.admin.delete_topics(["doomed"], operation_timeout=2, request_timeout=30)
+    with pytest.raises(KafkaException) as raised:
+        futures["doomed"].result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.REQUEST_TIMED_OUT
+    assert replicas_of(cluster, "doomed") == [2, 3, 1]
+    assert admin.alter_partition_reassignments({doomed: [1, 3]}) == {
+        doomed: UnknownTopicOrPartitionError}
+    assert admin.alter_partition_reassignments({doomed: None}) == {
+        doomed: UnknownTopicOrPartitionError}
+    recreated = cluster.admin.create_topics([NewTopic("doomed", 1, 1)])["doomed"]
+    with pytest.raises(KafkaException) as raised:
+        recreated.result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    assert "marked for deletion" in raised.value.args[0].str()
+    assert all(holds(cluster, b, "doomed") for b in (1, 3))
+
+    cluster.brokers[2].start()
+    cluster.wait_for(lambda: "doomed" not in cluster.metadata().topics, "the topic was deleted",
+                     timeout=60)
+    cluster.wait_for(lambda: not any(holds(cluster, b, "doomed") for b in (1, 2, 3)),
+                     "every broker deleted its replica")
+    assert admin.list_partition_reassignments() == {}
+    cluster.admin.create_topics([NewTopic("doomed", 1, 1)])["doomed"].result(timeout=30)
+
+
+def test_delete_topics_answers_once_the_topic_is_gone_and_it_can_be_created_again(cluster):
+    create_with_replicas(cluster, "brief", [1, 2])
+    futures = cluster.admin.delete_topics(["brief"], operation_timeout=30, request_timeout=30)
+    assert futures["brief"].result(timeout=30) is None
+    # Answered only once the broker's metadata dropped it: the same name
+    # is free at once.
+    create_with_replicas(cluster, "brief", [2, 3])
+    assert replicas_of(cluster, "brief") == [2, 3]
+    cluster.wait_for(lambda: not holds(cluster, 1, "brief"), "broker 1 deleted the old replica")
 
 
 def test_bad_reassignments_get_kafkas_errors(cluster, admin_factory):
