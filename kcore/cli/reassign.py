@@ -2,6 +2,7 @@
 kafka-reassign-partitions.sh, with its JSON files.
 
     kcore reassign-partitions --reassignment-json-file F --execute   start the moves
+        (refused while any move is in progress, unless --additional)
     kcore reassign-partitions --reassignment-json-file F --verify    done yet? (exit 1 if not)
     kcore reassign-partitions --reassignment-json-file F --cancel    move back
     kcore reassign-partitions --list                                 moves in progress
@@ -46,6 +47,9 @@ def add_parser(commands) -> None:
     action.add_argument("--list", action="store_true", help="list the reassignments in progress")
     action.add_argument("--generate", action="store_true",
                         help="propose an assignment of the topics over --broker-list")
+    parser.add_argument("--additional", action="store_true",
+                        help="with --execute: start these moves although others are in progress "
+                             "(a move of a partition already moving replaces it)")
     parser.add_argument("--reassignment-json-file", metavar="FILE")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE")
     parser.add_argument("--broker-list", metavar="IDS", help="comma-separated broker ids")
@@ -149,9 +153,21 @@ async def _current_replicas(admin: Admin, topics: Sequence[str]) -> dict[Partiti
     return {(t.name, index): p.replicas for t in described for index, p in t.partitions.items()}
 
 
+# Kafka's ReassignPartitionsCommand refuses --execute while any partition
+# is moving, so that a plan does not silently replace a move in progress.
+EXISTING_REASSIGNMENT = ("Cannot execute because there is an existing partition assignment. "
+                         "Use --additional to start this one in addition to it.")
+
+
 async def _execute(args, plan: dict[Partition, list[int]]) -> int:
     async with _client(args) as client:
         admin = Admin(client)
+        if not args.additional:
+            ongoing = await admin.list_partition_reassignments(None)
+            if ongoing:
+                print(f"Error: {EXISTING_REASSIGNMENT} In progress: {_names(sorted(ongoing))}",
+                      file=sys.stderr)
+                return EXIT_ERROR
         current = await _current_replicas(admin, [t for t, _ in plan])
         print("Current partition replica assignment\n")
         print(plan_json({key: current[key] for key in plan if key in current}))

@@ -117,6 +117,31 @@ def test_replication_factor_grows_from_one_to_three_with_the_command_line(cluste
     assert values == [f"0:{seq}" for seq in range(2000)]
 
 
+def test_execute_while_a_move_is_in_progress_needs_additional(cluster, tmp_path):
+    create_with_replicas(cluster, "busy", [1, 2])
+    cluster.brokers[2].kill()  # the move to [2, 3] stays in progress while 2 is down
+    cluster.wait_for(lambda: cluster.partitions("busy")[0].isrs == [1], "broker 2 left the ISR")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    for plan, replicas in ((first, [2, 3]), (second, [1, 3])):
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "busy", "partition": 0, "replicas": replicas}]}))
+    assert cli(cluster, "--reassignment-json-file", str(first), "--execute").returncode == 0
+    moving = "busy-0: replicas: 2,3,1. adding: 3. removing: 1."
+    assert moving in cli(cluster, "--list").stdout
+
+    refused = cli(cluster, "--reassignment-json-file", str(second), "--execute")
+    assert refused.returncode == 1
+    assert "Use --additional" in refused.stderr and "In progress: busy-0" in refused.stderr
+    assert "Current partition replica assignment" not in refused.stdout  # nothing was sent
+    assert moving in cli(cluster, "--list").stdout
+
+    replaced = cli(cluster, "--reassignment-json-file", str(second), "--execute", "--additional")
+    assert replaced.returncode == 0, replaced.stderr
+    cluster.wait_for(lambda: replicas_of(cluster, "busy") == [1, 3]
+                     and cli(cluster, "--list").stdout.strip() == "No partition reassignments found.",
+                     "the replacing move to [1, 3] completed")
+
+
 def test_a_replica_removed_while_its_broker_was_down_is_deleted_when_it_returns(cluster,
                                                                                 admin_factory):
     create_with_replicas(cluster, "left", [1, 2])
