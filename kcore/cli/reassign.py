@@ -2,7 +2,9 @@
 kafka-reassign-partitions.sh, with its JSON files.
 
     kcore reassign-partitions --reassignment-json-file F --execute   start the moves
-        (refused while any move is in progress, unless --additional)
+        (refused while any move is in progress, unless --additional;
+        --disallow-replication-factor-change refuses moves that change a
+        partition's replica count, KIP-860)
     kcore reassign-partitions --reassignment-json-file F --verify    done yet? (exit 1 if not)
     kcore reassign-partitions --reassignment-json-file F --cancel    move back
     kcore reassign-partitions --list                                 moves in progress
@@ -50,6 +52,9 @@ def add_parser(commands) -> None:
     parser.add_argument("--additional", action="store_true",
                         help="with --execute: start these moves although others are in progress "
                              "(a move of a partition already moving replaces it)")
+    parser.add_argument("--disallow-replication-factor-change", action="store_true",
+                        help="with --execute: refuse moves that change a partition's number of "
+                             "replicas (INVALID_REPLICATION_FACTOR)")
     parser.add_argument("--reassignment-json-file", metavar="FILE")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE")
     parser.add_argument("--broker-list", metavar="IDS", help="comma-separated broker ids")
@@ -172,7 +177,8 @@ async def _execute(args, plan: dict[Partition, list[int]]) -> int:
         print("Current partition replica assignment\n")
         print(plan_json({key: current[key] for key in plan if key in current}))
         print("\nSave this to use as the --reassignment-json-file option during rollback")
-        results = await admin.alter_partition_reassignments(dict(plan))
+        results = await admin.alter_partition_reassignments(
+            dict(plan), allow_replication_factor_change=not args.disallow_replication_factor_change)
     return _report(results, "Successfully started partition reassignment")
 
 

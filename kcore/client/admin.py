@@ -185,13 +185,18 @@ class Admin:
 
     async def alter_partition_reassignments(
             self, targets: Mapping[tuple[str, int], Sequence[int] | None], *,
-            timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[tuple[str, int], tuple[int, str | None]]:
+            timeout_ms: int = DEFAULT_TIMEOUT_MS, allow_replication_factor_change: bool = True
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
         """AlterPartitionReassignments (KIP-455) on the controller: move each
-        partition to its replicas, or cancel its move (None). Returns
-        (error code, message) per partition; a refused request raises."""
+        partition to its replicas, or cancel its move (None); with
+        ``allow_replication_factor_change`` false (v1, KIP-860) a move that
+        changes a partition's replica count is refused. Returns (error
+        code, message) per partition; a refused request raises."""
         connection = await self.client.controller_connection()
-        body = await connection.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-                                        alter_reassignments_body(targets.items(), timeout_ms))
+        body = await connection.request(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            alter_reassignments_body(targets.items(), timeout_ms, allow_replication_factor_change),
+            version=None if allow_replication_factor_change else 1)
         if body.error_code:
             raise KafkaError(body.error_code, body.error_message, "AlterPartitionReassignments")
         return alter_reassignments_results(body)
@@ -245,13 +250,15 @@ def _grouped(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
 
 
 def alter_reassignments_body(targets: Iterable[tuple[tuple[str, int], Sequence[int] | None]],
-                             timeout_ms: int) -> dict:
-    """An AlterPartitionReassignments request; a None target cancels."""
+                             timeout_ms: int, allow_replication_factor_change: bool = True) -> dict:
+    """An AlterPartitionReassignments request; a None target cancels;
+    refusing replication factor changes needs version 1 (KIP-860)."""
     topics: dict[str, list[dict]] = {}
     for (topic, index), replicas in targets:
         topics.setdefault(topic, []).append({
             "partition_index": index, "replicas": None if replicas is None else list(replicas)})
     return {"timeout_ms": timeout_ms,
+            "allow_replication_factor_change": allow_replication_factor_change,
             "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
 
 

@@ -500,7 +500,8 @@ class ActiveController:
                                  tuple(topic.adding_replicas.get(key[1], ())),
                                  tuple(topic.removing_replicas.get(key[1], ())))
 
-    async def _on_alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+    async def _on_alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+                                      allow_replication_factor_change: bool = True
                                       ) -> dict[TopicPartition, tuple[int, str | None]]:
         """Start, replace or (None target) cancel moves; (error, message) each."""
         results: dict[TopicPartition, tuple[int, str | None]] = {}
@@ -522,7 +523,7 @@ class ActiveController:
                     continue
                 target = list(current.origin)
             else:
-                refusal = validate_target(current, target, live)
+                refusal = validate_target(current, target, live, allow_replication_factor_change)
                 if refusal is not None:
                     results[key] = refusal
                     continue

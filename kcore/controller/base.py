@@ -127,10 +127,14 @@ class Controller(Protocol):
         ...
 
     async def alter_partition_reassignments(
-            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+            allow_replication_factor_change: bool = True
     ) -> dict[TopicPartition, tuple[int, str | None]]:
         """Move each partition to its target replicas (None: cancel its
-        move); (error code, message) per partition (KIP-455)."""
+        move); (error code, message) per partition (KIP-455). Unless
+        ``allow_replication_factor_change``, a target whose length differs
+        from the replica count the partition has (or is moving to) gets
+        INVALID_REPLICATION_FACTOR (KIP-860)."""
         ...
 
     async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None

@@ -44,8 +44,11 @@ RETRY_BACKOFF_S = 0.1
 # Kafka's controller.socket.timeout.ms default.
 REQUEST_TIMEOUT_S = 30.0
 ELECT_LEADERS_VERSION = 2
-# AlterPartitionReassignments / ListPartitionReassignments: v0 is the only one.
+# AlterPartitionReassignments / ListPartitionReassignments at v0; an alter
+# that refuses replication factor changes needs v1 (KIP-860), sent only then
+# so that a controller knowing v0 alone still takes the others.
 REASSIGNMENTS_VERSION = 0
+KIP_860_VERSION = 1
 
 
 class NoControllerError(Exception):
@@ -140,10 +143,13 @@ class ControllerClient:
             partitions, election_type, int(REQUEST_TIMEOUT_S * 1000)), ELECT_LEADERS_VERSION)
         return election_results(response)
 
-    async def alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+    async def alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+                                  allow_replication_factor_change: bool = True
                                   ) -> dict[TopicPartition, tuple[int, str | None]]:
-        response = await self.send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, alter_reassignments_body(
-            items, int(REQUEST_TIMEOUT_S * 1000)), REASSIGNMENTS_VERSION)
+        body = alter_reassignments_body(items, int(REQUEST_TIMEOUT_S * 1000),
+                                        allow_replication_factor_change)
+        version = REASSIGNMENTS_VERSION if allow_replication_factor_change else KIP_860_VERSION
+        response = await self.send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, version)
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(response.error_code, response.error_message,
                              "AlterPartitionReassignments")

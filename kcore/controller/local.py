@@ -182,7 +182,8 @@ class LocalController:
         return results
 
     async def alter_partition_reassignments(
-            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+            allow_replication_factor_change: bool = True
     ) -> dict[TopicPartition, tuple[int, str | None]]:
         """The only replica stays where it is: moving it to itself is done."""
         results: dict[TopicPartition, tuple[int, str | None]] = {}
@@ -192,8 +193,8 @@ class LocalController:
                 results[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                            f"partition {topic}-{index} does not exist")
             else:
-                results[(topic, index)] = fixed_replicas_answer([self.broker_id], target,
-                                                                [self.broker_id])
+                results[(topic, index)] = fixed_replicas_answer(
+                    [self.broker_id], target, [self.broker_id], allow_replication_factor_change)
         return results
 
     async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None

@@ -183,7 +183,8 @@ class ManagedController:
         return results
 
     async def alter_partition_reassignments(
-            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+            allow_replication_factor_change: bool = True
     ) -> dict[TopicPartition, tuple[int, str | None]]:
         """Each partition stays on its process (one replica, one disk)."""
         processes = [p.broker_id for p in self._state.processes]
@@ -194,8 +195,8 @@ class ManagedController:
                 results[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                            f"partition {topic}-{index} does not exist")
             else:
-                results[(topic, index)] = fixed_replicas_answer(info.assignment[index], target,
-                                                                processes)
+                results[(topic, index)] = fixed_replicas_answer(
+                    info.assignment[index], target, processes, allow_replication_factor_change)
         return results
 
     async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None

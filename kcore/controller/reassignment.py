@@ -53,10 +53,13 @@ class ReplicaAssignment:
 
 
 def validate_target(current: ReplicaAssignment, target: Sequence[int],
-                    live: Collection[int]) -> tuple[int, str] | None:
+                    live: Collection[int], allow_replication_factor_change: bool = True
+                    ) -> tuple[int, str] | None:
     """Kafka's checks of a requested replica list, as (error code, message);
     None when it may go ahead. Only the replicas being added must be live:
-    a dead one already in the set may stay there."""
+    a dead one already in the set may stay there. Without
+    ``allow_replication_factor_change`` (KIP-860) the target must be as
+    long as TRS, the set the partition has or is moving to."""
     if not target:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "the replica list is empty"
     if len(set(target)) != len(target):
@@ -68,6 +71,9 @@ def validate_target(current: ReplicaAssignment, target: Sequence[int],
         return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"brokers {dead} of replica list {list(target)} are not alive "
                 f"(live: {sorted(live)})")
+    if not allow_replication_factor_change and len(target) != len(current.target):
+        return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"The replication factor is changed from {len(current.target)} to {len(target)}")
     return None
 
 
@@ -82,14 +88,16 @@ def reassignment_leader(target: Sequence[int], isr: Collection[int],
 
 
 def fixed_replicas_answer(current: Sequence[int], target: Sequence[int] | None,
-                          live: Collection[int]) -> tuple[int, str | None]:
+                          live: Collection[int], allow_replication_factor_change: bool = True
+                          ) -> tuple[int, str | None]:
     """The answer of a controller whose replicas never move (a single node,
     the processes of one node): the same replica set is a move already
     done; anything else is refused with Kafka's reason, or with
     INVALID_REPLICA_ASSIGNMENT naming what a move needs."""
     if target is None:
         return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "no reassignment is in progress"
-    refusal = validate_target(ReplicaAssignment(tuple(current)), target, live)
+    refusal = validate_target(ReplicaAssignment(tuple(current)), target, live,
+                              allow_replication_factor_change)
     if refusal is not None:
         return refusal
     if list(target) != list(current):

@@ -407,12 +407,13 @@ class ZkController:
         return await self.client.elect_leaders(election_type, partitions)
 
     async def alter_partition_reassignments(
-            self, items: Sequence[tuple[TopicPartition, list[int] | None]]
+            self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+            allow_replication_factor_change: bool = True
     ) -> dict[TopicPartition, tuple[int, str | None]]:
         active = self.active_controller()
         if active is not None:
-            return await active.call("alter_reassignments", items)
-        return await self.client.alter_reassignments(items)
+            return await active.call("alter_reassignments", items, allow_replication_factor_change)
+        return await self.client.alter_reassignments(items, allow_replication_factor_change)
 
     async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None
                                            ) -> dict[TopicPartition, ReplicaAssignment]:

@@ -101,6 +101,12 @@ def test_replication_factor_grows_from_one_to_three_with_the_command_line(cluste
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "grow", "partition": 0, "replicas": [1, 2, 3]}]}))
+    refused = cli(cluster, "--reassignment-json-file", str(plan), "--execute",
+                  "--disallow-replication-factor-change")
+    assert refused.returncode == 1
+    assert ("Error on grow-0: INVALID_REPLICATION_FACTOR: The replication factor is changed "
+            "from 1 to 3") in refused.stderr
+    assert replicas_of(cluster, "grow") == [1]
     execute = cli(cluster, "--reassignment-json-file", str(plan), "--execute")
     assert execute.returncode == 0, execute.stderr
     assert '"replicas":[1]' in execute.stdout  # the rollback plan: where it was
@@ -291,13 +297,20 @@ def test_a_broker_that_is_not_the_controller_passes_reassignments_on(cluster):
     other = min(set(cluster.brokers) - {controller})
     client = WireClient(cluster.brokers[other].port)
     try:
-        def alter(replicas):
-            response = client.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {
-                "timeout_ms": 30_000, "topics": [{"name": "relayed", "partitions": [
+        def alter(replicas, allow_replication_factor_change=True):
+            response = client.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, {
+                "timeout_ms": 30_000,
+                "allow_replication_factor_change": allow_replication_factor_change,
+                "topics": [{"name": "relayed", "partitions": [
                     {"partition_index": 0, "replicas": replicas}]}]})
             assert response.error_code == ErrorCode.NONE
+            assert response.allow_replication_factor_change is allow_replication_factor_change
             return response.responses[0].partitions[0]
         assert alter([1, 1]).error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        # KIP-860 passed on to the controller (v1 between brokers).
+        refused = alter([1, 2, 3], allow_replication_factor_change=False)
+        assert refused.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+        assert refused.error_message == "The replication factor is changed from 2 to 3"
         assert alter([3, 2]).error_code == ErrorCode.NONE
         cluster.wait_for(lambda: replicas_of(cluster, "relayed") == [3, 2]
                          and not client.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {

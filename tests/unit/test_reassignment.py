@@ -54,6 +54,19 @@ def test_only_the_replicas_being_added_must_be_alive():
     assert validate_target(ReplicaAssignment((1, 2)), [2, 3], live={1, 3}) is None
 
 
+def test_without_replication_factor_change_the_target_keeps_the_length_it_heads_for():
+    still = ReplicaAssignment((1, 2))
+    assert validate_target(still, [2, 3], {1, 2, 3}, allow_replication_factor_change=False) is None
+    code, message = validate_target(still, [1, 2, 3], {1, 2, 3}, allow_replication_factor_change=False)
+    assert code == ErrorCode.INVALID_REPLICATION_FACTOR
+    assert message == "The replication factor is changed from 2 to 3"
+    growing = ReplicaAssignment((1,)).reassign_to([1, 2, 3])  # RS [1, 2, 3], TRS of three
+    assert validate_target(growing, [3, 2, 1], {1, 2, 3}, allow_replication_factor_change=False) is None
+    assert validate_target(growing, [2], {1, 2, 3}, allow_replication_factor_change=False)[0] == \
+        ErrorCode.INVALID_REPLICATION_FACTOR
+    assert validate_target(still, [1, 2, 3], {1, 2, 3}) is None  # allowed by default (v0)
+
+
 def test_the_leader_after_a_move_is_the_first_live_in_sync_target():
     assert reassignment_leader([3, 2], isr=[1, 2, 3], live={1, 2}) == 2
     assert reassignment_leader([3], isr=[1], live={1, 3}) == -1
@@ -65,6 +78,7 @@ def test_replicas_that_never_move_accept_only_themselves():
     assert fixed_replicas_answer([0], [0, 1], [0])[0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     code, message = fixed_replicas_answer([0], [1], [0, 1])
     assert code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and "zookeeper.connect" in message
+    assert fixed_replicas_answer([0], [0, 1], [0, 1], False)[0] == ErrorCode.INVALID_REPLICATION_FACTOR
 
 
 def test_the_reassignment_file_round_trips_in_kafkas_format():
