@@ -6,6 +6,7 @@ turned into Prometheus metric families only when /metrics is scraped
 Layer: beside ``kcore.config``, below every package that counts; imports
 nothing of kcore but the protocol's api keys and error codes (for labels).
 """
+from kcore.metrics.socket_server import SampledStat, SocketServerStats
 from kcore.metrics.stats import (
     LOG_FLUSH_STATS,
     BrokerStats,
@@ -18,4 +19,4 @@ from kcore.metrics.stats import (
 )
 
 __all__ = ["LOG_FLUSH_STATS", "BrokerStats", "BrokerTopicStats", "DelayedOperations", "Histogram",
-           "LogFlushStats", "RequestStats", "TopicCounters"]
+           "LogFlushStats", "RequestStats", "SampledStat", "SocketServerStats", "TopicCounters"]

@@ -14,6 +14,7 @@ import bisect
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from kcore.metrics.socket_server import SocketServerStats
 from kcore.protocol import RESPONSES
 from kcore.protocol.api_keys import ApiKey
 
@@ -213,6 +214,7 @@ class BrokerStats:
         self.delayed_produce = DelayedOperations()  # acks=all waiting for the ISR
         self.delayed_fetch = DelayedOperations()    # fetches waiting for data
         self.connections_created: dict[str, int] = {}  # per listener
+        self.socket_server = SocketServerStats()  # re-authentication, per listener
 
 
 class LogFlushStats:

@@ -335,7 +335,8 @@ class Broker:
                                      next(self._connection_ids), self._connections.discard,
                                      self._request_observer(),
                                      sasl=(settings, self._auth_failures) if settings else None,
-                                     max_in_flight=self.config["queued.max.requests"])
+                                     max_in_flight=self.config["queued.max.requests"],
+                                     socket_stats=self.stats.socket_server)
         self._connections.add(connection)
         created = self.stats.connections_created
         created[listener] = created.get(listener, 0) + 1

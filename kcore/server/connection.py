@@ -42,6 +42,7 @@ from typing import Any
 from kcore import protocol
 from kcore._native.sendfile import sendfile
 from kcore.handlers.base import CloseConnection
+from kcore.metrics.socket_server import SocketServerStats
 from kcore.protocol.framing import FrameReader, FrameSizeError
 from kcore.server.sasl import (
     SASL_SERVER_MAX_RECEIVE_SIZE,
@@ -97,7 +98,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                  connection_id: int, on_close: Callable[[KafkaConnection], None],
                  observe: Observe | None = None,
                  sasl: tuple[SaslSettings, AuthFailures] | None = None,
-                 max_in_flight: int = MAX_IN_FLIGHT):
+                 max_in_flight: int = MAX_IN_FLIGHT,
+                 socket_stats: SocketServerStats | None = None):
         self._dispatch = dispatch
         self._max_in_flight = max_in_flight
         # When bytes last came in or went out (connections.max.idle.ms).
@@ -107,6 +109,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._sasl: SaslAuthenticator | None = None  # set until the exchange completes
         self._session: Session | None = None  # a completed exchange whose session expires
         self._reauth_started = -MIN_REAUTH_INTERVAL_S
+        self._socket_stats = socket_stats or SocketServerStats()
         self._host = ""
         self._close_after: asyncio.Future | None = None  # the answer to send before closing
         self._tls = False
@@ -284,6 +287,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             answered = self._queue_ready(protocol.encode_response(request.header, body))
             if close:
                 self._close_after = answered
+                self._count_failure(sasl)
         elif request.api_key == protocol.ApiKey.SASL_AUTHENTICATE:
             self._pending.append(loop.create_task(self._sasl_authenticate(request)))
             self._wake_sender()
@@ -307,6 +311,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._accept_sasl_frame(frame)
             return True
         if session.expired(now):
+            self._socket_stats.expired_connection_killed(self.listener)
             self._reject(f"SASL session of User:{session.user} expired without re-authentication")
             return True
         return False
@@ -316,6 +321,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         answer, failure = await self._sasl.authenticate(request.body.auth_bytes)
         if failure is not None:
             log.info("authentication failed for %s: %s", self._open_context.peer, failure)
+            self._count_failure(self._sasl)
             self._close_after = asyncio.current_task()
             body = {"error_code": protocol.ErrorCode.SASL_AUTHENTICATION_FAILED,
                     "error_message": failure, "auth_bytes": b"", "session_lifetime_ms": 0}
@@ -333,6 +339,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         answer, failure = await self._sasl.authenticate(token)
         if failure is not None:
             log.info("authentication failed for %s: %s", self._open_context.peer, failure)
+            self._count_failure(self._sasl)
             self.close()
             return None
         self._maybe_authenticated()
@@ -346,6 +353,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             session = sasl.session
             self._session = session if session is not None and session.expires is not None else None
             self._sasl = None
+            if sasl.previous is not None:
+                latency_ms = (time.monotonic() - self._reauth_started) * 1000
+                self._socket_stats.reauthenticated(self.listener, latency_ms)
+
+    def _count_failure(self, sasl: SaslAuthenticator) -> None:
+        if sasl.previous is not None:
+            self._socket_stats.reauthentication_failed(self.listener)
 
     def _reject(self, reason: str) -> None:
         log.warning("closing connection from %s: %s", self._open_context.peer, reason)

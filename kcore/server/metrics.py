@@ -212,3 +212,38 @@ class BrokerCollector(Collector):
                        "Connections accepted per listener.", ["listener"],
                        {(listener,): value for listener, value in
                         self.broker.stats.connections_created.items()})
+        yield from self._reauthentication_metrics()
+
+    def _reauthentication_metrics(self) -> Iterator[Metric]:
+        """KIP-368's socket-server-metrics (kcore.metrics.socket_server)."""
+        stats = self.broker.stats.socket_server
+        prefix = "kafka_server_socket_server_metrics"
+        yield _counter(f"{prefix}_successful_reauthentication",
+                       "Re-authentications that succeeded, per listener.", ["listener"],
+                       {(listener,): v for listener, v in stats.successful_reauthentication.items()})
+        yield _counter(f"{prefix}_failed_reauthentication",
+                       "Re-authentications that failed (the connection was closed), per listener.",
+                       ["listener"],
+                       {(listener,): v for listener, v in stats.failed_reauthentication.items()})
+        # Kafka's name ends in -count, not -total: a gauge keeps it as it is
+        # (a counter family would add _total).
+        killed = GaugeMetricFamily(f"{prefix}_expired_connections_killed_count",
+                                   "Connections closed because their SASL session expired without "
+                                   "re-authentication (cumulative), per listener.",
+                                   labels=["listener"])
+        for listener, value in sorted(stats.expired_connections_killed.items()):
+            killed.add_metric([listener], value)
+        yield killed
+        sampled = {name: GaugeMetricFamily(f"{prefix}_{name}", doc, labels=["listener"])
+                   for name, doc in (
+                       ("successful_reauthentication_rate",
+                        "Successful re-authentications a second over the last 30-60 s."),
+                       ("reauthentication_latency_avg",
+                        "Mean ms from SaslHandshake to a successful re-authentication, last 30-60 s."),
+                       ("reauthentication_latency_max",
+                        "Longest such re-authentication in ms, last 30-60 s."))}
+        for listener, latency in sorted(stats.reauthentication_latency_ms.items()):
+            sampled["successful_reauthentication_rate"].add_metric([listener], latency.rate())
+            sampled["reauthentication_latency_avg"].add_metric([listener], latency.avg())
+            sampled["reauthentication_latency_max"].add_metric([listener], latency.max())
+        yield from sampled.values()

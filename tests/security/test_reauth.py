@@ -16,8 +16,10 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.security import ClientSecurity
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from tests.support import free_port
 from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
+from tests.support.metrics import scrape
 from tests.support.sasl_wire import metadata, sasl_login
 from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, USERS, start_secure_broker
 from tests.support.security_clients import confluent_config, kafka_python_config
@@ -31,8 +33,14 @@ REAUTH = {"connections.max.reauth.ms": str(LIFETIME_MS),
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory, pki):
-    started = start_secure_broker(tmp_path_factory.mktemp("reauth") / "data", pki, REAUTH)
+def metrics_url():
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, pki, metrics_url):
+    started = start_secure_broker(tmp_path_factory.mktemp("reauth") / "data", pki,
+                                  {**REAUTH, "http.listeners": metrics_url})
     added = kcore_cli("users", "add", SCRAM_USER, "--password", SCRAM_PASSWORD,
                       "--bootstrap-server", started.address("PLAINTEXT"))
     assert added.returncode == 0, added.stderr
@@ -108,6 +116,41 @@ def test_reauthentication_extends_the_session(broker, mechanism, user, password)
         assert metadata(client) is not None  # past the first sessions' ends
     finally:
         client.close()
+
+
+def test_reauthentications_and_expired_sessions_are_counted_in_metrics(broker, metrics_url):
+    """KIP-368's socket-server-metrics on /metrics after one successful
+    re-authentication, one refused and one connection killed at expiry."""
+    prefix = "kafka_server_socket_server_metrics_"
+    listener = (("listener", "SASL_PLAINTEXT"),)
+
+    def counts(samples) -> dict[str, float]:
+        return {name: samples.get((prefix + name, listener), 0.0) for name in (
+            "successful_reauthentication_total", "failed_reauthentication_total",
+            "expired_connections_killed_count")}
+
+    before = counts(scrape(metrics_url))
+    renewed, _ = logged_in(broker)
+    refused, _ = logged_in(broker)
+    expiring, _ = logged_in(broker)
+    try:
+        assert sasl_login(renewed, "PLAIN", "alice", USERS["alice"]).error_code == ErrorCode.NONE
+        assert sasl_login(refused, "PLAIN", "admin", USERS["admin"]).error_code == \
+            ErrorCode.SASL_AUTHENTICATION_FAILED
+        time.sleep(LIFETIME_MS / 1000 + 0.3)
+        assert metadata(expiring) is None
+    finally:
+        for client in (renewed, refused, expiring):
+            client.close()
+    samples = scrape(metrics_url)
+    after = counts(samples)
+    assert {name: after[name] - before[name] for name in after} == {
+        "successful_reauthentication_total": 1, "failed_reauthentication_total": 1,
+        "expired_connections_killed_count": 1}
+    latency_ms = samples[(prefix + "reauthentication_latency_avg", listener)]
+    assert 0 < latency_ms < 1000  # a PLAIN exchange on loopback: ~1 ms
+    assert samples[(prefix + "reauthentication_latency_max", listener)] >= latency_ms
+    assert samples[(prefix + "successful_reauthentication_rate", listener)] > 0
 
 
 def test_reauthentication_after_expiry_is_still_taken(broker):
