@@ -219,12 +219,19 @@ def test_a_new_controller_finishes_a_move_its_predecessor_started(cluster, admin
     assert [v for _, v in consume_all(cluster, "resumed", 1)[0]] == [f"0:{s}" for s in range(500)]
 
 
-def test_a_topic_deleted_while_a_partition_moves_goes_once_the_move_completes(cluster,
+# Deletion tests: the clients here refresh metadata of topics they named
+# (librdkafka every 200 ms, see Cluster.admin), which would re-create a
+# deleted topic on a broker that auto-creates, as it would on Kafka.
+NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}
+
+
+def test_a_topic_deleted_while_a_partition_moves_goes_once_the_move_completes(cluster_factory,
                                                                              admin_factory):
     """Kafka's controller makes the topic ineligible for deletion while a
     partition of it is reassigned: DeleteTopics queues it and times out,
     the topic stays whole (no new move, no re-creation), and it goes once
     the move completes."""
+    cluster = cluster_factory(overrides=NO_AUTO_CREATE)
     create_with_replicas(cluster, "doomed", [1, 2])
     produce_numbered(cluster, "doomed", 200)
     cluster.brokers[2].kill()  # the move to [2, 3] cannot finish while 2 is down
@@ -258,7 +265,34 @@ def test_a_topic_deleted_while_a_partition_moves_goes_once_the_move_completes(cl
     cluster.admin.create_topics([NewTopic("doomed", 1, 1)])["doomed"].result(timeout=30)
 
 
-def test_delete_topics_answers_once_the_topic_is_gone_and_it_can_be_created_again(cluster):
+def test_a_new_controller_keeps_a_deletion_queued_behind_a_move(cluster_factory, admin_factory):
+    cluster = cluster_factory(overrides=NO_AUTO_CREATE)
+    controller = cluster.metadata().controller_id
+    a, b = sorted(set(cluster.brokers) - {controller})
+    create_with_replicas(cluster, "queued", [a, b])
+    cluster.brokers[b].kill()  # the move to [b, controller] cannot finish while b is down
+    cluster.wait_for(lambda: cluster.partitions("queued")[0].isrs == [a], f"{b} left the ISR")
+    queued = TopicPartition("queued", 0)
+    assert admin_factory(cluster).alter_partition_reassignments(
+        {queued: [b, controller]}) == {queued: None}
+    futures = cluster.admin.delete_topics(["queued"], operation_timeout=1, request_timeout=30)
+    with pytest.raises(KafkaException) as raised:
+        futures["queued"].result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.REQUEST_TIMED_OUT
+    cluster.brokers[controller].kill()
+    cluster.wait_for(lambda: cluster.metadata().controller_id == a, f"{a} took over")
+    assert replicas_of(cluster, "queued") == [b, controller, a]  # still there, still moving
+
+    cluster.brokers[b].start()
+    cluster.brokers[controller].start()
+    cluster.wait_for(lambda: "queued" not in cluster.metadata().topics,
+                     "the new controller deleted the topic after the move", timeout=60)
+    cluster.wait_for(lambda: not any(holds(cluster, n, "queued") for n in cluster.brokers),
+                     "every broker deleted its replica")
+
+
+def test_delete_topics_answers_once_the_topic_is_gone_and_it_can_be_created_again(cluster_factory):
+    cluster = cluster_factory(overrides=NO_AUTO_CREATE)
     create_with_replicas(cluster, "brief", [1, 2])
     futures = cluster.admin.delete_topics(["brief"], operation_timeout=30, request_timeout=30)
     assert futures["brief"].result(timeout=30) is None
