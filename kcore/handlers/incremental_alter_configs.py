@@ -1,5 +1,6 @@
 """IncrementalAlterConfigs (key 44): SET, DELETE, APPEND or SUBTRACT single
-keys of a topic's overrides; the rest stay as they are.
+keys of a topic's overrides or a broker's dynamic configs
+(broker_configs.py); the rest stay as they are.
 
 APPEND and SUBTRACT apply only to list configs (cleanup.policy and the
 replication throttle lists) and start from the topic's effective value,
