@@ -15,8 +15,10 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
 
+from tests.support import free_port
 from tests.support.cli import kcore_cli
-from tests.support.cluster import consume_all
+from tests.support.cluster import Cluster, consume_all
+from tests.support.metrics import scrape
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -98,7 +100,19 @@ def move(cluster, plan_path, topic: str, target: list[int], *extra: str) -> floa
     return time.monotonic() - started
 
 
-def test_throttled_move_is_slowed_to_the_rate_and_verify_removes_the_throttle(cluster, tmp_path):
+def test_throttled_move_is_slowed_to_the_rate_and_verify_removes_the_throttle(tmp_path, zookeeper):
+    cluster = Cluster(tmp_path / "cluster", zookeeper.connect_string, 3)
+    ports = {broker_id: free_port() for broker_id in cluster.brokers}
+    for broker_id, broker in cluster.brokers.items():
+        broker.overrides["http.listeners"] = f"http://127.0.0.1:{ports[broker_id]}"
+    try:
+        cluster.start()
+        check_throttled_move(cluster, ports, tmp_path)
+    finally:
+        cluster.kill_all()
+
+
+def check_throttled_move(cluster, ports: dict[int, int], tmp_path) -> None:
     for name in ("free", "held"):
         futures = cluster.admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[[1]])])
         futures[name].result(timeout=30)
@@ -140,6 +154,10 @@ def test_throttled_move_is_slowed_to_the_rate_and_verify_removes_the_throttle(cl
     # answer of replica.fetch.max.bytes (1 MiB), so at least ~6.5 s.
     assert held_s >= 5.0
     assert free_s < held_s
+    moved = MESSAGES * VALUE_BYTES
+    assert scrape(f"http://127.0.0.1:{ports[1]}")[("kafka_server_leaderreplication_bytes_total", ())] >= moved
+    assert scrape(f"http://127.0.0.1:{ports[3]}")[("kafka_server_followerreplication_bytes_total", ())] >= moved
+    assert scrape(f"http://127.0.0.1:{ports[2]}")[("kafka_server_followerreplication_bytes_total", ())] == 0
 
     cluster.wait_for(lambda: reassign_cli(cluster, "--reassignment-json-file", str(plan),
                                           "--verify").returncode == 0, "--verify says complete")
