@@ -30,6 +30,7 @@ from kcore.security.quotas import Rate
 
 LONG_MAX = 2**63 - 1
 ALL_PARTITIONS = "*"
+MIN_BOUND = 1e-9  # bytes/s standing in for a bound of 0
 
 TopicConfigs = Callable[[str], "dict[str, str] | None"]
 
@@ -85,7 +86,10 @@ class ReplicationQuota:
         if not self.active:
             return False
         now = time.monotonic() if now is None else now
-        return self._rate.throttle_ms(float(self.bound), now) > 0
+        # A bound of 0 (allowed, as in Kafka) lets the first answer through
+        # and nothing after it while the recorded bytes are in the window;
+        # the tiny floor keeps the rate's division defined.
+        return self._rate.throttle_ms(max(float(self.bound), MIN_BOUND), now) > 0
 
     def record(self, size: int, now: float | None = None) -> None:
         if size <= 0:

@@ -86,6 +86,23 @@ def test_cluster_default_is_listed_under_the_empty_name_and_ranks_below_the_brok
     assert wire_describe(client, "0")[LEADER_RATE].value == "6000"
 
 
+def test_alter_configs_replaces_the_whole_set_of_a_brokers_dynamic_values(broker):
+    client = WireClient(broker.port)
+    assert wire_alter(client, "0", FOLLOWER_RATE, "5000").error_code == ErrorCode.NONE
+    response = client.request(ApiKey.ALTER_CONFIGS, 0, {"resources": [
+        {"resource_type": BROKER, "resource_name": "0",
+         "configs": [{"name": LEADER_RATE, "value": "9000"}]}], "validate_only": False})
+    assert response.responses[0].error_code == ErrorCode.NONE
+    configs = wire_describe(client, "0")
+    assert (configs[LEADER_RATE].value, configs[LEADER_RATE].config_source) == ("9000", DYNAMIC_BROKER_CONFIG)
+    assert configs[FOLLOWER_RATE].config_source == 5  # dropped: not in the new set
+    response = client.request(ApiKey.ALTER_CONFIGS, 0, {"resources": [
+        {"resource_type": BROKER, "resource_name": "0",
+         "configs": [{"name": "num.partitions", "value": "3"}]}], "validate_only": False})
+    assert response.responses[0].error_code == ErrorCode.INVALID_CONFIG
+    assert wire_describe(client, "0")[LEADER_RATE].value == "9000"
+
+
 def test_a_key_that_cannot_change_at_runtime_is_refused_with_kafkas_error(broker):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     with pytest.raises(KafkaException) as refused:

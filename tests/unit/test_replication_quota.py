@@ -57,6 +57,13 @@ def test_the_rate_is_exceeded_once_bytes_pass_bound_times_elapsed_seconds():
     assert quota.total_bytes == 2100
 
 
+def test_a_zero_rate_lets_one_answer_through_then_holds_back():
+    quota = quota_over({}, 0)
+    assert quota.active and not quota.exceeded(now=5.0)
+    quota.record(1, now=5.0)
+    assert quota.exceeded(now=9.0)
+
+
 def test_only_dynamic_keys_with_good_values_may_change():
     validate({"leader.replication.throttled.rate": "1000", "follower.replication.throttled.rate": None})
     with pytest.raises(DynamicConfigError, match="Cannot update these configs dynamically: log.segment.bytes"):
