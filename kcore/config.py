@@ -552,9 +552,10 @@ class BrokerConfig:
             return self._values["log.roll.ms"]
         return self._values["log.roll.hours"] * 3_600_000
 
-    def topic_defaults(self) -> dict[str, Any]:
-        """Every topic key with the value a topic without overrides gets."""
-        return topic_defaults(self._values)
+    def topic_defaults(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every topic key with the value a topic without overrides gets;
+        ``overrides`` (parsed broker values) stand in for the configured ones."""
+        return topic_defaults({**self._values, **overrides} if overrides else self._values)
 
     def _validate_listeners(self) -> None:
         protocols = parse_protocol_map(self._values["listener.security.protocol.map"])

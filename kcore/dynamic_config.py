@@ -8,11 +8,14 @@ a broker uses is, first found: its own dynamic value
 (DYNAMIC_BROKER_CONFIG), the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG),
 server.properties (STATIC_BROKER_CONFIG), the built-in default.
 
-Only ``DYNAMIC_KEYS`` may change, the keys whose every reader asks for the
-current value on each use. Kafka can reconfigure many more (listeners,
-SSL stores, log defaults); kcore refuses those as Kafka refuses a key it
-cannot reconfigure: INVALID_CONFIG, "Cannot update these configs
-dynamically".
+Only ``DYNAMIC_KEYS`` may change: the replication throttle rates, read
+on each use, and a few broker synonyms of topic configs
+(``TOPIC_DEFAULT_KEYS``, Kafka's DynamicLogConfig): a change re-derives
+the default of every topic key they stand for and re-applies the config
+of every partition without an override of its own, as a topic config
+change does. Kafka can reconfigure more (listeners, SSL stores, thread
+pools); kcore refuses those as Kafka refuses a key it cannot
+reconfigure: INVALID_CONFIG, "Cannot update these configs dynamically".
 
 Layer: beside kcore/config.py; data and pure functions, no I/O.
 Not thread-safe: owned by the broker's event loop.
@@ -26,7 +29,11 @@ from kcore.config import BROKER_KEYS, BrokerConfig
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
-DYNAMIC_KEYS = frozenset({LEADER_RATE, FOLLOWER_RATE})
+THROTTLE_KEYS = frozenset({LEADER_RATE, FOLLOWER_RATE})
+TOPIC_DEFAULT_KEYS = frozenset({
+    "log.retention.ms", "log.retention.bytes", "log.segment.bytes", "log.roll.ms",
+    "message.max.bytes", "min.insync.replicas", "compression.type", "log.cleanup.policy"})
+DYNAMIC_KEYS = THROTTLE_KEYS | TOPIC_DEFAULT_KEYS
 DEFAULT_ENTITY = "<default>"
 
 # DescribeConfigs ConfigSource values (Kafka's DescribeConfigsResponse).
@@ -100,6 +107,11 @@ class DynamicBrokerConfig:
                 except DynamicConfigError:
                     pass  # written by another tool: the static value stands
         return self.static[name]
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Every topic key's default with the dynamic synonyms applied."""
+        return self.static.topic_defaults({name: self[name] for name in TOPIC_DEFAULT_KEYS
+                                           if self.dynamic_synonyms(name)})
 
     def dynamic_synonyms(self, name: str) -> list[tuple[str, int]]:
         """(value, source) of the dynamic values set for ``name``, first wins."""

@@ -59,13 +59,14 @@ render = ConfigType.render
 
 def describe_topic(broker: BrokerFacade, info: TopicInfo, keys: Collection[str] | None,
                    include_synonyms: bool, include_documentation: bool = False) -> list[dict]:
-    defaults = broker.config.topic_defaults()
+    defaults = broker.dynamic_config.topic_defaults()
     entries = []
     for name in sorted(TOPIC_KEYS):
         if keys is not None and name not in keys:
             continue
         key = TOPIC_KEYS[name]
-        synonyms = _synonyms(broker.config, key.synonyms[0].name) if key.synonyms else []
+        synonyms = (_synonyms(broker.config, key.synonyms[0].name, broker.dynamic_config)
+                    if key.synonyms else [])
         if name in info.configs:
             value = render(key.type.parse(info.configs[name]))
             synonyms.insert(0, _synonym(name, value, TOPIC_CONFIG))

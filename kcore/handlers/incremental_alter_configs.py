@@ -23,7 +23,7 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     responses = []
     for resource in body.resources:
-        defaults = broker.config.topic_defaults()
+        defaults = broker.dynamic_config.topic_defaults()
         refusal = config_refusal(broker, context, AclOperation.ALTER_CONFIGS,
                                  resource.resource_type, resource.resource_name)
         if refusal is not None:

@@ -219,6 +219,16 @@ class ReplicaManager:
                 self.log_manager.delete_log(*key)
         return errors
 
+    def update_topic_defaults(self, defaults: dict[str, Any]) -> None:
+        """Dynamic broker configs changed the topic defaults: every
+        partition's effective config is derived again."""
+        if defaults == self.topic_defaults:
+            return
+        self.topic_defaults = defaults
+        self.log_manager.update_defaults(defaults)
+        for topic in {name for name, _ in self.partitions}:
+            self.on_topic_config_change(topic)
+
     def on_topic_config_change(self, topic: str) -> None:
         configs = self.effective_configs(self.topic_overrides(topic))
         for (name, index), partition in self.partitions.items():

@@ -93,7 +93,7 @@ class Broker:
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
         self.dynamic_config = DynamicBrokerConfig(config)
-        self._wire_replication_quotas()
+        self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
         self.stats = BrokerStats()
         self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
@@ -284,22 +284,24 @@ class Broker:
                           security_protocols=tuple((item.name, item.security_protocol)
                                                    for item in self.config.listeners()))
 
-    def _wire_replication_quotas(self) -> None:
+    def _wire_dynamic_config(self) -> None:
         """The throttles read the topics' throttled-replicas lists live and
-        take their rates from the dynamic config on every change."""
+        take their rates, and the partitions their topic defaults, from the
+        dynamic config on every change."""
         manager = self.replica_manager
 
         def topic_configs(topic: str) -> dict[str, str] | None:
             info = self.controller.topic(topic)
             return info.configs if info is not None else None
 
-        def apply_rates() -> None:
+        def apply() -> None:
             manager.leader_quota.update_bound(self.dynamic_config[LEADER_RATE])
             manager.follower_quota.update_bound(self.dynamic_config[FOLLOWER_RATE])
+            manager.update_topic_defaults(self.dynamic_config.topic_defaults())
 
         manager.leader_quota.topic_configs = manager.follower_quota.topic_configs = topic_configs
-        self.dynamic_config.listeners.append(apply_rates)
-        apply_rates()
+        self.dynamic_config.listeners.append(apply)
+        apply()
 
     def _topic_overrides(self, topic: str) -> dict:
         info = self.controller.topic(topic)

@@ -72,7 +72,7 @@ def test_dynamic_rate_reaches_every_broker_and_survives_a_restart(cluster):
         "4000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
     described = configs_cli(cluster, "--entity-name", "2", "--describe")
     assert f"  {LEADER_RATE}=3000000 source=DYNAMIC_BROKER_CONFIG" in described.stdout
-    refused = configs_cli(cluster, "--entity-name", "2", "--alter", "--add-config", "log.retention.ms=5")
+    refused = configs_cli(cluster, "--entity-name", "2", "--alter", "--add-config", "log.dirs=/tmp/x")
     assert refused.returncode == 1 and "Cannot update these configs dynamically" in refused.stderr
 
 

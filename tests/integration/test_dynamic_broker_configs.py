@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from tests.support.cli import kcore_cli
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, batch, create_topic, produce
 
 BROKER = 4
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG = 2, 3, 4
@@ -58,7 +58,8 @@ def test_dynamic_rate_is_described_as_dynamic_and_survives_a_restart(broker_fact
         "1000000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
     static = describe(admin, 0)[FOLLOWER_RATE]
     assert (static.value, static.source) == ("777", ConfigSource.STATIC_BROKER_CONFIG.value)
-    assert describe(admin, 0)["log.segment.bytes"].is_read_only
+    assert describe(admin, 0)["log.dirs"].is_read_only
+    assert not describe(admin, 0)["log.segment.bytes"].is_read_only  # a dynamic topic default
     stored = json.loads((broker.data_dir / "__cluster_metadata.json").read_text())
     assert stored["broker_configs"] == {"0": {LEADER_RATE: "1000000"}}
     broker.restart()
@@ -86,6 +87,33 @@ def test_cluster_default_is_listed_under_the_empty_name_and_ranks_below_the_brok
     assert wire_describe(client, "0")[LEADER_RATE].value == "6000"
 
 
+def topic_entry(client: WireClient, topic: str, key: str):
+    response = client.request(ApiKey.DESCRIBE_CONFIGS, 4, {
+        "resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": [key]}],
+        "include_synonyms": True, "include_documentation": False})
+    return response.results[0].configs[0]
+
+
+def test_a_dynamic_topic_default_applies_live_to_topics_without_their_own(broker_factory):
+    broker = broker_factory()
+    client = WireClient(broker.port)
+    create_topic(client, "plain")
+    create_topic(client, "own", configs={"max.message.bytes": "100000"})
+    large = batch([b"v" * 5000])
+    assert produce(client, "plain", large).error_code == ErrorCode.NONE
+    assert wire_alter(client, "", "message.max.bytes", "2000").error_code == ErrorCode.NONE
+    assert produce(client, "plain", large).error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert produce(client, "own", large).error_code == ErrorCode.NONE  # its override stands
+    entry = topic_entry(client, "plain", "max.message.bytes")
+    assert (entry.value, entry.config_source) == ("2000", DYNAMIC_DEFAULT_BROKER_CONFIG)
+    broker.restart()
+    client = WireClient(broker.port)
+    assert produce(client, "plain", large).error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert wire_alter(client, "", "message.max.bytes", None, op=1).error_code == ErrorCode.NONE
+    assert produce(client, "plain", large).error_code == ErrorCode.NONE
+    assert topic_entry(client, "plain", "max.message.bytes").config_source == 5
+
+
 def test_alter_configs_replaces_the_whole_set_of_a_brokers_dynamic_values(broker):
     client = WireClient(broker.port)
     assert wire_alter(client, "0", FOLLOWER_RATE, "5000").error_code == ErrorCode.NONE
@@ -106,10 +134,10 @@ def test_alter_configs_replaces_the_whole_set_of_a_brokers_dynamic_values(broker
 def test_a_key_that_cannot_change_at_runtime_is_refused_with_kafkas_error(broker):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     with pytest.raises(KafkaException) as refused:
-        set_config(admin, 0, "log.segment.bytes", "1048576")
+        set_config(admin, 0, "broker.rack", "r1")
     error = refused.value.args[0]
     assert error.code() == ErrorCode.INVALID_CONFIG
-    assert "Cannot update these configs dynamically: log.segment.bytes" in error.str()
+    assert "Cannot update these configs dynamically: broker.rack" in error.str()
     client = WireClient(broker.port)
     assert wire_alter(client, "0", LEADER_RATE, "-5").error_code == ErrorCode.INVALID_CONFIG
     other = wire_alter(client, "3", LEADER_RATE, "5")

@@ -66,8 +66,8 @@ def test_a_zero_rate_lets_one_answer_through_then_holds_back():
 
 def test_only_dynamic_keys_with_good_values_may_change():
     validate({"leader.replication.throttled.rate": "1000", "follower.replication.throttled.rate": None})
-    with pytest.raises(DynamicConfigError, match="Cannot update these configs dynamically: log.segment.bytes"):
-        validate({"log.segment.bytes": "1000", "leader.replication.throttled.rate": "1"})
+    with pytest.raises(DynamicConfigError, match="Cannot update these configs dynamically: log.dirs"):
+        validate({"log.dirs": "/tmp/x", "leader.replication.throttled.rate": "1"})
     with pytest.raises(DynamicConfigError, match="must be >= 0"):
         validate({"leader.replication.throttled.rate": "-1"})
 
@@ -93,3 +93,12 @@ def test_own_value_wins_over_the_default_which_wins_over_the_static_one():
     assert stored == {}
     dynamic.replace(stored)
     assert dynamic["follower.replication.throttled.rate"] == 10
+
+
+def test_a_dynamic_topic_default_wins_over_the_static_synonyms_it_stands_for():
+    dynamic = DynamicBrokerConfig(BrokerConfig({"log.retention.hours": "1", "message.max.bytes": "3000"}))
+    assert dynamic.topic_defaults()["retention.ms"] == 3_600_000
+    dynamic.replace({DEFAULT_ENTITY: {"log.retention.ms": "5000", "message.max.bytes": "2000"}})
+    defaults = dynamic.topic_defaults()
+    assert (defaults["retention.ms"], defaults["max.message.bytes"]) == (5000, 2000)
+    assert dynamic.static.topic_defaults()["retention.ms"] == 3_600_000  # the static view is kept
