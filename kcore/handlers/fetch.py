@@ -357,7 +357,8 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
             # Read first: a fetch offset outside the log (a follower with a
             # divergent tail) must not count as the follower's progress.
-            if limits.quota is not None and _leader_throttled(limits.quota, partition, replica_id):
+            if limits.quota is not None and _leader_throttled(limits.quota, partition, replica_id,
+                                                              fetch.fetch_offset):
                 slices = []
             else:
                 slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
@@ -378,11 +379,15 @@ def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[dict
                                                           partition.last_stable_offset)]
 
 
-def _leader_throttled(quota: ReplicationQuota, partition: Partition, replica_id: int) -> bool:
+def _leader_throttled(quota: ReplicationQuota, partition: Partition, replica_id: int,
+                      fetch_offset: int) -> bool:
     """Kafka's shouldLeaderThrottle: a follower out of the ISR, a
-    throttled partition, the quota exceeded."""
-    return (replica_id not in partition.isr and quota.is_throttled(partition.topic, partition.index)
-            and quota.exceeded())
+    throttled partition, the quota exceeded. Only a fetch offset inside
+    the log is held back: one outside it takes the read, which answers
+    the error the follower must act on."""
+    return (replica_id not in partition.isr
+            and partition.log_start_offset <= fetch_offset < partition.log_end_offset
+            and quota.is_throttled(partition.topic, partition.index) and quota.exceeded())
 
 
 def _count_bytes_out(broker: BrokerFacade, responses: list, follower: bool,
