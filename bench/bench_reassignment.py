@@ -18,7 +18,11 @@ steps (LeaderAndIsr, ISR change, completion, StopReplica).
 
 With ``--throttle`` the command sets Kafka's replication throttle
 (``--execute --throttle``) and each round ends with ``--verify``, which
-removes it; MB/s should then sit just under the throttle.
+removes it; MB/s then sits near the throttle: 21 MB moved in 4.57 s and
+3.84 s (4.6 and 5.5 MB/s) at ``--throttle 5000000``, against 0.31 s
+(67 MB/s, the command's start included) without, ``--mb 20 --rounds 2``
+on the same 2-core machine. A move can pass the rate by up to a fetch
+(1 MiB) plus what the 11 s measuring window has left unused.
 
 Measured on a 2-core machine (everything on it): 52 MB moved in a median
 0.29 s from the command's start (3 rounds, 0.25-0.32 s; the command alone
