@@ -166,3 +166,31 @@ def check_throttled_move(cluster, ports: dict[int, int], tmp_path) -> None:
     for broker_id in (1, 2, 3):
         assert describe_broker(cluster, broker_id)[LEADER_RATE].source == ConfigSource.DEFAULT_CONFIG.value
     assert len(consume_all(cluster, "held", 1)[0]) == MESSAGES
+
+
+def set_topic_config(cluster, topic: str, key: str, value: str) -> None:
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    cluster.admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+
+def test_the_leader_and_the_follower_side_each_throttle_on_their_own(cluster, tmp_path):
+    for name in ("lead", "follow"):
+        futures = cluster.admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[[1]])])
+        futures[name].result(timeout=30)
+    fill(cluster, ["lead", "follow"])
+    # Leader side alone: broker 1 sends lead-0 to a follower out of the ISR at 1 MB/s.
+    assert configs_cli(cluster, "--entity-name", "1", "--alter", "--add-config",
+                       f"{LEADER_RATE}={THROTTLE}").returncode == 0
+    set_topic_config(cluster, "lead", LEADER_REPLICAS, "0:1")
+    lead_s = move(cluster, tmp_path / "lead.json", "lead", [1, 2])
+    assert configs_cli(cluster, "--entity-name", "1", "--alter", "--delete-config",
+                       LEADER_RATE).returncode == 0
+    # Follower side alone: broker 3 fetches follow-0 at 1 MB/s.
+    assert configs_cli(cluster, "--entity-name", "3", "--alter", "--add-config",
+                       f"{FOLLOWER_RATE}={THROTTLE}").returncode == 0
+    set_topic_config(cluster, "follow", FOLLOWER_REPLICAS, "0:3")
+    follow_s = move(cluster, tmp_path / "follow.json", "follow", [1, 3])
+    print(f"8 MB moves at {THROTTLE} B/s: {lead_s:.2f} s leader side, {follow_s:.2f} s follower side")
+    assert lead_s >= 5.0 and follow_s >= 5.0
+    assert len(consume_all(cluster, "follow", 1)[0]) == MESSAGES
