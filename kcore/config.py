@@ -342,6 +342,18 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("max.incremental.fetch.session.cache.slots", _at_least(0), 1000,
          "Incremental fetch sessions (KIP-227) kept; 0 answers every fetch without a session."),
     _key("broker.rack", str, None, "Rack of this broker: replicas of a partition go to distinct racks first."),
+    _key("leader.replication.throttled.rate", _at_least(0), LONG_MAX,
+         "Bytes/s a leader sends to followers, summed over the replicas named in the topics' "
+         "leader.replication.throttled.replicas (followers in the ISR are never held back); "
+         "dynamic (kcore configs --entity-type brokers)."),
+    _key("follower.replication.throttled.rate", _at_least(0), LONG_MAX,
+         "Bytes/s a follower fetches, summed over the replicas named in the topics' "
+         "follower.replication.throttled.replicas (replicas in the ISR are never held back); "
+         "dynamic (kcore configs --entity-type brokers)."),
+    _key("replication.quota.window.num", _at_least(1), 11,
+         "Samples over which replication throttle rates are measured."),
+    _key("replication.quota.window.size.seconds", _at_least(1), 1,
+         "Length of one replication throttle sample."),
     _key("replica.lag.time.max.ms", _at_least(1), 30000,
          "A follower that has not caught up with the leader for this long leaves the ISR."),
     _key("replica.high.watermark.checkpoint.interval.ms", _at_least(1), 5000,
@@ -540,9 +552,10 @@ class BrokerConfig:
             return self._values["log.roll.ms"]
         return self._values["log.roll.hours"] * 3_600_000
 
-    def topic_defaults(self) -> dict[str, Any]:
-        """Every topic key with the value a topic without overrides gets."""
-        return topic_defaults(self._values)
+    def topic_defaults(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every topic key with the value a topic without overrides gets;
+        ``overrides`` (parsed broker values) stand in for the configured ones."""
+        return topic_defaults({**self._values, **overrides} if overrides else self._values)
 
     def _validate_listeners(self) -> None:
         protocols = parse_protocol_map(self._values["listener.security.protocol.map"])

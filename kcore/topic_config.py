@@ -19,8 +19,7 @@ than -2). Keys honoured trivially, because kcore has no case where they
 change anything, say so in their doc: ``message.format.version`` (always
 v2, as Kafka 3.x with inter.broker.protocol.version >= 3.0),
 ``message.downconversion.enable`` (no Fetch version kcore serves needs
-down-conversion), the replication throttle lists (no throttle rate exists,
-as in Kafka until ``*.replication.throttled.rate`` is set) and the
+down-conversion) and the
 ``remote.log.*`` switches (no remote tier to copy to or delete from).
 
 Layer: beside kcore/config.py, below everything that reads topic configs;
@@ -137,9 +136,9 @@ KAFKA_VERSIONS = _kafka_versions()
 def _throttled_replicas_key(side: str) -> TopicConfigKey:
     return TopicConfigKey(
         f"{side}.replication.throttled.replicas", LIST, "",
-        f"Replicas ([partition]:[broker] or *) throttled on the {side} side. Accepted and kept; "
-        f"with no {side}.replication.throttled.rate in kcore (Kafka's default: no limit) they "
-        f"replicate at full speed, as in Kafka without a rate.", _throttled_replicas)
+        f"Replicas ([partition]:[broker] or *) throttled on the {side} side: while out of the "
+        f"ISR they replicate at most at the broker's {side}.replication.throttled.rate (no "
+        f"limit by default).", _throttled_replicas)
 
 
 def _local_retention_key(unit: str) -> TopicConfigKey:

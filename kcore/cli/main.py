@@ -1,5 +1,5 @@
 """`kcore` command line: broker, topics, produce, consume, groups, transactions,
-users, acls, quotas, reassign-partitions, status, dump-log, bench."""
+users, acls, quotas, configs, reassign-partitions, status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ from kcore.cli import (
     acls,
     bench,
     client_commands,
+    configs,
     dump_log,
     groups,
     quotas,
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, reassign,
+    return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, configs, reassign,
             status, dump_log, bench]
 
 

@@ -1,7 +1,7 @@
 """`kcore reassign-partitions`: move partition replicas, like
 kafka-reassign-partitions.sh, with its JSON files.
 
-    kcore reassign-partitions --reassignment-json-file F --execute   start the moves
+    kcore reassign-partitions --reassignment-json-file F --execute [--throttle B/S]  start the moves
         (refused while any move is in progress, unless --additional;
         --disallow-replication-factor-change refuses moves that change a
         partition's replica count, KIP-860)
@@ -16,7 +16,9 @@ per partition; kcore keeps one log dir per broker, so only "any" is
 accepted there). The topics file: ``{"version":1,"topics":[{"topic":"t"}]}``.
 --execute prints the current assignment first, in the same format, to keep
 for a rollback. Broker errors print Kafka's error name and exit 1; bad
-usage or a bad file exits 2.
+usage or a bad file exits 2. --throttle limits the moves' replication to
+that many bytes/s (reassign_throttle.py); --verify removes the throttle
+once the moves are complete.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from kcore.cli.client_commands import EXIT_ERROR, EXIT_USAGE, _client, _run, connection_arguments
+from kcore.cli.reassign_throttle import clear_throttles, set_throttles
 from kcore.client import Admin
 from kcore.controller.metadata import BrokerInfo, TopicError
 from kcore.controller.placement import assign_replicas
@@ -58,6 +61,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--reassignment-json-file", metavar="FILE")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE")
     parser.add_argument("--broker-list", metavar="IDS", help="comma-separated broker ids")
+    parser.add_argument("--throttle", type=int, default=-1, metavar="BYTES_PER_S",
+                        help="with --execute: replication bytes/s of the moves (-1: no throttle)")
     parser.set_defaults(run=run)
 
 
@@ -177,6 +182,11 @@ async def _execute(args, plan: dict[Partition, list[int]]) -> int:
         print("Current partition replica assignment\n")
         print(plan_json({key: current[key] for key in plan if key in current}))
         print("\nSave this to use as the --reassignment-json-file option during rollback")
+        if args.throttle >= 0:
+            await set_throttles(admin, current, plan, args.throttle)
+            print("Warning: You must run --verify periodically, until the reassignment completes, "
+                  "to ensure the throttle is removed.")
+            print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
         results = await admin.alter_partition_reassignments(
             dict(plan), allow_replication_factor_change=not args.disallow_replication_factor_change)
     return _report(results, "Successfully started partition reassignment")
@@ -206,6 +216,10 @@ async def _verify(args, plan: dict[Partition, list[int]]) -> int:
         admin = Admin(client)
         ongoing = await admin.list_partition_reassignments(list(plan))
         current = await _current_replicas(admin, [t for t, _ in plan])
+        complete = not ongoing and all(list(current.get(key, ())) == target
+                                       for key, target in plan.items())
+        if complete:
+            await clear_throttles(admin, [t for t, _ in plan])
     print("Status of partition reassignment:")
     unfinished = 0
     for (topic, index), target in plan.items():
@@ -219,6 +233,9 @@ async def _verify(args, plan: dict[Partition, list[int]]) -> int:
             unfinished += 1
             print(f"There is no active reassignment of partition {name}, but replica set is "
                   f"{list(current.get((topic, index), ()))} rather than {target}.")
+    if complete:
+        print("\nClearing broker-level throttles on brokers and topic-level throttles on the "
+              "reassigned topics.\nThrottle was removed.")
     return EXIT_ERROR if unfinished else 0
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kcore.client.client import KafkaClient
+from kcore.client.connection import BrokerConnection
 from kcore.client.errors import KafkaError
 from kcore.client.metadata import BrokerInfo, TopicInfo
 from kcore.protocol.api_keys import ApiKey
@@ -143,7 +144,7 @@ class Admin:
     async def describe_configs(self, resource_type: ConfigResourceType, names: Sequence[str],
                                keys: Sequence[str] | None = None
                                ) -> dict[str, list[ConfigEntry]]:
-        connection = await self.client.any_connection()
+        connection = await self._config_connection(resource_type, names)
         version = connection.version_for(ApiKey.DESCRIBE_CONFIGS)
         body = await connection.request(ApiKey.DESCRIBE_CONFIGS, {
             "resources": [{"resource_type": int(resource_type), "resource_name": name,
@@ -160,7 +161,7 @@ class Admin:
             operations: Iterable[tuple[str, AlterConfigOp, str | None]], *,
             validate_only: bool = False) -> None:
         """Apply (key, operation, value) changes to one resource's configs."""
-        connection = await self.client.any_connection()
+        connection = await self._config_connection(resource_type, [name])
         body = await connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, {
             "resources": [{"resource_type": int(resource_type), "resource_name": name,
                            "configs": [{"name": key, "config_operation": int(op), "value": value}
@@ -168,6 +169,15 @@ class Admin:
             "validate_only": validate_only})
         _raise_first((r.error_code, r.error_message, f"resource {r.resource_name}")
                      for r in body.responses)
+
+    async def _config_connection(self, resource_type: ConfigResourceType,
+                                 names: Sequence[str]) -> BrokerConnection:
+        """A broker's own configs are served by that broker (as Kafka's
+        admin client sends them); anything else by any broker."""
+        ids = {name for name in names if resource_type is ConfigResourceType.BROKER and name.isdigit()}
+        if len(ids) == 1:
+            return await self.client.connection(int(ids.pop()))
+        return await self.client.any_connection()
 
     async def elect_leaders(self, partitions: Sequence[tuple[str, int]] | None, *,
                             unclean: bool = False, timeout_ms: int = DEFAULT_TIMEOUT_MS

@@ -23,7 +23,8 @@ Format::
                "principal": "User:alice", "host": "*", "operation": "READ",
                "permission": "ALLOW"}],
      "client_quotas": [{"entity": {"user": "alice", "client-id": null},
-                        "values": {"producer_byte_rate": 1048576.0}}]}
+                        "values": {"producer_byte_rate": 1048576.0}}],
+     "broker_configs": {"<default>": {"leader.replication.throttled.rate": "1000000"}}}
 
 Not thread-safe within a process; safe between processes (flock).
 """
@@ -54,6 +55,8 @@ class NodeState:
     # kcore.security's state, kept as JSON: ACL bindings and client quotas.
     acls: list[dict] = field(default_factory=list)
     client_quotas: list[dict] = field(default_factory=list)
+    # Dynamic broker configs (kcore/dynamic_config.py): "<id>" or "<default>" -> key -> value.
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class NodeStore:
@@ -123,6 +126,7 @@ def _encode(state: NodeState) -> dict:
         "deleting": sorted(state.deleting),
         "acls": state.acls,
         "client_quotas": state.client_quotas,
+        "broker_configs": state.broker_configs,
     }
 
 
@@ -141,4 +145,6 @@ def _decode(data: dict) -> NodeState:
     state.deleting = set(data.get("deleting", []))
     state.acls = list(data.get("acls", []))
     state.client_quotas = list(data.get("client_quotas", []))
+    state.broker_configs = {str(entity): {str(k): str(v) for k, v in values.items()}
+                            for entity, values in data.get("broker_configs", {}).items()}
     return state

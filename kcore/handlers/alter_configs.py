@@ -1,11 +1,9 @@
-"""AlterConfigs (key 33): replace a topic's whole set of overrides.
-
-Broker configs are static here: changing one is INVALID_REQUEST, as Kafka
-answers for configs it cannot update dynamically."""
+"""AlterConfigs (key 33): replace a topic's whole set of overrides, or a
+broker's (or the cluster default's) dynamic configs (broker_configs.py)."""
 from __future__ import annotations
 
 from kcore.controller.metadata import TopicError
-from kcore.handlers import configs
+from kcore.handlers import broker_configs, configs
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import set_topic_configs
@@ -33,7 +31,7 @@ async def handle(broker: BrokerFacade, context, request):
 async def alter(broker, resource, validate_only: bool, new_configs) -> tuple[int, str | None]:
     """Apply `new_configs(current_overrides) -> overrides` to one resource."""
     if resource.resource_type == configs.BROKER:
-        return ErrorCode.INVALID_REQUEST, "broker configs are static: set them in server.properties"
+        return await broker_configs.alter(broker, resource.resource_name, validate_only, new_configs)
     if resource.resource_type != configs.TOPIC:
         return ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} is not supported"
     info = broker.controller.topic(resource.resource_name)

@@ -15,6 +15,7 @@ from kcore.controller.base import Controller
 from kcore.controller.scram_store import CredentialStore
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
+from kcore.dynamic_config import DynamicBrokerConfig
 from kcore.log.durability import GroupCommitSyncer
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
@@ -66,3 +67,5 @@ class BrokerFacade(Protocol):
     def quotas(self) -> ClientQuotas: ...
     @property
     def security_store(self) -> SecurityStore: ...
+    @property
+    def dynamic_config(self) -> DynamicBrokerConfig: ...

@@ -6,14 +6,19 @@ built as Kafka 3.9's ``ConfigHelper`` builds it:
 
 * value: a topic's override, else its default from the broker synonyms
   (kcore/topic_config.py); a broker key's value as configured;
-* synonyms, in Kafka's order: the topic override (TOPIC_CONFIG), then the
+* synonyms, in Kafka's order: the topic override (TOPIC_CONFIG), the
+  broker's own dynamic value (DYNAMIC_BROKER_CONFIG), the cluster default
+  (DYNAMIC_DEFAULT_BROKER_CONFIG), then the
   broker synonyms set in server.properties (STATIC_BROKER_CONFIG), then
   those with a default (DEFAULT_CONFIG), dropping every entry before the
   first one of the primary synonym (so ``retention.ms`` lists none unless
   ``log.retention.ms`` itself is set or has a default, as in Kafka);
 * config_source: the first synonym's source, DEFAULT_CONFIG when none;
   is_default (v0): the source is DEFAULT_CONFIG;
-* read_only: false for topic configs, true for broker configs (static here);
+* read_only: false for topic configs and dynamic broker keys
+  (kcore/dynamic_config.py), true for the other broker configs;
+* the resource name "" (the cluster default) lists only the dynamic
+  defaults set, as Kafka's;
 * config_type (v3+): Kafka's type of a topic key; a broker key shares the
   type of the topic key it stands for with the same unit, else UNKNOWN (0);
 * documentation (v3+, when asked): the key's doc, saying what kcore does.
@@ -26,6 +31,7 @@ from typing import Any
 from kcore.config import BROKER_KEYS, SENSITIVE_KEYS, TOPIC_KEYS, BrokerConfig
 from kcore.config_def import ConfigType
 from kcore.controller.metadata import TopicInfo
+from kcore.dynamic_config import DEFAULT_ENTITY, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DynamicBrokerConfig
 from kcore.handlers.base import BrokerFacade
 
 TOPIC = 2
@@ -53,13 +59,14 @@ render = ConfigType.render
 
 def describe_topic(broker: BrokerFacade, info: TopicInfo, keys: Collection[str] | None,
                    include_synonyms: bool, include_documentation: bool = False) -> list[dict]:
-    defaults = broker.config.topic_defaults()
+    defaults = broker.dynamic_config.topic_defaults()
     entries = []
     for name in sorted(TOPIC_KEYS):
         if keys is not None and name not in keys:
             continue
         key = TOPIC_KEYS[name]
-        synonyms = _synonyms(broker.config, key.synonyms[0].name) if key.synonyms else []
+        synonyms = (_synonyms(broker.config, key.synonyms[0].name, broker.dynamic_config)
+                    if key.synonyms else [])
         if name in info.configs:
             value = render(key.type.parse(info.configs[name]))
             synonyms.insert(0, _synonym(name, value, TOPIC_CONFIG))
@@ -76,19 +83,36 @@ def describe_broker(broker: BrokerFacade, keys: Collection[str] | None, include_
     for name in sorted(BROKER_KEYS):
         if keys is not None and name not in keys:
             continue
-        value = broker.config.originals.get(name, render(broker.config[name]))
-        topic_key = _TOPIC_KEY_OF.get(name)
-        entries.append(_entry(name, value, True, _synonyms(broker.config, name), include_synonyms,
-                              topic_key.type.value if topic_key else UNKNOWN_TYPE,
-                              BROKER_KEYS[name].doc if include_documentation else None))
+        synonyms = _synonyms(broker.config, name, broker.dynamic_config)
+        value = (synonyms[0]["value"] if synonyms and synonyms[0]["source"] != DEFAULT_CONFIG
+                 else render(broker.config[name]))
+        entries.append(_entry(name, value, name not in DYNAMIC_KEYS, synonyms, include_synonyms,
+                              _broker_type(name), BROKER_KEYS[name].doc if include_documentation else None))
     return entries
 
 
-def _synonyms(config: BrokerConfig, primary: str) -> list[dict]:
+def describe_broker_default(broker: BrokerFacade, keys: Collection[str] | None,
+                            include_synonyms: bool, include_documentation: bool = False) -> list[dict]:
+    """The cluster-wide dynamic defaults set (resource name "")."""
+    values = broker.dynamic_config.configs.get(DEFAULT_ENTITY, {})
+    return [_entry(name, values[name], False,
+                   [_synonym(name, values[name], DYNAMIC_DEFAULT_BROKER_CONFIG)], include_synonyms,
+                   _broker_type(name), BROKER_KEYS[name].doc if include_documentation else None)
+            for name in sorted(values) if keys is None or name in keys]
+
+
+def _broker_type(name: str) -> int:
+    topic_key = _TOPIC_KEY_OF.get(name)
+    return topic_key.type.value if topic_key else UNKNOWN_TYPE
+
+
+def _synonyms(config: BrokerConfig, primary: str, dynamic: DynamicBrokerConfig | None = None) -> list[dict]:
     """Kafka ``ConfigHelper.configSynonyms`` for a broker key."""
     names = next((group for group in BROKER_SYNONYMS if primary in group), [primary])
-    found = [_synonym(n, config.originals[n], STATIC_BROKER_CONFIG)
-             for n in names if n in config.originals]
+    found = [_synonym(n, value, source) for n in names if dynamic is not None
+             for value, source in dynamic.dynamic_synonyms(n)]
+    found += [_synonym(n, config.originals[n], STATIC_BROKER_CONFIG)
+              for n in names if n in config.originals]
     found += [_synonym(n, render(BROKER_KEYS[n].default), DEFAULT_CONFIG)
               for n in names if n in BROKER_KEYS and BROKER_KEYS[n].default is not None]
     while found and found[0]["name"] != primary:

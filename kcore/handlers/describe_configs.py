@@ -44,6 +44,9 @@ def _describe(broker, resource, include_synonyms: bool, include_documentation: b
         if resource.resource_name not in ("", str(broker.config.broker_id)):
             result["error_code"] = ErrorCode.INVALID_REQUEST
             result["error_message"] = f"this is broker {broker.config.broker_id}"
+        elif resource.resource_name == "":
+            result["configs"] = configs.describe_broker_default(broker, keys, include_synonyms,
+                                                                include_documentation)
         else:
             result["configs"] = configs.describe_broker(broker, keys, include_synonyms,
                                                         include_documentation)

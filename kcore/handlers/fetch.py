@@ -31,6 +31,11 @@ consumer_byte_rate is throttled (security/quotas.py): a fetch outside a
 session whose data would pass the quota is answered without it, as
 Kafka's; in a session (whose state follows every answer) the data goes
 and the throttle time follows it.
+
+Replication throttle (replication/replication_quota.py): while the
+leader quota is exceeded, a follower out of the ISR gets a throttled
+partition answered empty (no error: it asks again); the bytes answered
+for throttled partitions are recorded against the quota.
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ from kcore.replication.fetch_session import (
     next_epoch,
 )
 from kcore.replication.partition import Partition, PartitionError
+from kcore.replication.replication_quota import ReplicationQuota
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
@@ -68,6 +74,7 @@ class _Limits:
     read_committed: bool
     replica_id: int
     refused: frozenset[str] = frozenset()  # topics the principal may not fetch
+    quota: ReplicationQuota | None = None  # a follower's fetch while a leader throttle is set
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -78,6 +85,8 @@ async def handle(broker: BrokerFacade, context, request):
                      max(body.min_bytes, 1),
                      request.api_version >= 4 and body.isolation_level == READ_COMMITTED,
                      body.replica_id)
+    if body.replica_id >= 0 and broker.replica_manager.leader_quota.active:
+        limits = replace(limits, quota=broker.replica_manager.leader_quota)
     sessions = broker.replica_manager.fetch_sessions
     with_sessions = request.api_version >= SESSIONS_VERSION
     if with_sessions and body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -104,7 +113,7 @@ async def handle(broker: BrokerFacade, context, request):
     session_id = INVALID_SESSION_ID
     if opens_session:
         session_id = _open_session(broker, sessions, body, responses, limits)
-    _count_bytes_out(broker, responses, limits.replica_id >= 0)
+    _count_bytes_out(broker, responses, limits.replica_id >= 0, limits.quota)
     return _response(ErrorCode.NONE, session_id, responses, throttle_ms)
 
 
@@ -243,7 +252,7 @@ async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCach
         remaining = deadline - loop.time()
         if ready or total >= limits.min_bytes or remaining <= 0:
             responses = _answer(broker, session, reads, limits)
-            _count_bytes_out(broker, responses, limits.replica_id >= 0)
+            _count_bytes_out(broker, responses, limits.replica_id >= 0, limits.quota)
             return _response(ErrorCode.NONE, session.id, responses)
         with broker.stats.delayed_fetch:
             await session.wait(remaining)
@@ -348,7 +357,11 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
             # Read first: a fetch offset outside the log (a follower with a
             # divergent tail) must not count as the follower's progress.
-            slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
+            if limits.quota is not None and _leader_throttled(limits.quota, partition, replica_id,
+                                                              fetch.fetch_offset):
+                slices = []
+            else:
+                slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
             return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset), slices
         return code, partition.read(fetch.fetch_offset, limit, limits.read_committed,
                                     min_one_message)
@@ -366,12 +379,31 @@ def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[dict
                                                           partition.last_stable_offset)]
 
 
-def _count_bytes_out(broker: BrokerFacade, responses: list, follower: bool) -> None:
+def _leader_throttled(quota: ReplicationQuota, partition: Partition, replica_id: int,
+                      fetch_offset: int) -> bool:
+    """Kafka's shouldLeaderThrottle: a follower out of the ISR, a
+    throttled partition, the quota exceeded. Only a fetch offset inside
+    the log is held back: one outside it takes the read, which answers
+    the error the follower must act on."""
+    return (replica_id not in partition.isr
+            and partition.log_start_offset <= fetch_offset < partition.log_end_offset
+            and quota.is_throttled(partition.topic, partition.index) and quota.exceeded())
+
+
+def _count_bytes_out(broker: BrokerFacade, responses: list, follower: bool,
+                     quota: ReplicationQuota | None = None) -> None:
     """BytesOut / ReplicationBytesOut of the answer (not of the passes
-    that found too little and waited)."""
+    that found too little and waited); a follower's bytes of throttled
+    partitions count against the leader quota."""
     for topic in responses:
-        size = sum(piece.size for result in topic["partitions"] for piece in result["records"] or ())
-        broker.stats.topics.record_fetch(topic["topic"], size, follower)
+        name = topic["topic"]
+        size = 0
+        for result in topic["partitions"]:
+            part = sum(piece.size for piece in result["records"] or ())
+            if part and quota is not None and quota.is_throttled(name, result["partition_index"]):
+                quota.record(part)
+            size += part
+        broker.stats.topics.record_fetch(name, size, follower)
 
 
 def _missing_code(broker: BrokerFacade, topic: str, index: int) -> int:

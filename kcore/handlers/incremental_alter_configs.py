@@ -1,5 +1,6 @@
 """IncrementalAlterConfigs (key 44): SET, DELETE, APPEND or SUBTRACT single
-keys of a topic's overrides; the rest stay as they are.
+keys of a topic's overrides or a broker's dynamic configs
+(broker_configs.py); the rest stay as they are.
 
 APPEND and SUBTRACT apply only to list configs (cleanup.policy and the
 replication throttle lists) and start from the topic's effective value,
@@ -22,7 +23,7 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     responses = []
     for resource in body.resources:
-        defaults = broker.config.topic_defaults()
+        defaults = broker.dynamic_config.topic_defaults()
         refusal = config_refusal(broker, context, AclOperation.ALTER_CONFIGS,
                                  resource.resource_type, resource.resource_name)
         if refusal is not None:

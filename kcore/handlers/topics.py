@@ -23,7 +23,7 @@ def check_configs(broker: BrokerFacade, configs: dict[str, Any]) -> dict[str, An
     values; INVALID_CONFIG naming the key, as Kafka answers."""
     try:
         parsed = parse_topic_configs(configs)
-        check_combination(parsed, broker.config.topic_defaults())
+        check_combination(parsed, broker.dynamic_config.topic_defaults())
     except ConfigError as exc:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     return parsed

@@ -236,6 +236,13 @@ class LogManager:
             config = self._configs[key] = LogConfig.from_topic_configs(configs, self.defaults)
         return config
 
+    def update_defaults(self, defaults: Mapping[str, Any]) -> None:
+        """New topic defaults (a dynamic broker config changed); each
+        partition's own config follows through ``update_config``."""
+        self.defaults = defaults
+        self.default_config = LogConfig.from_topic_configs(None, defaults)
+        self._configs.clear()
+
     def update_config(self, topic: str, partition: int, configs: Mapping[str, Any]) -> None:
         existing = self.logs.get((topic, partition))
         if existing is not None:

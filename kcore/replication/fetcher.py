@@ -28,6 +28,11 @@ before its next fetch reports the new offset: the leader's high watermark,
 hence every acks=all acknowledgement, only covers data on the followers'
 disks too.
 
+Replication throttle (replication_quota.py): while this broker's
+follower quota is exceeded, the throttled partitions out of the ISR are
+left out of the fetch (Kafka's ``shouldFollowerThrottle``), and the bytes
+fetched for throttled partitions are recorded against it.
+
 Errors: a leader that is down or not yet leader is retried after
 ``replica.fetch.backoff.ms``; a FENCED_LEADER_EPOCH means this broker has
 not seen the new LeaderAndIsr yet, which will move the partition.
@@ -52,6 +57,7 @@ from kcore.log.durability import GroupCommitSyncer
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
+from kcore.replication.replication_quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +66,9 @@ OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 # Rounds of OffsetForLeaderEpoch before falling back to the high watermark:
 # each round moves to an older epoch, and more than a few never happen.
 MAX_TRUNCATION_ROUNDS = 8
+# A fetcher whose every partition is held back by the throttle looks again
+# this often: a tenth of a 1 s quota sample, fine enough for the rate.
+THROTTLED_PAUSE_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -88,9 +97,11 @@ class FetcherManager:
     leader broker id."""
 
     def __init__(self, config: FetcherConfig,
-                 syncer: Callable[[], GroupCommitSyncer | None] = lambda: None):
+                 syncer: Callable[[], GroupCommitSyncer | None] = lambda: None,
+                 quota: ReplicationQuota | None = None):
         self.config = config
         self.syncer = syncer
+        self.quota = quota
         self.fetchers: dict[int, LeaderFetcher] = {}
 
     def add_partitions(self, leader: BrokerInfo, partitions: Sequence[Partition]) -> None:
@@ -99,7 +110,8 @@ class FetcherManager:
             fetcher.stop()
             fetcher = None
         if fetcher is None:
-            fetcher = self.fetchers[leader.broker_id] = LeaderFetcher(leader, self.config, self.syncer)
+            fetcher = self.fetchers[leader.broker_id] = LeaderFetcher(leader, self.config, self.syncer,
+                                                                        self.quota)
         fetcher.add(partitions)
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
@@ -129,10 +141,12 @@ class LeaderFetcher:
     """Fetches every partition this broker follows from one leader."""
 
     def __init__(self, leader: BrokerInfo, config: FetcherConfig,
-                 syncer: Callable[[], GroupCommitSyncer | None]):
+                 syncer: Callable[[], GroupCommitSyncer | None],
+                 quota: ReplicationQuota | None = None):
         self.leader = leader
         self.config = config
         self._syncer = syncer
+        self.quota = quota
         self.states: dict[TopicPartition, _FetchState] = {}
         self._wakeup = asyncio.Event()
         self._connection: BrokerConnection | None = None
@@ -192,7 +206,21 @@ class LeaderFetcher:
         if truncating:
             await self._truncate(connection, truncating)
             return
+        ready = self._unthrottled(ready)
+        if not ready:
+            await asyncio.sleep(THROTTLED_PAUSE_S)
+            return
         await self._fetch(connection, ready)
+
+    def _unthrottled(self, states: dict[TopicPartition, _FetchState]) -> dict[TopicPartition, _FetchState]:
+        """``states`` less the throttled partitions out of the ISR while the
+        follower quota is exceeded."""
+        quota = self.quota
+        if quota is None or not quota.active or not quota.exceeded():
+            return states
+        me = self.config.broker_id
+        return {key: state for key, state in states.items()
+                if me in state.partition.isr or not quota.is_throttled(*key)}
 
     async def _sleep_until_ready(self) -> None:
         self._wakeup.clear()
@@ -337,6 +365,8 @@ class LeaderFetcher:
         if code == ErrorCode.NONE:
             future = None
             if data.records:
+                if self.quota is not None and self.quota.is_throttled(partition.topic, partition.index):
+                    self.quota.record(len(data.records))
                 try:
                     future = partition.append_records_as_follower(data.records, self._syncer())
                 except PartitionError as exc:

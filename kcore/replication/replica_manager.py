@@ -35,6 +35,7 @@ from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition
+from kcore.replication.replication_quota import ReplicationQuota
 from kcore.replication.txn_markers import TxnMarkerWriter
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,12 @@ class ReplicaManager:
         # WriteTxnMarkers on the partitions this broker leads.
         self.txn_markers = TxnMarkerWriter(self)
         self._checkpointed_hw = log_manager.read_high_watermarks()
+        # Replication throttles (replication_quota.py); the broker gives
+        # them the topics' configs and the rates.
+        self.leader_quota = ReplicationQuota(broker_id, "leader.replication.throttled.replicas",
+                                             lambda topic: None)
+        self.follower_quota = ReplicationQuota(broker_id, "follower.replication.throttled.replicas",
+                                               lambda topic: None)
 
     def effective_configs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         return {**self.topic_defaults, **overrides}
@@ -211,6 +218,16 @@ class ReplicaManager:
                 self.partitions.pop(key, None)
                 self.log_manager.delete_log(*key)
         return errors
+
+    def update_topic_defaults(self, defaults: dict[str, Any]) -> None:
+        """Dynamic broker configs changed the topic defaults: every
+        partition's effective config is derived again."""
+        if defaults == self.topic_defaults:
+            return
+        self.topic_defaults = defaults
+        self.log_manager.update_defaults(defaults)
+        for topic in {name for name, _ in self.partitions}:
+            self.on_topic_config_change(topic)
 
     def on_topic_config_change(self, topic: str) -> None:
         configs = self.effective_configs(self.topic_overrides(topic))

@@ -1,14 +1,16 @@
-"""Where ACLs and client quotas live: beside the cluster metadata.
+"""Where ACLs, client quotas and dynamic broker configs live: beside the
+cluster metadata.
 
 ``SecurityStore`` is the seam. A single node (and every process of a
 multi-process node) keeps them in the controller's metadata file,
 ``__cluster_metadata.json`` (controller/node_store.py: fields ``acls`` and
-``client_quotas``), changed under its lock; a ZooKeeper cluster in Kafka's
+``client_quotas``, ``broker_configs``), changed under its lock; a ZooKeeper cluster in Kafka's
 znodes (zk_store.py). Each change is a delta (bindings added and removed,
 one entity's quotas) applied to the stored state, so two brokers changing
 different ACLs at once do not lose each other's change. A broker learns
 every change, its own included, by ``on_change`` and installs the whole
-stored state.
+stored state. Dynamic broker configs (kcore/dynamic_config.py) travel
+the same way to ``on_broker_configs``.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kcore.controller.node_store import NodeStore
+from kcore.dynamic_config import BrokerConfigs, apply_change
 from kcore.security.acl import AclBinding
 from kcore.security.quotas import QuotaEntity
 
@@ -26,6 +29,7 @@ log = logging.getLogger(__name__)
 
 QuotaConfigs = dict[QuotaEntity, dict[str, float]]
 OnChange = Callable[[set[AclBinding], QuotaConfigs], None]
+OnBrokerConfigs = Callable[[BrokerConfigs], None]
 
 # A single node's broker processes write the same file; each looks for
 # changes this often (a stat(2), ~2 us).
@@ -33,6 +37,8 @@ LOCAL_POLL_S = 0.5
 
 
 class SecurityStore(Protocol):
+    on_broker_configs: OnBrokerConfigs | None
+
     async def start(self, on_change: OnChange) -> None:
         """Load the stored state, report it, and keep reporting changes."""
         ...
@@ -42,6 +48,10 @@ class SecurityStore(Protocol):
 
     async def change_quotas(self, entity: QuotaEntity, values: dict[str, float | None]) -> None:
         """Set each key to its value; None removes it."""
+        ...
+
+    async def change_broker_configs(self, entity: str, changes: dict[str, str | None]) -> None:
+        """Dynamic broker configs of "<id>" or "<default>"; None removes a key."""
         ...
 
     async def shutdown(self) -> None: ...
@@ -78,6 +88,7 @@ class LocalSecurityStore:
         self._version: tuple[int, int] | None = None
         self._on_change: OnChange | None = None
         self._poller: asyncio.Task | None = None
+        self.on_broker_configs: OnBrokerConfigs | None = None
 
     async def start(self, on_change: OnChange) -> None:
         self._on_change = on_change
@@ -95,6 +106,8 @@ class LocalSecurityStore:
                 log.warning("ignoring a malformed stored ACL: %r", item)
         assert self._on_change is not None
         self._on_change(acls, decode_quotas(state.client_quotas))
+        if self.on_broker_configs is not None:
+            self.on_broker_configs(state.broker_configs)
 
     async def _poll(self) -> None:
         while True:
@@ -115,6 +128,11 @@ class LocalSecurityStore:
             configs = decode_quotas(state.client_quotas)
             apply_quota_change(configs, entity, values)
             state.client_quotas = encode_quotas(configs)
+        self._reload()
+
+    async def change_broker_configs(self, entity: str, changes: dict[str, str | None]) -> None:
+        with self._store.updating() as state:
+            apply_change(state.broker_configs, entity, changes)
         self._reload()
 
     async def shutdown(self) -> None:

@@ -1,4 +1,5 @@
-"""ACLs and client quotas of a ZooKeeper cluster, in Kafka's znodes.
+"""ACLs, client quotas and dynamic broker configs of a ZooKeeper cluster,
+in Kafka's znodes.
 
 | path | content |
 |---|---|
@@ -8,13 +9,14 @@
 | /kafka-acl-changes/acl_changes_NNNNNNNNNN | sequential: ``<ResourceType>:LITERAL:<name>`` changed |
 | /config/users/<user>[/clients/<client-id>] | ``{"version":1,"config":{"producer_byte_rate":"1048576"}}`` |
 | /config/clients/<client-id> | same |
+| /config/brokers/<id> (or <default>) | ``{"version":1,"config":{"leader.replication.throttled.rate":"1"}}`` |
 | /config/changes/config_change_NNNNNNNNNN | ``{"version":2,"entity_path":"users/alice/clients/app"}`` |
 
-``<default>`` names the default user or client id; names are URL-encoded
+``<default>`` names the default user, client id or broker; names are URL-encoded
 as Kafka's ``Sanitizer`` does. Resource, operation and permission names are
 Kafka's (``Topic``, ``Read``, ``Allow``). Every broker watches both change
 paths and, on a new notification, reads the whole set again: ACL and
-quota sets are small and a full read cannot miss a change.
+quota sets (and broker configs) are small and a full read cannot miss a change.
 Source: Kafka's ``kafka.zk.ZkData`` and ``AclAuthorizer`` (ZooKeeper mode).
 
 Not thread-safe: owned by the broker's event loop.
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import quote, unquote
 
 from kcore.controller.zk_client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
+from kcore.dynamic_config import BrokerConfigs
 from kcore.security.acl import (
     AclBinding,
     AclOperation,
@@ -36,7 +39,7 @@ from kcore.security.acl import (
     ResourceType,
 )
 from kcore.security.quotas import CLIENT_ID, QUOTA_KEYS, USER, QuotaEntity
-from kcore.security.store import OnChange, QuotaConfigs
+from kcore.security.store import OnBrokerConfigs, OnChange, QuotaConfigs
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ ACL_CHANGES = "/kafka-acl-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
+CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DEFAULT = "<default>"
@@ -111,11 +115,12 @@ class ZkSecurityStore:
         self._seen = {ACL_CHANGES: -1, CONFIG_CHANGES: -1}
         self._reloading: asyncio.Task | None = None
         self._stale = False
+        self.on_broker_configs: OnBrokerConfigs | None = None
 
     async def start(self, on_change: OnChange) -> None:
         self._on_change = on_change
         for path in (LITERAL_ACLS, PREFIXED_ACLS, ACL_CHANGES, CONFIG_USERS, CONFIG_CLIENTS,
-                     CONFIG_CHANGES):
+                     CONFIG_BROKERS, CONFIG_CHANGES):
             await self._ensure(path)
         await self._reload()
         for path in (ACL_CHANGES, CONFIG_CHANGES):
@@ -159,8 +164,19 @@ class ZkSecurityStore:
     async def _reload(self) -> None:
         acls = await self._read_acls()
         quotas = await self._read_quotas()
+        broker_configs = await self._read_broker_configs()
         assert self._on_change is not None
         self._on_change(acls, quotas)
+        if self.on_broker_configs is not None:
+            self.on_broker_configs(broker_configs)
+
+    async def _read_broker_configs(self) -> BrokerConfigs:
+        configs: BrokerConfigs = {}
+        for entity in await self._children(CONFIG_BROKERS):
+            values = _config_map(await self._data(f"{CONFIG_BROKERS}/{entity}"))
+            if values:
+                configs[unquote(entity)] = values
+        return configs
 
     async def _read_acls(self) -> set[AclBinding]:
         acls: set[AclBinding] = set()
@@ -257,7 +273,15 @@ class ZkSecurityStore:
         raise RuntimeError(f"{path}: too many concurrent changes")
 
     async def change_quotas(self, entity: QuotaEntity, values: dict[str, float | None]) -> None:
-        entity_path = quota_path(entity)
+        await self._change_config(quota_path(entity), {
+            key: None if value is None else repr(float(value)) for key, value in values.items()})
+
+    async def change_broker_configs(self, entity: str, changes: dict[str, str | None]) -> None:
+        await self._change_config(f"brokers/{quote(entity, safe='<>')}", changes)
+
+    async def _change_config(self, entity_path: str, values: dict[str, str | None]) -> None:
+        """Read-modify-write of /config/<entity_path> (conditional on its
+        version), then a change notification every broker acts on."""
         path = f"/config/{entity_path}"
         for _ in range(MAX_CAS_RETRIES):
             try:
@@ -270,7 +294,7 @@ class ZkSecurityStore:
                 if value is None:
                     config.pop(key, None)
                 else:
-                    config[key] = repr(float(value))
+                    config[key] = value
             encoded = json.dumps({"version": 1, "config": config}).encode()
             try:
                 if version is None:

@@ -32,6 +32,7 @@ from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadata
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
+from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
 from kcore.handlers.authz import client_host
 from kcore.handlers.base import CloseConnection
@@ -91,6 +92,8 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
+        self.dynamic_config = DynamicBrokerConfig(config)
+        self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
         self.stats = BrokerStats()
         self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
@@ -171,6 +174,7 @@ class Broker:
         self.txn_coordinator.start()
         self._start_fetchers()
         await self.controller.start()
+        self.security_store.on_broker_configs = self.dynamic_config.replace
         await self.security_store.start(self._on_security_change)
         self._delete_stray_logs()
         for listener in self.config.listeners():
@@ -256,7 +260,7 @@ class Broker:
             config.broker_id, config["replica.fetch.wait.max.ms"], config["replica.fetch.min.bytes"],
             config["replica.fetch.response.max.bytes"], config["replica.fetch.max.bytes"],
             config["replica.fetch.backoff.ms"], config["replica.socket.timeout.ms"]),
-            syncer=lambda: self.log_syncer)
+            syncer=lambda: self.log_syncer, quota=self.replica_manager.follower_quota)
         self.replica_manager.fetchers = self.fetchers
 
     def _delete_stray_logs(self) -> None:
@@ -279,6 +283,25 @@ class Broker:
                           endpoints=tuple(self.config.advertised_endpoints()),
                           security_protocols=tuple((item.name, item.security_protocol)
                                                    for item in self.config.listeners()))
+
+    def _wire_dynamic_config(self) -> None:
+        """The throttles read the topics' throttled-replicas lists live and
+        take their rates, and the partitions their topic defaults, from the
+        dynamic config on every change."""
+        manager = self.replica_manager
+
+        def topic_configs(topic: str) -> dict[str, str] | None:
+            info = self.controller.topic(topic)
+            return info.configs if info is not None else None
+
+        def apply() -> None:
+            manager.leader_quota.update_bound(self.dynamic_config[LEADER_RATE])
+            manager.follower_quota.update_bound(self.dynamic_config[FOLLOWER_RATE])
+            manager.update_topic_defaults(self.dynamic_config.topic_defaults())
+
+        manager.leader_quota.topic_configs = manager.follower_quota.topic_configs = topic_configs
+        self.dynamic_config.listeners.append(apply)
+        apply()
 
     def _topic_overrides(self, topic: str) -> dict:
         info = self.controller.topic(topic)

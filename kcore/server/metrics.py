@@ -145,6 +145,12 @@ class BrokerCollector(Collector):
                        {(): changes.isr_shrinks if changes else 0})
         yield _counter("kafka_server_replicamanager_isrexpands", "ISR expansions (IsrExpandsPerSec).", [],
                        {(): changes.isr_expands if changes else 0})
+        for side, quota in (("leader", broker.replica_manager.leader_quota),
+                            ("follower", broker.replica_manager.follower_quota)):
+            yield _counter(f"kafka_server_{side}replication_bytes",
+                           f"Bytes of throttled partitions counted against the {side} replication "
+                           f"throttle ({side.capitalize()}Replication byte-rate).", [],
+                           {(): quota.total_bytes})
         cache = broker.replica_manager.metadata_cache
         yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
                      "Partitions without a live leader, as this broker's metadata says.",

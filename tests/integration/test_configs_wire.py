@@ -59,7 +59,7 @@ def test_kafkas_synonym_order_hides_a_retention_set_in_hours(broker_factory):
     create_topic(client, "h")
     retention = describe(client, 2, 2, "h", ["retention.ms"])["retention.ms"]
     assert (retention.value, retention.config_source, retention.synonyms) == ("3600000", DEFAULT_CONFIG, [])
-    hours = describe(client, 4, 4, "", ["log.retention.hours"])["log.retention.hours"]
+    hours = describe(client, 4, 4, "0", ["log.retention.hours"])["log.retention.hours"]
     assert (hours.value, hours.config_source, hours.read_only, hours.config_type) == (
         "1", STATIC_BROKER_CONFIG, True, UNKNOWN_TYPE)
     assert [(s.value, s.source) for s in hours.synonyms] == [("1", STATIC_BROKER_CONFIG),

@@ -7,7 +7,15 @@ import subprocess
 import sys
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AclOperation, ConfigResource, ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclOperation,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
@@ -268,3 +276,21 @@ def test_reassignments_need_alter_and_describe_on_the_cluster(broker_factory):
     assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and not refused.responses
     hidden = client.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, listing)
     assert hidden.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_dynamic_broker_configs_need_alter_configs_on_the_cluster(broker_factory):
+    broker = secured_broker(broker_factory, [])
+    admin = admin_for(broker)
+    rate = ConfigEntry("leader.replication.throttled.rate", "1000",
+                       incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource("broker", "0", incremental_configs=[rate])
+    try:
+        admin.incremental_alter_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+        raise AssertionError("IncrementalAlterConfigs without ALTER_CONFIGS on the cluster succeeded")
+    except KafkaException as exc:
+        assert exc.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.BROKER, "kafka-cluster", Op.ALTER_CONFIGS)
+    admin.incremental_alter_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+    described = ConfigResource("broker", "0")
+    entry = admin.describe_configs([described])[described].result(ADMIN_TIMEOUT_S)[rate.name]
+    assert (entry.value, entry.source) == ("1000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)

@@ -185,7 +185,7 @@ def test_validate_only_stores_nothing(broker):
 def _describe_broker_configs(client: WireClient):
     started = time.monotonic()
     response = client.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
-        {"resource_type": 4, "resource_name": "", "configuration_keys": None}],
+        {"resource_type": 4, "resource_name": "0", "configuration_keys": None}],
         "include_synonyms": True, "include_documentation": True})
     assert response.results[0].error_code == ErrorCode.NONE
     return response.throttle_time_ms, time.monotonic() - started
