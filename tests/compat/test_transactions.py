@@ -74,9 +74,9 @@ def test_confluent_commit_is_read_and_abort_is_hidden_from_read_committed(shared
     seen_all = values(read_to_end(bootstrap, topic, 4, READ_UNCOMMITTED))
     assert sorted(seen_all) == sorted(committed + aborted)
     # Nothing is open any more: the LSO is the high watermark.
-    for partition in range(4):
-        assert end_offset(bootstrap, topic, READ_COMMITTED, partition) == \
-            end_offset(bootstrap, topic, READ_UNCOMMITTED, partition)
+    for partition in range(4):  # once the last markers landed (they follow EndTxn)
+        wait_until(lambda p=partition: end_offset(bootstrap, topic, READ_COMMITTED, p)
+                   == end_offset(bootstrap, topic, READ_UNCOMMITTED, p), 10, f"the LSO of partition {partition}")
 
 
 @pytest.mark.processes
@@ -85,7 +85,10 @@ def test_read_committed_stops_at_the_open_transaction_and_moves_on_after_its_com
     topic = create_topic(bootstrap, "txn-lso")
     first, other = txn_producer(bootstrap), txn_producer(bootstrap)
     produce_in_transaction(first, topic, labelled("before", 10))
-    lso = end_offset(bootstrap, topic, READ_UNCOMMITTED)  # 10 records + their marker
+    # A commit returns once the coordinator has decided; its marker reaches
+    # the partition just after, as in Kafka: wait for 10 records + the marker.
+    lso = 11
+    wait_until(lambda: end_offset(bootstrap, topic, READ_UNCOMMITTED) == lso, 10, "the first commit's marker")
 
     other.begin_transaction()
     for value in labelled("open", 5):
@@ -94,8 +97,9 @@ def test_read_committed_stops_at_the_open_transaction_and_moves_on_after_its_com
     # Committed after the open transaction began: above the LSO until it ends.
     produce_in_transaction(first, topic, labelled("after", 5))
 
+    wait_until(lambda: end_offset(bootstrap, topic, READ_UNCOMMITTED) == lso + 5 + 6, 10,
+               "the second commit's marker")
     assert end_offset(bootstrap, topic, READ_COMMITTED) == lso
-    assert end_offset(bootstrap, topic, READ_UNCOMMITTED) == lso + 5 + 6
     admin = admin_client(bootstrap)
     request = {TopicPartition(topic, 0): OffsetSpec.latest()}
     for isolation, expected in ((IsolationLevel.READ_COMMITTED, lso),
@@ -113,7 +117,8 @@ def test_read_committed_stops_at_the_open_transaction_and_moves_on_after_its_com
         assert values(read_until_eof(consumer, {0})) == labelled("open", 5) + labelled("after", 5)
     finally:
         consumer.close()
-    assert end_offset(bootstrap, topic, READ_COMMITTED) == end_offset(bootstrap, topic, READ_UNCOMMITTED)
+    wait_until(lambda: end_offset(bootstrap, topic, READ_COMMITTED) == end_offset(bootstrap, topic, READ_UNCOMMITTED),
+               10, "the LSO to reach the high watermark once every transaction ended")
 
 
 def test_read_uncommitted_sees_open_and_aborted_records(shared_broker):
