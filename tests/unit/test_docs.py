@@ -2,7 +2,8 @@
 
 docs/apis.md is what its generator writes; every ``docs/...`` path named in
 code, comments or documents exists, with the section it names; every
-relative Markdown link resolves; no file points to notes outside the
+relative Markdown link resolves; every repository path the documents name
+in backticks exists (a moved module shows up here); no file points to notes outside the
 repository; the README's layout names every package; the error codes of
 docs/protocol.md carry Kafka's numbers."""
 from __future__ import annotations
@@ -95,6 +96,21 @@ def test_relative_markdown_links_resolve(markdown):
         elif anchor and (resolved.suffix != ".md" or anchor not in heading_anchors(resolved)):
             broken.append(link)
     assert not broken, f"{markdown.relative_to(ROOT)}: broken links {broken}"
+
+
+def test_repository_paths_named_in_documents_exist():
+    """`kcore/log/loader.py`, `server/connection.py` (under kcore/),
+    `bench/bench_native.py`: paths whose first part is a top-level folder
+    or a package of kcore. Paths in other projects' trees are not checked."""
+    roots = {"kcore", "native", "bench", "tests", "docs", "perf_reports"}
+    roots |= {path.name for path in (ROOT / "kcore").iterdir() if path.is_dir()}
+    missing = []
+    for markdown in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for token in re.findall(r"`([\w.-]+/[\w./-]*)`", markdown.read_text()):
+            if token.split("/")[0] in roots and not any(
+                    candidate.exists() for candidate in (ROOT / token, ROOT / "kcore" / token)):
+                missing.append(f"{markdown.relative_to(ROOT)}: {token}")
+    assert not missing, "paths that do not exist:\n" + "\n".join(missing)
 
 
 def test_no_file_points_to_notes_outside_the_repository():
