@@ -3,7 +3,8 @@
 Each target knows how to install itself (peers go into a cache outside the
 repository, ``~/.cache/kcore-bench`` or ``$KCORE_BENCH_CACHE``), start on a
 loopback port with a given set-up, create a topic, which client settings
-its clients need, and which process to measure. Peers (PERF.md):
+its clients need, and which process to measure. Peers
+(docs/performance.md#peer-brokers):
 
 | target  | from                                | storage            |
 |---------|-------------------------------------|--------------------|

@@ -1,5 +1,6 @@
 """Peer brokers, installed on demand into the bench cache and run on
-loopback only (see PERF.md for where each comes from and its quirks)."""
+loopback only (docs/performance.md#peer-brokers says where each comes from
+and its quirks)."""
 from __future__ import annotations
 
 import abc

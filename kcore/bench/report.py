@@ -28,7 +28,7 @@ RATE_METRICS = (
     ("produce_msg_s", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms",
      "latency_max_ms", "messages_lost", "load_avg_start"),
     ("broker_cpu_s_per_gb_e2e", "producer_cpu_s_per_gb", "broker_peak_rss_mb"))
-# Goals of issue 6 / PERF.md on the 16-partition workload.
+# The targets on the 16-partition workloads (docs/performance.md#targets).
 THROUGHPUT_GOALS = {"tansu": 1.0, "noida": 1.0, "kafka09": 2.0}
 LATENCY_GOAL_MS = 10.0
 LATENCY_GOAL_RATE = 20_000
@@ -214,8 +214,8 @@ def _ratio(base: dict, other: dict, name: str, reading: str) -> str:
 
 
 def _goals(sections: dict) -> list[str]:
-    """Issue 6's goals, checked on the latest peers sweep of each
-    16-partition workload."""
+    """The targets (docs/performance.md#targets), checked on the latest peers
+    sweep of each 16-partition workload."""
     latest = {}
     for (sweep, _, workload), items in sections.items():
         if sweep == "peers" and items[0]["partitions"] == GOAL_PARTITIONS:

@@ -1,6 +1,6 @@
 """`kcore dump-log PATH...`: print segment files the way kafka-dump-log does.
 
-File kinds, by suffix (PROTOCOL.md section 5; Kafka `DumpLogSegments`):
+File kinds, by suffix (docs/storage.md#log-directories; Kafka `DumpLogSegments`):
 
 ``.log``
     Concatenated v2 RecordBatches. One line per batch::

@@ -3,12 +3,24 @@
 Layers, each on the one below::
 
     Admin / Producer / Consumer      admin.py, producer.py, consumer.py
-    fetch / list_offsets / produce   fetch.py, producer.produce_batch
-    KafkaClient                      bootstrap, connection pool, metadata
-    BrokerConnection                 framing, correlation ids, ApiVersions
+    GroupAdmin, TransactionAdmin,    groups.py, transactions.py, acls.py,
+    AclAdmin, QuotaAdmin, UserAdmin  quotas.py, users.py (what Kafka's tools do)
+    fetch / list_offsets / produce   fetch.py, fetch_session.py (KIP-227),
+                                     producer.produce_batch
+    KafkaClient                      client.py: bootstrap, connection pool, metadata
+    BrokerConnection                 connection.py: framing, correlation ids,
+                                     ApiVersions, TLS and SASL (security.py)
 
-It imports only kcore.protocol and serves the CLI, benchmarks and the
-follower fetcher.
+Besides kcore.protocol it imports only pure parts of kcore: properties parsing
+(kcore.config, kcore.listener_config) and the security model
+(kcore.security: ACL bindings, quota entities, SCRAM, JAAS).
+
+It serves the ``kcore`` command, and a broker's own connections to other
+brokers: follower fetchers (kcore.replication.fetcher), the controller's
+channels and a broker's requests to the controller (kcore.controller),
+transaction markers and the console's end offsets (``BrokerPool``,
+broker_pool.py), all over the inter-broker listener's security
+(inter_broker.py).
 """
 from kcore.client.admin import (
     Admin,

@@ -1,10 +1,10 @@
 """Replica placement for new partitions.
 
 Without racks, replica j of partition i goes to broker (i + j) mod n of the
-live brokers sorted by id (ARCHITECTURE.md), so leaders (replica 0) spread
-round-robin and each broker follows the ones before it. With
-``broker.rack`` set, the brokers are first interleaved by rack (one broker
-of each rack in turn, racks and their brokers in id order) and each
+live brokers sorted by id (docs/architecture.md#cluster), so leaders
+(replica 0) spread round-robin and each broker follows the ones before it.
+With ``broker.rack`` set, the brokers are first interleaved by rack (one
+broker of each rack in turn, racks and their brokers in id order) and each
 partition walks that list from position i, taking a broker from a rack it
 does not use yet while such a rack remains: replicas land on distinct racks
 first, as in Kafka's rack-aware assignment. Brokers without a rack count as

@@ -1,7 +1,8 @@
 """ApiVersions (key 18): the version range of every API this broker serves.
 
 Clients pick the highest version both sides know, so these ranges decide
-what the other handlers must implement (PROTOCOL.md section 1)."""
+what the other handlers must implement (docs/protocol.md#client-versions).
+The ranges are those of docs/apis.md."""
 from __future__ import annotations
 
 from kcore.handlers.base import BrokerFacade

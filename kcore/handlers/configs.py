@@ -1,7 +1,8 @@
 """Config resources shared by DescribeConfigs, AlterConfigs and
 IncrementalAlterConfigs: topic configs (type 2) and broker configs (type 4).
 
-Every key is listed (PROTOCOL.md section 4: clients expect the full set),
+Every key is listed (clients expect the full set:
+docs/protocol.md#what-clients-rely-on),
 built as Kafka 3.9's ``ConfigHelper`` builds it:
 
 * value: a topic's override, else its default from the broker synonyms

@@ -8,9 +8,10 @@ partitions a round cost 16 of them (~2 ms in parallel here, ~15% of a core
 in io_uring workers, most of it virtio doorbells and context switches).
 The journal file is written full of zeros once, so its blocks exist and its
 size never changes: an fdatasync of it is one data write plus a cache flush
-(~120 us against ~250 us for a growing file, PERF.md), and it carries all
-partitions at once. Segment files are still written first (reads come from
-them, as always) and are fsynced only at a checkpoint.
+(~120 us against ~250 us for a growing file;
+docs/performance.md#the-reference-machine), and it carries all partitions
+at once. Segment files are still written first (reads come from them, as
+always) and are fsynced only at a checkpoint.
 
 File ``<log.dir>/group-commit.journal`` (``JOURNAL_FILE``), fixed size::
 

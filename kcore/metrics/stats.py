@@ -24,7 +24,8 @@ from kcore.protocol.api_keys import ApiKey
 LATENCY_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000,
                       10000, 30000)
 # fsync / fdatasync in ms: ~0.14 ms p50, ~0.21 ms p99 after a 4 KiB append on
-# this machine (PERF.md); slow disks and large flushes reach seconds.
+# the reference machine (docs/performance.md#the-reference-machine); slow
+# disks and large flushes reach seconds.
 FLUSH_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
 # Appends made durable by one group-commit round: 1 when producers are
 # alone, up to the producers x partitions in flight under load.

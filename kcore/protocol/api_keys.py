@@ -1,15 +1,16 @@
 """Kafka api keys and the version ranges this broker serves.
 
-``SUPPORTED_VERSIONS`` is what ApiVersions advertises (PROTOCOL.md section 1,
-"advertise" column): clients send the highest version they know that is
-<= the advertised max. Produce 0-2 are decodable and advertised (librdkafka's
+``SUPPORTED_VERSIONS`` is what ApiVersions advertises (docs/apis.md is
+written from it; docs/protocol.md#client-versions): clients send the
+highest version they know that is <= the advertised max. Produce 0-2 are decodable and advertised (librdkafka's
 compression probe needs min 0) but the Produce handler answers them with
 UNSUPPORTED_VERSION. Produce stops at 8, the first version whose response
 names the records that failed a batch (record_errors, KIP-467): v9 only
 moves to the flexible encoding and v10 adds leader-discovery tags
 (KIP-951) that kcore does not fill. WriteTxnMarkers is broker-to-broker only.
 
-The inter-broker APIs of the ZooKeeper-mode cluster (PROTOCOL.md section 6:
+The inter-broker APIs of the ZooKeeper-mode cluster
+(docs/protocol.md#between-brokers:
 LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
 AlterPartition) are pinned: kcore brokers and controllers send only the
 version in ``INTER_BROKER_VERSIONS``: the first flexible one, or the

@@ -8,8 +8,9 @@ the staging buffer gets a buffer of its own and the rest of it is received
 straight into that buffer, so a 1 MB produce request (or fetch response) is
 never copied on its way in; produce then patches offsets into it in place
 before the append. Fresh memory costs ~2.3 us per 4 KiB page on first touch
-here (PERF.md), so one buffer per large frame instead of a growing buffer,
-a slice and a copy of it is three times fewer page faults too.
+here (docs/performance.md#the-reference-machine), so one buffer per large
+frame instead of a growing buffer, a slice and a copy of it is three times
+fewer page faults too.
 
 Not thread-safe; one per connection.
 """
@@ -49,8 +50,9 @@ class FrameReader:
         """``size`` bytes of a buffer: a pooled one nobody refers to any more
         when one fits (no larger than twice the frame), else a fresh one of
         the next power-of-two size. Fresh memory costs ~2.3 us per 4 KiB page
-        on first touch here (PERF.md): ~0.6 ms per MiB of every produce
-        request or follower fetch that reuse saves."""
+        on first touch here (docs/performance.md#the-reference-machine):
+        ~0.6 ms per MiB of every produce request or follower fetch that
+        reuse saves."""
         for buffer in self._pool:
             if sys.getrefcount(buffer) == _POOL_ONLY_REFS and size <= len(buffer) <= 2 * size:
                 return memoryview(buffer)[:size]

@@ -3,12 +3,12 @@
 A partition is the leader or a follower of its topic partition, as the
 controller says (``make_leader`` / ``make_follower``, from LeaderAndIsr).
 
-Leader, produce path (ARCHITECTURE.md): native validation of the v2 batch
-(sizes, magic, CRC-32C, record count) -> size and codec checks ->
-producer-state check (a retry of one of the last 5 batches gets its
-original offset back) -> optional conversion to the topic's
-compression.type or LogAppendTime -> Log.append (offsets and leader epoch
-patched in place) -> producer state -> high watermark.
+Leader, produce path (docs/architecture.md#produce-path): native
+validation of the v2 batch (sizes, magic, CRC-32C, record count) -> size
+and codec checks -> producer-state check (a retry of one of the last 5
+batches gets its original offset back) -> optional conversion to the
+topic's compression.type or LogAppendTime -> Log.append (offsets and
+leader epoch patched in place) -> producer state -> high watermark.
 
 The high watermark (HW) is the smallest log end offset over the ISR: the
 leader's own, or with flush.messages=1 the offset below which its log is on

@@ -4,15 +4,23 @@ A request is allowed when its principal is a super user; else, among the
 ACLs whose pattern covers the resource (the literal name, the literal
 wildcard ``*`` and every prefix of the name), any DENY matching principal
 (or ``User:*``), host (or ``*``) and operation (or ALL) refuses it, and one
-such ALLOW of the operation or of one that implies it (READ, WRITE,
-DELETE, ALTER imply DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS)
-grants it. A resource no ACL covers is allowed only with
-``allow.everyone.if.no.acl.found``.
+such ALLOW of the operation, of one that implies it (READ, WRITE, DELETE,
+ALTER imply DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS) or of ALL
+grants it; with neither, it is refused. A resource that no ACL covers (of
+any principal) is allowed only with ``allow.everyone.if.no.acl.found``.
 
 Decisions are cached per (principal, host, operation, resource) until the
-ACLs change: a produce of one topic costs one dict lookup, not a scan of
-the prefixed ACLs (bench/bench_authorizer.py). The ACLs themselves live in
-an ``AclStore`` (store.py) that persists them and tells every broker.
+ACL set changes (the cache also starts over at MAX_CACHED_DECISIONS
+entries): a produce of one topic costs one dict lookup, not a scan of the
+prefixed ACLs (bench/bench_authorizer.py).
+
+The authorizer stores nothing. It holds the ACL set the broker installs
+with ``replace``: at start, and each time the security store
+(``SecurityStore``) reports a change made on any broker, this one
+included. CreateAcls and DeleteAcls validate their bindings and filters
+with ``with_created`` / ``with_deleted``, which leave the set as it is,
+and write the changes to the store; the new set reaches every broker's
+authorizer from there.
 
 Not thread-safe: owned by the broker's event loop.
 """

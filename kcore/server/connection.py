@@ -11,7 +11,7 @@ closes this connection only.
 Response chunks are bytes or file slices (anything with fd/position/size).
 Slices go out by sendfile(2) on the socket once the transport's own buffer is
 empty, so record bytes never pass through Python; uvloop has no
-loop.sendfile, hence the native kernel (ARCHITECTURE.md, "Fetch path").
+loop.sendfile, hence the native kernel (docs/architecture.md#fetch-path).
 On a TLS connection the kernel cannot encrypt (no kTLS here), so slices are
 read with pread in FILE_CHUNK_BYTES pieces and written through the TLS
 transport instead.

@@ -1,7 +1,8 @@
 """One node on every core: a supervisor and ``num.processes`` brokers.
 
-Measured reason (PERF.md, 16 cores): one broker process tops out at about
-one core; the node's cores serve it only as several processes. They share
+Measured reason (16 cores, docs/performance.md#on-16-cores): one broker
+process tops out at about one core; the node's cores serve it only as
+several processes. They share
 nothing on the data path: process ``i`` is a full broker with its own
 ``broker.id`` (the node's + i), listener ports (the node's + i, advertised
 ones and the http.listeners of /metrics too), log dirs (``<log dir>/process-<i>``: its own checkpoints, lock

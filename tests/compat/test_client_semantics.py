@@ -55,7 +55,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, **configs: str
 def stored_codecs(data_dir: Path, topic: str) -> set[int]:
     """Codec ids (attributes bits 0-2) of every batch in the topic's .log
     files: baseOffset i64, batchLength i32, leader epoch i32, magic i8,
-    crc u32, then attributes i16 at byte 21 (PROTOCOL.md section 2)."""
+    crc u32, then attributes i16 at byte 21 (docs/protocol.md#record-batch-v2)."""
     codecs = set()
     for log_file in data_dir.glob(f"{topic}-*/*.log"):
         data = log_file.read_bytes()

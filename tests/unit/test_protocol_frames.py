@@ -53,7 +53,8 @@ def test_advertised_ranges_hold_what_librdkafka_and_the_python_clients_need():
         low, high = versions[key]
         return low <= version <= high
 
-    # librdkafka < 2.11.1 matches features to single versions (PROTOCOL.md section 1).
+    # librdkafka < 2.11.1 matches features to single versions
+    # (docs/protocol.md#what-clients-rely-on).
     for key, version in [(ApiKey.PRODUCE, 0), (ApiKey.PRODUCE, 3), (ApiKey.PRODUCE, 7), (ApiKey.FETCH, 4),
                          (ApiKey.FETCH, 10), (ApiKey.INIT_PRODUCER_ID, 0), (ApiKey.LIST_OFFSETS, 1),
                          (ApiKey.SASL_HANDSHAKE, 1), (ApiKey.API_VERSIONS, 3)]:
