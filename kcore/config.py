@@ -18,7 +18,9 @@ properties file it is given.
 """
 from __future__ import annotations
 
+import functools
 import re
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -519,17 +521,18 @@ class BrokerConfig:
         return next((item for item in listeners if item.name == wanted), listeners[0])
 
     def advertised_endpoints(self) -> list[tuple[str, str, int]]:
-        """(listener name, host, port) clients are given, per listener."""
-        items = self._values["advertised.listeners"] or self._values["listeners"]
-        result = []
-        for item in items:
-            name, host, port = split_listener(item)
-            # Clients cannot connect to a wildcard; 127.0.0.1 also sidesteps
-            # librdkafka resolving "localhost" to ::1 first.
-            if host in ("", "0.0.0.0", "::", "localhost"):
-                host = "127.0.0.1"
-            result.append((name, host, port))
-        return result
+        """(listener name, host, port) clients are given, per listener.
+
+        ``advertised.listeners`` is published as written (a ``localhost``
+        stays ``localhost``: clients compare it with their bootstrap host).
+        Without it the listeners are advertised, and a wildcard host among
+        them becomes this machine's canonical host name, as Kafka does.
+        """
+        configured = self._values["advertised.listeners"]
+        if configured:
+            return [split_listener(item) for item in configured]
+        return [(name, canonical_host_name() if host in WILDCARD_HOSTS else host, port)
+                for name, host, port in self.listener_addresses()]
 
     def advertised_address(self) -> tuple[str, int]:
         """Where other brokers reach this one: the inter-broker listener's
@@ -559,6 +562,10 @@ class BrokerConfig:
 
     def _validate_listeners(self) -> None:
         protocols = parse_protocol_map(self._values["listener.security.protocol.map"])
+        for item in self._values["advertised.listeners"] or []:
+            if split_listener(item)[1] in WILDCARD_HOSTS:
+                raise ConfigError(f"advertised.listeners: {item} cannot use a wildcard or empty host "
+                                  "(clients cannot connect to it): use a routable host name or address")
         for key in ("listeners", "advertised.listeners"):
             for item in self._values[key] or []:
                 name = split_listener(item)[0]
@@ -606,6 +613,17 @@ class BrokerConfig:
             raise ConfigError(
                 f"listener {listener.name}: ssl.client.auth={value('ssl.client.auth')} needs "
                 "ssl.truststore.location or ssl.truststore.certificates")
+
+
+# Hosts a listener binds to every interface with; clients cannot connect to them.
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
+@functools.cache
+def canonical_host_name() -> str:
+    """This machine's fully qualified name, what Kafka advertises for a
+    listener on every interface (InetAddress.getLocalHost's canonical name)."""
+    return socket.getfqdn()
 
 
 def split_listener(item: str) -> tuple[str, str, int]:

@@ -8,14 +8,17 @@ a broker uses is, first found: its own dynamic value
 (DYNAMIC_BROKER_CONFIG), the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG),
 server.properties (STATIC_BROKER_CONFIG), the built-in default.
 
-Only ``DYNAMIC_KEYS`` may change: the replication throttle rates, read
-on each use, and a few broker synonyms of topic configs
-(``TOPIC_DEFAULT_KEYS``, Kafka's DynamicLogConfig): a change re-derives
-the default of every topic key they stand for and re-applies the config
-of every partition without an override of its own, as a topic config
-change does. Kafka can reconfigure more (listeners, SSL stores, thread
-pools); kcore refuses those as Kafka refuses a key it cannot
-reconfigure: INVALID_CONFIG, "Cannot update these configs dynamically".
+Of the keys kcore defines, only ``DYNAMIC_KEYS`` may change: the
+replication throttle rates, read on each use, and a few broker synonyms of
+topic configs (``TOPIC_DEFAULT_KEYS``, Kafka's DynamicLogConfig): a change
+re-derives the default of every topic key they stand for and re-applies
+the config of every partition without an override of its own, as a topic
+config change does. Kafka can reconfigure more (listeners, SSL stores,
+thread pools); kcore refuses every other key it defines as Kafka refuses a
+read-only key: INVALID_CONFIG, "Cannot update these configs dynamically".
+A name kcore does not define (a plugin's or a tool's own key) is stored
+as written and described back, as Kafka keeps custom configs; nothing in
+kcore reads it.
 
 Layer: beside kcore/config.py; data and pure functions, no I/O.
 Not thread-safe: owned by the broker's event loop.
@@ -47,14 +50,24 @@ class DynamicConfigError(ValueError):
     """A change Kafka refuses: INVALID_CONFIG with this message."""
 
 
+def is_custom(name: str) -> bool:
+    """A key kcore does not define: kept as written, never interpreted."""
+    return name not in BROKER_KEYS
+
+
+def storable(name: str) -> bool:
+    return name in DYNAMIC_KEYS or is_custom(name)
+
+
 def validate(changes: Mapping[str, str | None]) -> None:
-    """Every key dynamic, every value parseable (None deletes the key)."""
-    fixed = sorted(name for name in changes if name not in DYNAMIC_KEYS)
+    """Every defined key dynamic, every value of one parseable (None
+    deletes the key); custom keys pass as they are."""
+    fixed = sorted(name for name in changes if not storable(name))
     if fixed:
         raise DynamicConfigError(f"Cannot update these configs dynamically: {', '.join(fixed)} "
                                  f"(dynamic keys: {', '.join(sorted(DYNAMIC_KEYS))})")
     for name, text in changes.items():
-        if text is not None:
+        if text is not None and not is_custom(name):
             parse(name, text)
 
 
@@ -90,7 +103,7 @@ class DynamicBrokerConfig:
 
     def replace(self, configs: BrokerConfigs) -> None:
         """Install the stored values (every entity); listeners hear of a change."""
-        cleaned = {entity: {k: v for k, v in values.items() if k in DYNAMIC_KEYS}
+        cleaned = {entity: {k: v for k, v in values.items() if storable(k)}
                    for entity, values in configs.items()}
         if cleaned == self.configs:
             return
@@ -107,6 +120,10 @@ class DynamicBrokerConfig:
                 except DynamicConfigError:
                     pass  # written by another tool: the static value stands
         return self.static[name]
+
+    def custom(self, entity: str) -> dict[str, str]:
+        """The custom keys stored for ``entity`` ("<id>" or "<default>")."""
+        return {k: v for k, v in self.configs.get(entity, {}).items() if is_custom(k)}
 
     def topic_defaults(self) -> dict[str, Any]:
         """Every topic key's default with the dynamic synonyms applied."""

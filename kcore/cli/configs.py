@@ -9,8 +9,9 @@
 --entity-name names one broker (its own values), --entity-default every
 broker (the cluster default). --describe prints the dynamic values, as
 Kafka's tool does; --all every config with its source. The dynamic keys
-are kcore.dynamic_config.DYNAMIC_KEYS; another key is refused by the
-broker (INVALID_CONFIG). Broker errors print Kafka's error name and exit 1.
+are kcore.dynamic_config.DYNAMIC_KEYS; another key kcore defines is
+refused by the broker (INVALID_CONFIG), and a name it does not define is
+kept as written. Broker errors print Kafka's error name and exit 1.
 """
 from __future__ import annotations
 

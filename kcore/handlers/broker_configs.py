@@ -5,7 +5,8 @@ dynamic broker configs (kcore/dynamic_config.py), as Kafka's ZK-mode
 The resource name is this broker's id (its own values) or "" (the cluster
 default, ``<default>``); another broker's id is INVALID_REQUEST ("Unexpected
 broker id"), since clients send a broker's resource to that broker. A key
-outside ``DYNAMIC_KEYS`` or a bad value is INVALID_CONFIG. The change is
+defined by kcore outside ``DYNAMIC_KEYS`` or a bad value is INVALID_CONFIG
+(a name kcore does not define is stored as written). The change is
 written to the store (ZooKeeper or the node's metadata file) and every
 broker, this one included, applies it when the store reports it.
 """

@@ -20,6 +20,8 @@ built as Kafka 3.9's ``ConfigHelper`` builds it:
   (kcore/dynamic_config.py), true for the other broker configs;
 * the resource name "" (the cluster default) lists only the dynamic
   defaults set, as Kafka's;
+* custom keys (names kcore does not define, kept dynamically) follow the
+  defined ones, with their dynamic sources and the UNKNOWN type;
 * config_type (v3+): Kafka's type of a topic key; a broker key shares the
   type of the topic key it stands for with the same unit, else UNKNOWN (0);
 * documentation (v3+, when asked): the key's doc, saying what kcore does.
@@ -32,7 +34,13 @@ from typing import Any
 from kcore.config import BROKER_KEYS, SENSITIVE_KEYS, TOPIC_KEYS, BrokerConfig
 from kcore.config_def import ConfigType
 from kcore.controller.metadata import TopicInfo
-from kcore.dynamic_config import DEFAULT_ENTITY, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DynamicBrokerConfig
+from kcore.dynamic_config import (
+    DEFAULT_ENTITY,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_KEYS,
+    DynamicBrokerConfig,
+)
 from kcore.handlers.base import BrokerFacade
 
 TOPIC = 2
@@ -89,6 +97,23 @@ def describe_broker(broker: BrokerFacade, keys: Collection[str] | None, include_
                  else render(broker.config[name]))
         entries.append(_entry(name, value, name not in DYNAMIC_KEYS, synonyms, include_synonyms,
                               _broker_type(name), BROKER_KEYS[name].doc if include_documentation else None))
+    return entries + _custom_entries(broker, keys, include_synonyms)
+
+
+def _custom_entries(broker: BrokerFacade, keys: Collection[str] | None,
+                    include_synonyms: bool) -> list[dict]:
+    """Keys kcore does not define, stored dynamically: this broker's value
+    first, then the cluster default's, as Kafka lists custom configs."""
+    dynamic = broker.dynamic_config
+    own, default = dynamic.custom(dynamic.entity), dynamic.custom(DEFAULT_ENTITY)
+    entries = []
+    for name in sorted(own.keys() | default.keys()):
+        if keys is not None and name not in keys:
+            continue
+        synonyms = ([_synonym(name, own[name], DYNAMIC_BROKER_CONFIG)] if name in own else []) + \
+                   ([_synonym(name, default[name], DYNAMIC_DEFAULT_BROKER_CONFIG)] if name in default else [])
+        entries.append(_entry(name, synonyms[0]["value"], False, synonyms, include_synonyms,
+                              _broker_type(name), None))
     return entries
 
 
@@ -98,7 +123,8 @@ def describe_broker_default(broker: BrokerFacade, keys: Collection[str] | None,
     values = broker.dynamic_config.configs.get(DEFAULT_ENTITY, {})
     return [_entry(name, values[name], False,
                    [_synonym(name, values[name], DYNAMIC_DEFAULT_BROKER_CONFIG)], include_synonyms,
-                   _broker_type(name), BROKER_KEYS[name].doc if include_documentation else None)
+                   _broker_type(name),
+                   BROKER_KEYS[name].doc if include_documentation and name in BROKER_KEYS else None)
             for name in sorted(values) if keys is None or name in keys]
 
 

@@ -1,7 +1,8 @@
 """Kafka's socket-server-metrics of re-authentication (KIP-368), per
 listener: successful-reauthentication-total / -rate,
 failed-reauthentication-total, expired-connections-killed-count and
-reauthentication-latency-avg / -max.
+reauthentication-latency-avg / -max; and kcore's count of requests that
+carried bytes after their last field (answered, as Kafka answers them).
 
 Rates and the latency average and maximum are Kafka's sampled stats with
 its defaults (``metrics.num.samples`` = 2 windows of
@@ -71,6 +72,9 @@ class SocketServerStats:
         self.failed_reauthentication: dict[str, int] = {}
         self.expired_connections_killed: dict[str, int] = {}
         self.reauthentication_latency_ms: dict[str, SampledStat] = {}
+        # Requests answered although bytes followed their last field, per
+        # (listener, api key): Kafka ignores such bytes, and so does kcore.
+        self.requests_with_trailing_bytes: dict[tuple[str, int], int] = {}
 
     def reauthenticated(self, listener: str, latency_ms: float) -> None:
         counts = self.successful_reauthentication
@@ -80,6 +84,10 @@ class SocketServerStats:
     def reauthentication_failed(self, listener: str) -> None:
         counts = self.failed_reauthentication
         counts[listener] = counts.get(listener, 0) + 1
+
+    def trailing_bytes(self, listener: str, api_key: int) -> None:
+        counts = self.requests_with_trailing_bytes
+        counts[(listener, api_key)] = counts.get((listener, api_key), 0) + 1
 
     def expired_connection_killed(self, listener: str) -> None:
         counts = self.expired_connections_killed

@@ -47,13 +47,20 @@ _response_encoders: dict[tuple[int, int], Callable] = {}
 
 
 class Request:
-    """A decoded request: its header and body (the schema's data object)."""
+    """A decoded request: its header and body (the schema's data object).
 
-    __slots__ = ("header", "body")
+    ``trailing_bytes`` counts the bytes after the body's last field, which
+    Kafka's RequestContext.parseRequest never looks at: librdkafka 2.16's
+    AlterUserScramCredentials v0 writes its top-level tagged fields twice,
+    one byte too many, and Kafka answers it. The server counts them.
+    """
 
-    def __init__(self, header: RequestHeader, body: Any) -> None:
+    __slots__ = ("header", "body", "trailing_bytes")
+
+    def __init__(self, header: RequestHeader, body: Any, trailing_bytes: int = 0) -> None:
         self.header = header
         self.body = body
+        self.trailing_bytes = trailing_bytes
 
     @property
     def api_key(self) -> int:
@@ -113,9 +120,7 @@ def decode_request(frame: Any) -> Request:
     except DECODE_FAILURES as exc:
         raise ProtocolDecodeError(
             f"{REQUESTS[header.api_key].name} v{header.api_version}: {type(exc).__name__}: {exc}") from None
-    if pos != end:
-        raise ProtocolDecodeError(f"{REQUESTS[header.api_key].name} v{header.api_version}: {end - pos} trailing bytes")
-    return Request(header, body)
+    return Request(header, body, end - pos)
 
 
 def _response_encoder(api_key: int, api_version: int) -> Callable:

@@ -226,7 +226,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """The request, or None once the frame is answered or the connection
         is closing."""
         try:
-            return protocol.decode_request(memoryview(frame))
+            request = protocol.decode_request(memoryview(frame))
         except protocol.UnsupportedVersionError as exc:
             if exc.header.api_key == protocol.ApiKey.API_VERSIONS:
                 self._queue_ready(protocol.api_versions_error_response(exc.header))
@@ -236,6 +236,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._reject(f"unknown API key {exc.header.api_key}")
         except protocol.ProtocolDecodeError as exc:
             self._reject(f"malformed request: {exc}")
+        else:
+            if request.trailing_bytes:
+                self._socket_stats.trailing_bytes(self.listener, request.api_key)
+                log.debug("connection %d: %d bytes after the last field of API %d v%d ignored", self._connection_id,
+                          request.trailing_bytes, request.api_key, request.api_version)
+            return request
         return None
 
     def _queue_request(self, request, size: int) -> None:

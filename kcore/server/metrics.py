@@ -219,6 +219,10 @@ class BrokerCollector(Collector):
                        {(listener,): value for listener, value in
                         self.broker.stats.connections_created.items()})
         yield from self._reauthentication_metrics()
+        yield _counter("kcore_network_requests_with_trailing_bytes",
+                       "Requests answered although bytes followed their last field (ignored, as "
+                       "Kafka ignores them), per listener and api key.", ["listener", "api_key"],
+                       self.broker.stats.socket_server.requests_with_trailing_bytes)
 
     def _reauthentication_metrics(self) -> Iterator[Metric]:
         """KIP-368's socket-server-metrics (kcore.metrics.socket_server)."""

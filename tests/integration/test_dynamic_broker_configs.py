@@ -158,3 +158,26 @@ def test_configs_command_alters_and_describes_a_broker(broker):
     refused = kcore_cli("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers",
                         "--entity-default", "--alter", "--add-config", "num.partitions=3")
     assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stderr
+
+
+def test_a_key_kcore_does_not_define_is_kept_and_described_back_as_kafka_keeps_custom_configs(broker_factory):
+    broker = broker_factory()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    set_config(admin, 0, "confluent.plugin.setting", "on")
+    client = WireClient(broker.port)
+    assert wire_alter(client, "", "acme.audit.sink", "s3://bucket").error_code == ErrorCode.NONE
+    assert wire_alter(client, "", "confluent.plugin.setting", "off").error_code == ErrorCode.NONE
+    entry = describe(admin, 0)["confluent.plugin.setting"]
+    assert (entry.value, entry.source, entry.is_read_only) == ("on", DYNAMIC_BROKER_CONFIG, False)
+    wired = wire_describe(client, "0")["confluent.plugin.setting"]
+    assert [(s.value, s.source) for s in wired.synonyms] == [
+        ("on", DYNAMIC_BROKER_CONFIG), ("off", DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    assert describe(admin, 0)["acme.audit.sink"].source == DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert {n: c.value for n, c in wire_describe(client, "").items()} == {
+        "acme.audit.sink": "s3://bucket", "confluent.plugin.setting": "off"}
+    broker.restart()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert describe(admin, 0)["confluent.plugin.setting"].value == "on"
+    client = WireClient(broker.port)
+    assert wire_alter(client, "0", "confluent.plugin.setting", None, op=1).error_code == ErrorCode.NONE
+    assert describe(admin, 0)["confluent.plugin.setting"].value == "off"

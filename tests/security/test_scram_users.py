@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
+from tests.support import free_port
 from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
+from tests.support.metrics import scrape
 from tests.support.secure_broker import start_secure_broker
 from tests.support.security_clients import confluent_config, produce_and_consume
 
@@ -79,3 +87,27 @@ def test_unacceptable_credentials_are_refused_with_kafkas_errors(broker):
     too_many = users(broker, "add", "gina", "--password", "x", "--iterations", "20000")
     assert too_many.returncode == 1 and "UNACCEPTABLE_CREDENTIAL" in too_many.stderr
     assert users(broker, "list").stdout.splitlines()[1:] == []
+
+
+
+def test_confluent_admin_client_adds_a_user_that_then_authenticates(tmp_path, pki):
+    """librdkafka 2.16 writes AlterUserScramCredentials v0 with one byte
+    after its last field; Kafka ignores it, and kcore answers it too and
+    counts it on /metrics."""
+    http_port = free_port()
+    broker = start_secure_broker(tmp_path / "data", pki, {"http.listeners": f"http://127.0.0.1:{http_port}"})
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.address("PLAINTEXT")})
+        upsert = UserScramCredentialUpsertion(
+            "hana", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"hana-secret")
+        admin.alter_user_scram_credentials([upsert])["hana"].result(timeout=15)
+        described = admin.describe_user_scram_credentials(["hana"])["hana"].result(timeout=15)
+        assert [i.iterations for i in described.scram_credential_infos] == [4096]
+        config = confluent_config(broker, "SASL_SSL", "SCRAM-SHA-256", "hana", "hana-secret")
+        assert len(produce_and_consume(config, unique_topic("scram-hana"), count=3)) == 3
+        samples = scrape(f"http://127.0.0.1:{http_port}")
+        counted = {labels: value for (name, labels), value in samples.items()
+                   if name == "kcore_network_requests_with_trailing_bytes_total"}
+        assert counted == {(("api_key", "51"), ("listener", "PLAINTEXT")): 1.0}
+    finally:
+        broker.process.kill()

@@ -120,15 +120,24 @@ def test_api_versions_error_response_is_v0_with_error_35_and_every_served_key():
     assert theirs.error_code == 35 and len(theirs.api_keys) == len(SUPPORTED_VERSIONS)
 
 
-def test_truncated_or_padded_frames_raise_protocol_decode_error():
+def test_truncated_frames_raise_protocol_decode_error():
     body = {"acks": 1, "timeout_ms": 5, "topic_data": [{"name": "t", "partition_data": [{"index": 0,
                                                                                          "records": b"abc"}]}]}
     frame = encode_request(0, 7, 1, "c", body)[4:]
     for cut in range(len(frame)):
         with pytest.raises(ProtocolDecodeError):
             decode_request(frame[:cut])
-    with pytest.raises(ProtocolDecodeError, match="trailing"):
-        decode_request(frame + b"\x00")
+
+
+def test_bytes_after_the_last_field_are_counted_and_ignored_as_kafka_does():
+    body = {"acks": 1, "timeout_ms": 5, "topic_data": [{"name": "t", "partition_data": [{"index": 0,
+                                                                                         "records": b"abc"}]}]}
+    frame = encode_request(0, 7, 1, "c", body)[4:]
+    assert decode_request(frame).trailing_bytes == 0
+    padded = decode_request(frame + b"\x00\x01\x02")
+    assert padded.trailing_bytes == 3
+    assert padded.body.acks == 1 and padded.body.timeout_ms == 5
+    assert bytes(padded.body.topic_data[0].partition_data[0].records) == b"abc"
 
 
 def test_null_in_a_non_nullable_field_is_a_decode_error():

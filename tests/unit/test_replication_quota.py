@@ -102,3 +102,11 @@ def test_a_dynamic_topic_default_wins_over_the_static_synonyms_it_stands_for():
     defaults = dynamic.topic_defaults()
     assert (defaults["retention.ms"], defaults["max.message.bytes"]) == (5000, 2000)
     assert dynamic.static.topic_defaults()["retention.ms"] == 3_600_000  # the static view is kept
+
+
+def test_a_key_kcore_does_not_define_is_stored_as_written():
+    validate({"acme.plugin.mode": "any text", "leader.replication.throttled.rate": "1"})
+    dynamic = DynamicBrokerConfig(BrokerConfig({"broker.id": "3"}))
+    dynamic.replace({"3": {"acme.plugin.mode": "x", "log.dirs": "/ignored"}, "<default>": {"acme.other": "y"}})
+    assert dynamic.custom("3") == {"acme.plugin.mode": "x"}
+    assert dynamic.custom("<default>") == {"acme.other": "y"}

@@ -1,3 +1,5 @@
+import socket
+
 import pytest
 
 from kcore.config import BrokerConfig, ConfigError, parse_properties, parse_topic_configs
@@ -71,3 +73,25 @@ def test_topic_configs_validated():
 
 def test_parse_properties_handles_separators():
     assert parse_properties("a=1\nb : 2\nc 3\n") == {"a": "1", "b": "2", "c": "3"}
+
+
+def test_advertised_listeners_are_published_as_written():
+    config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092",
+                           "advertised.listeners": "PLAINTEXT://localhost:9093"})
+    assert config.advertised_endpoints() == [("PLAINTEXT", "localhost", 9093)]
+
+
+def test_a_wildcard_listener_is_advertised_as_the_canonical_host_name():
+    config = BrokerConfig({"listeners": "PLAINTEXT://0.0.0.0:9092,INTERNAL://:9093,LOCAL://localhost:9094",
+                           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,"
+                                                             "LOCAL:PLAINTEXT"})
+    name = socket.getfqdn()
+    assert config.advertised_endpoints() == [("PLAINTEXT", name, 9092), ("INTERNAL", name, 9093),
+                                             ("LOCAL", "localhost", 9094)]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::]", ""])
+def test_an_advertised_wildcard_host_is_refused_at_start(host):
+    with pytest.raises(ConfigError, match="advertised.listeners"):
+        BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092",
+                      "advertised.listeners": f"PLAINTEXT://{host}:9092"})
