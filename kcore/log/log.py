@@ -28,13 +28,13 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from kcore._native import append as native_append
 from kcore._native import records as native_records
-from kcore._native.batch_layout import TIMESTAMP_TYPE_MASK
+from kcore._native.batch_layout import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
@@ -52,6 +52,9 @@ SWAP_SUFFIX = ".swap"
 # as "this swap was decided", anything else as leftovers.
 _SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
 _INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
+# ``batch_headers`` reads the log in chunks of this size: large enough that
+# a 1 MiB batch header walk needs few preads, small enough to not matter.
+REPLAY_CHUNK = 4 * 1024 * 1024
 
 logger = logging.getLogger(__name__)  # "log" names a Log in this module
 
@@ -391,6 +394,24 @@ class Log:
                 if max_offset is not None and offset >= max_offset:
                     break
         return slices
+
+    def batch_headers(self, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Batch headers from ``start_offset`` to the log end, each with the
+        chunk it was read from (pread; records are skipped), for replaying
+        producer state."""
+        offset = start_offset
+        while offset < self._log_end_offset:
+            slices = self.read(offset, REPLAY_CHUNK, min_one_message=True)
+            if not slices:
+                return
+            for file_slice in slices:
+                data = os.pread(file_slice.fd, file_slice.size, file_slice.position)
+                position = 0
+                while position + BATCH_HEADER_SIZE <= len(data):
+                    header = native_records.parse_batch_header(data, position)
+                    position += header.size_in_bytes
+                    offset = header.last_offset + 1
+                    yield header, data
 
     # -- transactions ------------------------------------------------------------------------
     def append_aborted_txn(self, entry: AbortedTxn) -> None:
