@@ -7,6 +7,7 @@ follower makes the answer time out (the start still moves) and a dead
 one holds nothing back, and a restarted replica keeps it."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -17,6 +18,7 @@ from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import OffsetOutOfRangeError, RequestTimedOutError
 
 from kcore.log.checkpoints import OffsetCheckpointFile
+from tests.support.cli import kcore_cli
 from tests.support.cluster import WAIT_S, Cluster
 
 TOPIC = "trimmed"
@@ -26,11 +28,13 @@ VALUE = b"v" * 300
 CONFIGS = {"segment.bytes": "2000", "file.delete.delay.ms": "0", "min.insync.replicas": "2"}
 
 
-def produce(cluster: Cluster, count: int) -> None:
+def produce(cluster: Cluster, count: int, topic: str = TOPIC, partitions: int = 1) -> None:
+    """``count`` records to each partition, one batch each."""
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0,
                          "max.in.flight": 1})
     for index in range(count):
-        producer.produce(TOPIC, VALUE, key=str(index).encode(), partition=0)
+        for partition in range(partitions):
+            producer.produce(topic, VALUE, key=str(index).encode(), partition=partition)
         producer.flush(WAIT_S)
     assert producer.flush(WAIT_S) == 0
 
@@ -132,3 +136,21 @@ def test_a_paused_follower_times_the_answer_out_and_a_dead_one_holds_nothing_bac
     cluster.brokers[paused].start()
     cluster.wait_for(lambda: replica_state(cluster, paused) == (11, [10, 15]),
                      "the restarted follower learned the start and dropped the segments below it")
+
+
+def test_the_cli_sends_each_partition_to_its_leader(cluster, tmp_path):
+    cluster.create_topic("spread", 3, 2, CONFIGS)
+    assert len({cluster.leader("spread", p) for p in range(3)}) == 3
+    produce(cluster, 5, "spread", partitions=3)
+    path = tmp_path / "offsets.json"
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "spread", "partition": p, "offset": o} for p, o in ((0, 2), (1, -1), (2, 6))]}))
+    result = kcore_cli("delete-records", "--offset-json-file", str(path),
+                       "--bootstrap-server", cluster.brokers[1].bootstrap)
+    assert result.stdout.splitlines()[2:] == [
+        "partition: spread-0\tlow_watermark: 2", "partition: spread-1\tlow_watermark: 5",
+        "partition: spread-2\terror: OFFSET_OUT_OF_RANGE"], result.stderr
+    assert result.returncode == 1
+    earliest_of = cluster.admin.list_offsets({TopicPartition("spread", p): OffsetSpec.earliest()
+                                              for p in range(3)})
+    assert [earliest_of[TopicPartition("spread", p)].result(WAIT_S).offset for p in range(3)] == [2, 5, 0]
