@@ -2,7 +2,8 @@
 answers once every live replica moved its log start offset (followers
 learn it from their fetch answers), each replica drops the segments below
 it and checkpoints it, consumers begin there and a fetch below it is
-OFFSET_OUT_OF_RANGE, a follower that becomes leader keeps it, a paused
+OFFSET_OUT_OF_RANGE, a follower asked answers NOT_LEADER_OR_FOLLOWER, a
+follower that becomes leader keeps it, a paused
 follower makes the answer time out (the start still moves) and a dead
 one holds nothing back, and a restarted replica keeps it."""
 from __future__ import annotations
@@ -15,7 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KafkaPythonTopicPartition
-from kafka.errors import OffsetOutOfRangeError, RequestTimedOutError
+from kafka.errors import NotLeaderForPartitionError, OffsetOutOfRangeError, RequestTimedOutError
 
 from kcore.log.checkpoints import OffsetCheckpointFile
 from tests.support.cli import kcore_cli
@@ -118,6 +119,13 @@ def test_a_paused_follower_times_the_answer_out_and_a_dead_one_holds_nothing_bac
     paused, other = (b for b in cluster.brokers if b != leader)
     admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[leader].bootstrap)
     key = KafkaPythonTopicPartition(TOPIC, 0)
+    follower_admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[other].bootstrap)
+    try:
+        with pytest.raises(NotLeaderForPartitionError):  # sent as it is to a follower
+            follower_admin.delete_records({key: 3}, timeout_ms=5000, partition_leader_id=other)
+    finally:
+        follower_admin.close()
+    assert earliest(cluster) == 0
     try:
         cluster.brokers[paused].pause()
         # Well inside its 3 s ZooKeeper session: still a live replica that never reports 7.
