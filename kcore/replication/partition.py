@@ -31,8 +31,9 @@ the live replicas as their fetches report it, reaches the new start.
 
 Follower: ``append_records_as_follower`` copies the leader's batches with
 their offsets and epochs, keeps the producer state (it may lead next), and
-takes the HW and log start offset the leader reports. ``truncate_to`` cuts a divergent tail
-(after OffsetForLeaderEpoch, see fetcher.py).
+takes the HW and log start offset the leader reports (deleting its
+segments below that start). ``truncate_to`` cuts a divergent tail (after
+OffsetForLeaderEpoch, see fetcher.py).
 
 Not safe across await: every method runs to completion on the event loop.
 """
@@ -821,4 +822,3 @@ class Partition:
         self._unreplicated_txns = deque(entry for entry in self._unreplicated_txns
                                         if entry[0] < self.log.log_end_offset)
         self._update_producers_from(self.log.batch_headers(start))
-

@@ -146,19 +146,22 @@ def test_a_paused_follower_times_the_answer_out_and_a_dead_one_holds_nothing_bac
                      "the restarted follower learned the start and dropped the segments below it")
 
 
-def test_the_cli_sends_each_partition_to_its_leader(cluster, tmp_path):
-    cluster.create_topic("spread", 3, 2, CONFIGS)
+def test_the_cli_sends_each_partition_to_its_leader_and_reports_each_error(cluster, tmp_path):
+    cluster.create_topic("spread", 4, 2, CONFIGS)
     assert len({cluster.leader("spread", p) for p in range(3)}) == 3
-    produce(cluster, 5, "spread", partitions=3)
+    produce(cluster, 5, "spread", partitions=4)
     path = tmp_path / "offsets.json"
+    wanted = [("spread", 0, 2), ("spread", 1, -1), ("spread", 2, 6), ("spread", 3, -5), ("missing", 0, 1)]
     path.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "spread", "partition": p, "offset": o} for p, o in ((0, 2), (1, -1), (2, 6))]}))
+        {"topic": t, "partition": p, "offset": o} for t, p, o in wanted]}))
     result = kcore_cli("delete-records", "--offset-json-file", str(path),
                        "--bootstrap-server", cluster.brokers[1].bootstrap)
     assert result.stdout.splitlines()[2:] == [
         "partition: spread-0\tlow_watermark: 2", "partition: spread-1\tlow_watermark: 5",
-        "partition: spread-2\terror: OFFSET_OUT_OF_RANGE"], result.stderr
+        "partition: spread-2\terror: OFFSET_OUT_OF_RANGE",  # past the high watermark
+        "partition: spread-3\terror: OFFSET_OUT_OF_RANGE",  # negative, not -1
+        "partition: missing-0\terror: UNKNOWN_TOPIC_OR_PARTITION"], result.stderr
     assert result.returncode == 1
     earliest_of = cluster.admin.list_offsets({TopicPartition("spread", p): OffsetSpec.earliest()
-                                              for p in range(3)})
-    assert [earliest_of[TopicPartition("spread", p)].result(WAIT_S).offset for p in range(3)] == [2, 5, 0]
+                                              for p in range(4)})
+    assert [earliest_of[TopicPartition("spread", p)].result(WAIT_S).offset for p in range(4)] == [2, 5, 0, 0]
