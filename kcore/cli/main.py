@@ -1,5 +1,6 @@
 """`kcore` command line: broker, topics, produce, consume, groups, transactions,
-users, acls, quotas, configs, reassign-partitions, status, dump-log, bench."""
+users, acls, quotas, configs, reassign-partitions, delete-records, status,
+dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +11,7 @@ from kcore.cli import (
     bench,
     client_commands,
     configs,
+    delete_records,
     dump_log,
     groups,
     quotas,
@@ -35,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list:
     return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, configs, reassign,
-            status, dump_log, bench]
+            delete_records, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

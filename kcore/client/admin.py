@@ -1,9 +1,10 @@
-"""Admin operations: topics, partitions, configs, cluster description.
+"""Admin operations: topics, partitions, configs, records, cluster description.
 
 Each call sends one request and raises KafkaError for the first resource
 that failed, after looking at all of them (its ``context`` names the
 resource). CreateTopics, DeleteTopics and CreatePartitions go to the
-controller, as Kafka requires; the rest go to any broker.
+controller, as Kafka requires, DeleteRecords to each partition's leader
+(answering per partition, without raising); the rest go to any broker.
 
 Config sources (DescribeConfigs v1+, Kafka ``ConfigSource``): 1 dynamic
 topic, 2 dynamic broker, 3 dynamic default broker, 4 static broker (the
@@ -12,6 +13,7 @@ properties file), 5 default, 6 dynamic broker logger. v0 only reports
 """
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +31,9 @@ __all__ = ["Admin", "NewTopic", "ConfigEntry", "ConfigResourceType", "ConfigSour
            "list_reassignments_body", "list_reassignments_results"]
 
 DEFAULT_TIMEOUT_MS = 30_000
+# A request the broker may hold for its timeout_ms gets this much longer
+# on the client's side, so the broker's answer (REQUEST_TIMED_OUT) comes first.
+REQUEST_MARGIN_S = 5.0
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -221,6 +226,56 @@ class Admin:
         if body.error_code:
             raise KafkaError(body.error_code, body.error_message, "ListPartitionReassignments")
         return list_reassignments_results(body)
+
+    async def delete_records(self, offsets: Mapping[tuple[str, int], int], *,
+                             timeout_ms: int = DEFAULT_TIMEOUT_MS
+                             ) -> dict[tuple[str, int], tuple[int, int]]:
+        """DeleteRecords: each partition's log start offset moves to its
+        offset (-1: the high watermark), sent to each partition's leader.
+        Returns (error code, low watermark) per partition; a partition
+        whose leader moved is asked again once, after a metadata refresh,
+        as Kafka's admin client does."""
+        results: dict[tuple[str, int], tuple[int, int]] = {}
+        pending = dict(offsets)
+        for attempt in range(2):
+            await self.client.refresh_metadata(sorted({topic for topic, _ in pending}))
+            by_leader: dict[int, dict[tuple[str, int], int]] = {}
+            for key, offset in pending.items():
+                leader = self.client.metadata.leader_for(*key)
+                if leader < 0:
+                    results[key] = (self._missing_code(key), -1)
+                else:
+                    by_leader.setdefault(leader, {})[key] = offset
+            answers = await asyncio.gather(*(self._delete_records_on(leader, wanted, timeout_ms)
+                                             for leader, wanted in by_leader.items()))
+            pending = {}
+            for answer in answers:
+                for key, (code, low_watermark) in answer.items():
+                    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and attempt == 0:
+                        pending[key] = offsets[key]
+                    else:
+                        results[key] = (code, low_watermark)
+            if not pending:
+                break
+        return {key: results[key] for key in offsets}
+
+    def _missing_code(self, key: tuple[str, int]) -> int:
+        info = self.client.metadata.topics.get(key[0])
+        if info is None or info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
+                or (info.error_code == ErrorCode.NONE and key[1] not in info.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return info.error_code or ErrorCode.LEADER_NOT_AVAILABLE
+
+    async def _delete_records_on(self, leader: int, offsets: Mapping[tuple[str, int], int],
+                                 timeout_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
+        connection = await self.client.connection(leader)
+        body = await connection.request(ApiKey.DELETE_RECORDS, {
+            "topics": [{"name": topic, "partitions": [{"partition_index": index, "offset": offsets[(topic, index)]}
+                                                      for index in indexes]}
+                       for topic, indexes in _grouped(offsets).items()],
+            "timeout_ms": timeout_ms}, timeout_s=timeout_ms / 1000 + REQUEST_MARGIN_S)
+        return {(t.name, p.partition_index): (p.error_code, p.low_watermark)
+                for t in body.topics for p in t.partitions}
 
     async def describe_cluster(self) -> ClusterDescription:
         connection = await self.client.any_connection()

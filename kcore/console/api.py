@@ -14,6 +14,7 @@ under ``API_TIMEOUT_S``.
     GET    /api/topics/T                                      partitions, offsets, segments, configs
     DELETE /api/topics/T
     PUT    /api/topics/T/configs                              {"set": {k: v}, "delete": [k]}
+    POST   /api/topics/T/delete-records                       {"offset", "partitions"?}
     GET    /api/topics/T/partitions/P/messages?offset=|timestamp=&limit=
     GET    /api/topics/T/partitions/P/search?q=&in=key|value|both&offset=&max_records=
     GET    /api/groups                                        list
@@ -22,8 +23,8 @@ under ``API_TIMEOUT_S``.
 
 With an authorizer (``authorizer.class.name``), a call on a topic or a
 group is authorized as Kafka would authorize the request that does the
-same (CreateTopics, DeleteTopics, AlterConfigs, Fetch, OffsetCommit,
-Metadata, DescribeGroups), for ``User:ANONYMOUS`` at the caller's address:
+same (CreateTopics, DeleteTopics, AlterConfigs, DeleteRecords, Fetch,
+OffsetCommit, Metadata, DescribeGroups), for ``User:ANONYMOUS`` at the caller's address:
 the HTTP listener authenticates nobody, so the console may do what an
 unauthenticated Kafka client may. A refusal is 403 with Kafka's error name.
 """
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from kcore.console import groups, messages, overview, topics
+from kcore.console import groups, messages, overview, records, topics
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource
 from kcore.log.errors import LogError, OffsetOutOfRangeError
 from kcore.protocol.records import CorruptBatchError
@@ -67,6 +68,7 @@ ROUTES = [
     _route("GET", "/api/topics/{topic}", topics.describe_topic),
     _route("DELETE", "/api/topics/{topic}", topics.delete),
     _route("PUT", "/api/topics/{topic}/configs", topics.alter_configs),
+    _route("POST", "/api/topics/{topic}/delete-records", records.delete_topic_records),
     _route("GET", "/api/topics/{topic}/partitions/{partition}/messages", messages.browse),
     _route("GET", "/api/topics/{topic}/partitions/{partition}/search", messages.search),
     _route("GET", "/api/groups", groups.list_groups),
@@ -81,6 +83,7 @@ NEEDS: dict[tuple[str, str], tuple[AclOperation, ResourceType, str]] = {
     ("GET", "/api/topics/{topic}"): (AclOperation.DESCRIBE, ResourceType.TOPIC, "topic"),
     ("DELETE", "/api/topics/{topic}"): (AclOperation.DELETE, ResourceType.TOPIC, "topic"),
     ("PUT", "/api/topics/{topic}/configs"): (AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, "topic"),
+    ("POST", "/api/topics/{topic}/delete-records"): (AclOperation.DELETE, ResourceType.TOPIC, "topic"),
     ("GET", "/api/topics/{topic}/partitions/{partition}/messages"):
         (AclOperation.READ, ResourceType.TOPIC, "topic"),
     ("GET", "/api/topics/{topic}/partitions/{partition}/search"):

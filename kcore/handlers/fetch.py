@@ -20,7 +20,8 @@ the returned data overlaps) and are woken when it moves.
 Followers (replica_id = their broker id) read up to the log end offset, are
 woken by appends, and each fetch reports their progress to the leader
 (the fetch offset is their log end offset), which moves the ISR and the
-high watermark. A fetch from a broker that is not a replica of the
+high watermark; the log start offset each reports moves the low watermark
+a DeleteRecords waits on. A fetch from a broker that is not a replica of the
 partition, or sent to a broker that is not its leader, gets
 NOT_LEADER_OR_FOLLOWER and reads nothing.
 
@@ -303,7 +304,8 @@ def _touch_idle_partitions(broker: BrokerFacade, session: FetchSession, now_ms: 
         if key not in session.pending:
             partition = broker.replica_manager.get(*key)
             if partition is not None and partition.is_leader:
-                partition.update_follower_fetch_state(session.replica_id, cached.fetch_offset)
+                partition.update_follower_fetch_state(session.replica_id, cached.fetch_offset,
+                                                      cached.fetcher_log_start_offset)
 
 
 def _caught_up(broker: BrokerFacade, key: TopicPartition, cached: CachedPartition,
@@ -362,11 +364,21 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
                 slices = []
             else:
                 slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
-            return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset), slices
+            return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset,
+                                                         _fetcher_log_start_offset(fetch)), slices
         return code, partition.read(fetch.fetch_offset, limit, limits.read_committed,
                                     min_one_message)
     except PartitionError as exc:
         return exc.error_code, []
+
+
+def _fetcher_log_start_offset(fetch) -> int:
+    """The log start offset the fetcher reported: a request's partition
+    names it ``log_start_offset``, a session's cached one keeps that name
+    for what the fetcher was told."""
+    if isinstance(fetch, CachedPartition):
+        return fetch.fetcher_log_start_offset
+    return fetch.log_start_offset
 
 
 def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[dict]:

@@ -28,13 +28,13 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from kcore._native import append as native_append
 from kcore._native import records as native_records
-from kcore._native.batch_layout import TIMESTAMP_TYPE_MASK
+from kcore._native.batch_layout import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
@@ -52,6 +52,9 @@ SWAP_SUFFIX = ".swap"
 # as "this swap was decided", anything else as leftovers.
 _SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
 _INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
+# ``batch_headers`` reads the log in chunks of this size: large enough that
+# a 1 MiB batch header walk needs few preads, small enough to not matter.
+REPLAY_CHUNK = 4 * 1024 * 1024
 
 logger = logging.getLogger(__name__)  # "log" names a Log in this module
 
@@ -110,6 +113,12 @@ class Log:
         # so the checkpoint must not stay above data written anew (the log
         # manager writes it, as Kafka's LogManager.truncateTo does).
         self.recovery_point_lowered: Callable[[Log], None] | None = None
+        # Called when the log start offset moved (DeleteRecords, a leader's
+        # start copied by a follower, retention, truncation), so the log
+        # manager rewrites ``log-start-offset-checkpoint``: a restart takes
+        # the larger of it and the first segment's base offset, and must
+        # neither bring deleted records back nor drop ones written anew.
+        self.log_start_offset_moved: Callable[[Log], None] | None = None
         # Offsets of the producer state snapshots the directory held when
         # the log opened, for the first partition loading its state (None
         # once taken: ``take_snapshot_offsets_at_open``).
@@ -386,6 +395,24 @@ class Log:
                     break
         return slices
 
+    def batch_headers(self, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Batch headers from ``start_offset`` to the log end, each with the
+        chunk it was read from (pread; records are skipped), for replaying
+        producer state."""
+        offset = start_offset
+        while offset < self._log_end_offset:
+            slices = self.read(offset, REPLAY_CHUNK, min_one_message=True)
+            if not slices:
+                return
+            for file_slice in slices:
+                data = os.pread(file_slice.fd, file_slice.size, file_slice.position)
+                position = 0
+                while position + BATCH_HEADER_SIZE <= len(data):
+                    header = native_records.parse_batch_header(data, position)
+                    position += header.size_in_bytes
+                    offset = header.last_offset + 1
+                    yield header, data
+
     # -- transactions ------------------------------------------------------------------------
     def append_aborted_txn(self, entry: AbortedTxn) -> None:
         """Index an aborted transaction in the segment holding its marker.
@@ -464,7 +491,7 @@ class Log:
         active.truncate_to(offset)
         active.make_active()
         self._log_end_offset = active.next_offset
-        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._set_log_start_offset(min(self._log_start_offset, self._log_end_offset))
         self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
         self._max_aborted_offset = None
         self._lower_recovery_point(self._log_end_offset)
@@ -483,7 +510,8 @@ class Log:
         segment = LogSegment.create(self.dir, offset, self.config)
         self._segments = [segment]
         self._bases = [offset]
-        self._log_end_offset = self._log_start_offset = offset
+        self._log_end_offset = offset
+        self._set_log_start_offset(offset)
         self._dir_dirty = True
         self._leader_epoch_cache.clear()
         self._max_aborted_offset = None
@@ -562,8 +590,10 @@ class Log:
         return len(due)
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
-        """Move the log start offset forward (DeleteRecords, retention);
-        returns whether it moved. Segments wholly below it go on the next
+        """Move the log start offset forward (DeleteRecords, a follower
+        taking its leader's); returns whether it moved. Reads below it
+        fail with OffsetOutOfRangeError at once; the segments wholly below
+        it go with ``delete_segments_below_log_start`` or the next
         retention pass."""
         if offset > self._log_end_offset:
             raise OffsetOutOfRangeError(
@@ -573,9 +603,22 @@ class Log:
         self._update_log_start_offset(offset)
         return True
 
+    def delete_segments_below_log_start(self) -> int:
+        """The part of a retention pass that every cleanup.policy runs:
+        delete the segments wholly below the log start offset (the segment
+        holding it stays, so reads from it still find their batch).
+        Returns the number deleted."""
+        return self._delete_segments(self._breaches_log_start, None)
+
     def _update_log_start_offset(self, offset: int) -> None:
-        self._log_start_offset = offset
+        self._set_log_start_offset(offset)
         self._leader_epoch_cache.truncate_from_start(offset)
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        if offset != self._log_start_offset:
+            self._log_start_offset = offset
+            if self.log_start_offset_moved is not None:
+                self.log_start_offset_moved(self)
 
     # -- compaction ---------------------------------------------------------------------------
     def replace_segments(self, base_offset: int, old_segments: list[LogSegment]) -> LogSegment:

@@ -16,7 +16,9 @@ and default, 1): the recovery scans release the GIL, so threads pay when
 there is unflushed data to check. The clean-shutdown marker is removed
 once loading is done, so a crash from then on is seen as one. A
 truncation that moves a log's recovery point back rewrites its dir's
-recovery-point checkpoint at once (recovery trusts what lies below it).
+recovery-point checkpoint at once (recovery trusts what lies below it),
+and so does a move of a log's start offset with the log-start-offset
+checkpoint (a restart must keep what DeleteRecords removed removed).
 Background duties are methods the broker calls on its timers:
 ``cleanup_logs`` (log.retention.check.interval.ms) and ``flush_dirty_logs``
 (log.flush.scheduler.interval.ms); ``shutdown`` flushes, checkpoints and
@@ -96,7 +98,8 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._logs_in: Counter[Path] = Counter()
         self._configs: dict[tuple, LogConfig] = {}
-        self._lowered_dirs: set[Path] = set()  # recovery-point checkpoints to rewrite
+        # Checkpoint file name -> the log dirs whose file is to be rewritten.
+        self._stale_checkpoints: dict[str, set[Path]] = {}
         self._locks: list[int] = []
         # Called with a Log before it is closed and removed (the group-commit
         # syncer drops its journal entries).
@@ -187,6 +190,7 @@ class LogManager:
         self._dir_of[key] = directory
         self._logs_in[directory] += 1
         log_.recovery_point_lowered = self._checkpoint_recovery_point_of
+        log_.log_start_offset_moved = self._checkpoint_log_start_offset_of
 
     def _remove_clean_shutdown_marker(self, directory: Path) -> None:
         marker = directory / CLEAN_SHUTDOWN_FILE
@@ -299,29 +303,46 @@ class LogManager:
 
     def _checkpoint_recovery_point_of(self, log_: Log) -> None:
         """A truncation lowered ``log_``'s recovery point: its dir's
-        checkpoint is rewritten before anything is appended past the cut.
-        On an event loop that is once, after the current callback: a
-        follower truncating thousands of partitions from one
-        OffsetForLeaderEpoch answer writes the file once, not per
-        partition; nothing appends before the loop's next turn."""
+        checkpoint is rewritten before anything is appended past the cut
+        (``_checkpoint_soon``)."""
+        self._checkpoint_soon(RECOVERY_POINT_CHECKPOINT, log_)
+
+    def _checkpoint_log_start_offset_of(self, log_: Log) -> None:
+        """``log_``'s start offset moved: its dir's checkpoint is rewritten
+        (``_checkpoint_soon``). Kafka writes it only every
+        log.flush.start.offset.checkpoint.interval.ms (60 s), so a crash
+        in between brings records a DeleteRecords removed back; one small
+        file per log dir and loop turn costs less than that surprise."""
+        self._checkpoint_soon(LOG_START_OFFSET_CHECKPOINT, log_)
+
+    def _checkpoint_soon(self, name: str, log_: Log) -> None:
+        """Rewrite checkpoint ``name`` of ``log_``'s dir. On an event loop
+        that is once, after the current callback: a follower truncating
+        thousands of partitions from one OffsetForLeaderEpoch answer (or
+        taking their leaders' start offsets from one fetch) writes the file
+        once, not per partition; nothing appends before the loop's next turn."""
         directory = self._dir_of.get((log_.topic, log_.partition))
         if directory is None:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._write_lowered_recovery_points([directory])
+            self._write_stale_checkpoints({name: {directory}})
             return
-        if not self._lowered_dirs:
-            loop.call_soon(self._write_lowered_recovery_points, None)
-        self._lowered_dirs.add(directory)
+        if not self._stale_checkpoints:
+            loop.call_soon(self._write_stale_checkpoints, None)
+        self._stale_checkpoints.setdefault(name, set()).add(directory)
 
-    def _write_lowered_recovery_points(self, directories: list[Path] | None) -> None:
-        directories = directories or sorted(self._lowered_dirs)
-        self._lowered_dirs.clear()
-        if self.logs:  # not shut down meanwhile
-            self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda item: item.recovery_point,
-                             directories)
+    def _write_stale_checkpoints(self, stale: dict[str, set[Path]] | None) -> None:
+        if stale is None:
+            stale, self._stale_checkpoints = self._stale_checkpoints, {}
+        if not self.logs:  # shut down meanwhile
+            return
+        values: dict[str, Callable[[Log], int]] = {
+            RECOVERY_POINT_CHECKPOINT: lambda item: item.recovery_point,
+            LOG_START_OFFSET_CHECKPOINT: lambda item: item.log_start_offset}
+        for name, directories in stale.items():
+            self._checkpoint(name, values[name], sorted(directories))
 
     def checkpoint_log_start_offsets(self) -> None:
         self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda item: item.log_start_offset)

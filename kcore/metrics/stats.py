@@ -214,6 +214,7 @@ class BrokerStats:
         self.requests = RequestStats()
         self.delayed_produce = DelayedOperations()  # acks=all waiting for the ISR
         self.delayed_fetch = DelayedOperations()    # fetches waiting for data
+        self.delayed_delete_records = DelayedOperations()  # DeleteRecords waiting for the replicas
         self.connections_created: dict[str, int] = {}  # per listener
         self.socket_server = SocketServerStats()  # re-authentication, per listener
 

@@ -25,10 +25,15 @@ HW joins, one not caught up for ``replica.lag.time.max.ms`` leaves. While a
 change is in flight the HW counts the joining replica already (Kafka's
 "maximal ISR"), and ``min.insync.replicas`` the committed ISR only.
 
+DeleteRecords (``delete_records``): the leader moves its log start offset
+and answers once the low watermark, the smallest log start offset over
+the live replicas as their fetches report it, reaches the new start.
+
 Follower: ``append_records_as_follower`` copies the leader's batches with
 their offsets and epochs, keeps the producer state (it may lead next), and
-takes the HW the leader reports. ``truncate_to`` cuts a divergent tail
-(after OffsetForLeaderEpoch, see fetcher.py).
+takes the HW and log start offset the leader reports (deleting its
+segments below that start). ``truncate_to`` cuts a divergent tail (after
+OffsetForLeaderEpoch, see fetcher.py).
 
 Not safe across await: every method runs to completion on the event loop.
 """
@@ -36,17 +41,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from typing_extensions import Buffer
 
 from kcore._native import records as native_records
-from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK
+from kcore._native.batch_layout import COMPRESSION_CODEC_MASK
 from kcore._native.records import BatchHeader
 from kcore.controller.metadata import PartitionState
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
@@ -57,16 +61,13 @@ from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters
+from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters, low_watermark
 
 logger = logging.getLogger(__name__)
 
 MAX_TIMESTAMP = -3  # ListOffsets special timestamp (KIP-734)
 
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-# Replaying producer state reads the log in chunks of this size: large enough
-# that a 1 MiB batch header walk needs few preads, small enough to not matter.
-REPLAY_CHUNK = 4 * 1024 * 1024
 
 # (partition, proposed ISR) -> None; the answer comes back through
 # Partition.on_isr_change.
@@ -130,6 +131,10 @@ class Partition:
         self._waiters: list[asyncio.Future] = []          # consumers: the HW moved
         self._replica_waiters: list[asyncio.Future] = []  # followers: the log grew
         self._hw_waiters = HighWatermarkWaiters()         # acks=all produce
+        self._lw_waiters = HighWatermarkWaiters()         # DeleteRecords, on the low watermark
+        # Whether a replica's broker is alive (the replica manager's metadata
+        # cache): a dead follower's log start offset holds no DeleteRecords back.
+        self.is_live_broker: Callable[[int], bool] = lambda broker_id: True
         # Told (partition, log_grew) whenever the waiters above are woken:
         # the fetch sessions holding this partition (fetch_session.py).
         self.change_listener: Callable[[Partition, bool], None] | None = None
@@ -206,6 +211,7 @@ class Partition:
         self._pending_isr = None
         if was_leader or changed:
             self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            self._lw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             self.wake_waiters()
             self._wake_replica_waiters()
         return changed
@@ -482,9 +488,10 @@ class Partition:
         new_hw = min(leader_high_watermark, self._synced_offset, self.log.log_end_offset)
         if new_hw != self.high_watermark:
             self.high_watermark = new_hw
-        if leader_log_start_offset > self.log.log_start_offset:
-            self.log.maybe_increment_log_start_offset(
-                min(leader_log_start_offset, self.log.log_end_offset))
+        moved = leader_log_start_offset > self.log.log_start_offset and \
+            self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
+        if moved:
+            self._delete_segments_below_log_start()
 
     def truncate_to(self, offset: int) -> None:
         """Cut the log at ``offset`` (a divergent tail after a leader change)
@@ -512,19 +519,54 @@ class Partition:
         self._synced_offset = min(self._synced_offset, self.log.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
 
+    # -- DeleteRecords (Kafka's deleteRecordsOnLeader, DelayedDeleteRecords) -------------
+    def delete_records(self, offset: int) -> None:
+        """Move the leader's log start offset to ``offset`` (the caller
+        checked it against the HW), delete the segments wholly below it,
+        and tell the fetch sessions: followers learn the new start from
+        their next answer."""
+        if self.log.maybe_increment_log_start_offset(offset):
+            self._delete_segments_below_log_start()
+            self.wake_waiters()
+            self._wake_replica_waiters()
+
+    def _delete_segments_below_log_start(self) -> None:
+        try:
+            self.log.delete_segments_below_log_start()
+        except (LogError, OSError) as exc:  # the retention pass tries again
+            logger.error("%s-%d: cannot delete segments below the log start offset: %s",
+                         self.topic, self.index, exc)
+
+    @property
+    def low_watermark(self) -> int:
+        return low_watermark(self.log.log_start_offset, self._followers.values(), self.is_live_broker)
+
+    def wait_for_low_watermark(self, required_offset: int) -> asyncio.Future | None:
+        """None when the low watermark is at ``required_offset`` already,
+        else a future resolving to NONE once it is, or to
+        NOT_LEADER_OR_FOLLOWER if the leadership moves first."""
+        if self.low_watermark >= required_offset or not self.is_leader:
+            return None
+        self._lw_waiters.prune()
+        return self._lw_waiters.add(required_offset)
+
     # -- leader side: followers, ISR, high watermark --------------------------------------
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> int:
-        """A follower fetched from ``fetch_offset``: record its progress, let
-        it into the ISR when it caught up, move the HW. Returns an error code
-        for a replica that is not one of this partition's followers."""
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
+                                    log_start_offset: int = -1) -> int:
+        """A follower fetched from ``fetch_offset`` with ``log_start_offset``:
+        record its progress, let it into the ISR when it caught up, move the
+        HW and the low watermark. Returns an error code for a replica that
+        is not one of this partition's followers."""
         follower = self._followers.get(replica_id)
         if follower is None or not self.is_leader:
             # Kafka answers a fetch from a broker outside the assignment the
             # same way as one sent to a non-leader.
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        follower.update_fetch(fetch_offset, self.log.log_end_offset, now_ms())
+        follower.update_fetch(fetch_offset, self.log.log_end_offset, now_ms(), log_start_offset)
         self._maybe_expand_isr(follower)
         self.maybe_increment_high_watermark()
+        if len(self._lw_waiters):
+            self._lw_waiters.complete_up_to(self.low_watermark, ErrorCode.NONE)
         return ErrorCode.NONE
 
     def is_follower(self, replica_id: int) -> bool:
@@ -697,7 +739,10 @@ class Partition:
         if unreplicated:
             oldest = min(first for _, first in unreplicated)
             unstable = oldest if unstable is None else min(unstable, oldest)
-        return high_watermark if unstable is None else min(high_watermark, unstable)
+        if unstable is None:
+            return high_watermark
+        # A transaction whose start DeleteRecords removed holds the LSO at the log start (Kafka).
+        return min(high_watermark, max(unstable, self.log.log_start_offset))
 
     @property
     def log_start_offset(self) -> int:
@@ -752,9 +797,7 @@ class Partition:
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
-        self.wake_waiters()
-        self._wake_replica_waiters()
-        self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.stop()
         self.snapshot_producer_state()
         self.log.close()
 
@@ -763,6 +806,7 @@ class Partition:
         self.wake_waiters()
         self._wake_replica_waiters()
         self._hw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._lw_waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def snapshot_producer_state(self, durable: bool = True) -> None:
         """Snapshot the producer state at the log end, unless nothing
@@ -777,23 +821,4 @@ class Partition:
                     self.log.log_start_offset)
         self._unreplicated_txns = deque(entry for entry in self._unreplicated_txns
                                         if entry[0] < self.log.log_end_offset)
-        self._update_producers_from(iter_batch_headers(self.log, start))
-
-
-def iter_batch_headers(log: Log, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
-    """Batch headers from start_offset to the log end, each with the chunk
-    it was read from, with pread (headers only are parsed; records are
-    skipped)."""
-    offset = start_offset
-    while offset < log.log_end_offset:
-        slices = log.read(offset, REPLAY_CHUNK, min_one_message=True)
-        if not slices:
-            return
-        for file_slice in slices:
-            data = os.pread(file_slice.fd, file_slice.size, file_slice.position)
-            position = 0
-            while position + BATCH_HEADER_SIZE <= len(data):
-                header = native_records.parse_batch_header(data, position)
-                position += header.size_in_bytes
-                offset = header.last_offset + 1
-                yield header, data
+        self._update_producers_from(self.log.batch_headers(start))

@@ -246,6 +246,7 @@ class ReplicaManager:
         partition.replica_lag_time_max_ms = self.replica_lag_time_max_ms
         partition.isr_changes = self._propose_isr
         partition.change_listener = self.fetch_sessions.partition_changed
+        partition.is_live_broker = lambda broker_id: broker_id in self.metadata_cache.brokers
         self.partitions[(topic, index)] = partition
         self.fetch_sessions.partition_changed(partition, True)  # a new replica: sessions re-read
         return partition

@@ -9,10 +9,15 @@ reached the leader's log end offset, or of the previous fetch when this
 one reached the log end offset the leader had then (Kafka's rule, so a
 follower that keeps up with a busy leader is never "behind" by the batch
 appended between two of its fetches). ISR membership is judged on it.
+``log_start_offset`` is the one its last fetch reported (Fetch v5+): the
+leader's low watermark, the smallest log start offset over the live
+replicas, says when a DeleteRecords is replicated.
 
 ``HighWatermarkWaiters`` is the produce purgatory of one partition: an
 acks=all produce waits there until the high watermark passes its last
 offset, leadership moves (NOT_LEADER_OR_FOLLOWER) or its timeout ends.
+The DeleteRecords purgatory is another instance, keyed on the low
+watermark (Kafka's DelayedDeleteRecords).
 
 Not thread-safe; owned by the partition's event loop.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kcore.protocol.errors import ErrorCode
@@ -33,11 +39,15 @@ class FollowerState:
     broker_id: int
     log_end_offset: int = UNKNOWN_OFFSET
     last_caught_up_ms: int = 0
+    log_start_offset: int = UNKNOWN_OFFSET
     # The leader's log end offset and the time at this follower's last fetch.
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
     last_fetch_ms: int = 0
 
-    def update_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> None:
+    def update_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int,
+                     log_start_offset: int = UNKNOWN_OFFSET) -> None:
+        if log_start_offset >= 0:  # -1: a fetch version without it, or nothing reported
+            self.log_start_offset = log_start_offset
         if fetch_offset >= leader_log_end_offset:
             self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset >= 0:
@@ -50,10 +60,22 @@ class FollowerState:
         """A new leadership: the offset is unknown until the next fetch; an
         ISR member counts as caught up now, so it is not dropped before it
         could fetch."""
-        self.log_end_offset = UNKNOWN_OFFSET
+        self.log_end_offset = self.log_start_offset = UNKNOWN_OFFSET
         self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
         self.last_fetch_ms = 0
         self.last_caught_up_ms = now_ms if in_sync else 0
+
+
+def low_watermark(log_start_offset: int, followers: Iterable[FollowerState],
+                  is_live_broker: Callable[[int], bool]) -> int:
+    """The smallest log start offset over the leader (``log_start_offset``)
+    and its followers on live brokers (Kafka ``lowWatermarkIfLeader``); a
+    follower that has not fetched since the leadership began counts as -1."""
+    low = log_start_offset
+    for follower in followers:
+        if follower.log_start_offset < low and is_live_broker(follower.broker_id):
+            low = follower.log_start_offset
+    return low
 
 
 class HighWatermarkWaiters:

@@ -157,10 +157,12 @@ class BrokerCollector(Collector):
                      sum(cache.leader_of(topic, index) is None for topic in cache.topic_names()
                          for index in cache.partitions(topic)))
         purgatory = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize",
-                                      "Requests waiting: acks=all produces for the ISR, fetches for data.",
+                                      "Requests waiting: acks=all produces for the ISR, fetches for data, "
+                                      "DeleteRecords for the replicas' log start offsets.",
                                       labels=["delayedOperation"])
         purgatory.add_metric(["Produce"], broker.stats.delayed_produce.size)
         purgatory.add_metric(["Fetch"], broker.stats.delayed_fetch.size)
+        purgatory.add_metric(["DeleteRecords"], broker.stats.delayed_delete_records.size)
         yield purgatory
         yield from self._partition_offsets(partitions)
 

@@ -39,6 +39,12 @@ def test_console_calls_are_authorized_as_anonymous_from_the_caller(broker_factor
     status, answer = console.call("GET", "/api/groups/billing")
     assert (status, answer["error"]) == (403, "GROUP_AUTHORIZATION_FAILED")
 
+    status, answer = console.call("POST", f"/api/topics/{VISIBLE}/delete-records", {"offset": 0})
+    assert (status, answer["error"]) == (403, "TOPIC_AUTHORIZATION_FAILED")
+
+    grant(admin, ResourceType.TOPIC, VISIBLE, AclOperation.DELETE)
+    status, answer = console.call("POST", f"/api/topics/{VISIBLE}/delete-records", {"offset": 0})
+    assert (status, answer["partitions"]) == (200, [{"partition": 0, "low_watermark": 0, "error": None}])
     grant(admin, ResourceType.TOPIC, VISIBLE, AclOperation.ALTER_CONFIGS)
     grant(admin, ResourceType.TOPIC, "created", AclOperation.CREATE)
     status, _ = console.call("PUT", f"/api/topics/{VISIBLE}/configs", {"set": {"retention.ms": "60000"}})

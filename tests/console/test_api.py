@@ -20,6 +20,8 @@ from tests.support.console import (
     HTTP_TIMEOUT_S,
     ORDERS_PARTITIONS,
     committed,
+    earliest_offsets,
+    filled_topic,
     topic_config_values,
 )
 
@@ -236,3 +238,26 @@ def test_a_browse_of_large_compressed_values_stops_at_its_answer_budget(console)
     assert len(answer["records"]) == ANSWER_MAX_CHARS // per_record + 1
     assert answer["next_offset"] == len(answer["records"])
     assert answer["records"][0]["value"]["type"] == "binary" and not answer["records"][0]["value"]["truncated"]
+
+
+def test_delete_records_moves_the_log_start_offsets_a_client_then_sees(console):
+    bootstrap = console.broker.bootstrap
+    topic = filled_topic(bootstrap, "console-trim", 3, 6)
+    path = f"/api/topics/{topic}/delete-records"
+    status, answer = console.call("POST", path, {"offset": 4, "partitions": [1]})
+    assert (status, answer["partitions"]) == (200, [{"partition": 1, "low_watermark": 4, "error": None}])
+    assert earliest_offsets(bootstrap, topic, 3) == [0, 4, 0]
+    status, answer = console.call("POST", path, {"offset": -1})  # every partition, to its high watermark
+    assert [(p["low_watermark"], p["error"]) for p in answer["partitions"]] == [(6, None)] * 3
+    assert earliest_offsets(bootstrap, topic, 3) == [6, 6, 6]
+    assert console.get(f"/api/topics/{topic}")["partitions"][0]["log_start_offset"] == 6
+    status, answer = console.call("POST", path, {"offset": 7, "partitions": [0, 9]})
+    assert status == 200 and [(p["partition"], p["error"]) for p in answer["partitions"]] == [
+        (0, "OFFSET_OUT_OF_RANGE"), (9, "UNKNOWN_TOPIC_OR_PARTITION")]
+    for body, expected in [({}, (400, "INVALID_REQUEST")), ({"offset": "x"}, (400, "INVALID_REQUEST")),
+                           ({"offset": 1, "partitions": "0"}, (400, "INVALID_REQUEST"))]:
+        status, answer = console.call("POST", path, body)
+        assert (status, answer["error"]) == expected, body
+    status, answer = console.call("POST", "/api/topics/no-such-topic/delete-records", {"offset": 1})
+    assert (status, answer["error"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
+    assert earliest_offsets(bootstrap, topic, 3) == [6, 6, 6]

@@ -12,7 +12,15 @@ from playwright.sync_api import expect
 
 from tests.support.compat import unique_topic
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
-from tests.support.console import COMMITTED, END, committed, screenshot, topic_config_values
+from tests.support.console import (
+    COMMITTED,
+    END,
+    committed,
+    earliest_offsets,
+    filled_topic,
+    screenshot,
+    topic_config_values,
+)
 
 # Every wait on the page is bounded: the broker answers in milliseconds and
 # the charts fill once a second.
@@ -136,3 +144,29 @@ def test_bad_input_shows_a_clear_error_in_the_page(page, console):
     expect(page.locator("#error")).to_contain_text("NON_EMPTY_GROUP")
     page.goto(console.url + "/")
     expect(page.locator("#ov-brokers")).to_have_text("1")  # the broker is unaffected
+
+
+def test_delete_records_in_the_page_asks_first_then_moves_the_log_start(page, console):
+    bootstrap = console.broker.bootstrap
+    topic = filled_topic(bootstrap, "page-trim", 2, 8)
+    page.goto(console.url + f"/#/topics/{topic}")
+    form = page.locator("#delete-records-form")
+    form.locator("select[name='partition']").select_option("1")
+    form.locator("input[name='offset']").fill("5")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: asked.append(dialog.message) or dialog.dismiss())
+    page.click("#delete-records")
+    expect(page.locator("#delete-records-form")).to_be_visible()
+    assert asked and "partition 1" in asked[0] and "offset 5" in asked[0]
+    assert earliest_offsets(bootstrap, topic, 2) == [0, 0]  # declined: nothing deleted
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete-records")
+    expect(page.locator("#delete-records-table tr[data-partition='1'] td").nth(1)).to_have_text("5")
+    expect(page.locator("#partitions tr[data-partition='1'] td").nth(4)).to_have_text("5")  # Log start
+    assert earliest_offsets(bootstrap, topic, 2) == [0, 5]
+    screenshot(page, "delete-records")
+    page.locator("#delete-records-form input[name='offset']").fill("99")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete-records")
+    expect(page.locator("#error")).to_contain_text("OFFSET_OUT_OF_RANGE")
+    assert earliest_offsets(bootstrap, topic, 2) == [0, 5]

@@ -2,7 +2,8 @@
 process serves its own console on its http port (port + i), lists both
 processes, shows the partitions it holds, and answers for a group it does
 not coordinate with the process that does, with the lag of every
-partition, those the other process leads included."""
+partition, those the other process leads included; and deletes records
+of partitions the other process leads by asking it."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from confluent_kafka.admin import NewTopic
 
 from tests.support import BrokerProcess, free_ports
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
-from tests.support.console import HTTP_TIMEOUT_S
+from tests.support.console import HTTP_TIMEOUT_S, earliest_offsets, filled_topic
 from tests.support.metrics import scrape
 
 PARTITIONS = 4
@@ -93,3 +94,24 @@ def _exported_lag(url: str, group: str) -> dict[int, float]:
     """partition -> kafka_consumergroup_lag of ``group`` on /metrics."""
     return {int(dict(labels)["partition"]): value for (name, labels), value in scrape(url).items()
             if name == "kafka_consumergroup_lag" and dict(labels)["consumergroup"] == group}
+
+
+def test_delete_records_reaches_the_partitions_the_other_process_leads(tmp_path):
+    http_port = free_ports(2)
+    node = BrokerProcess(tmp_path / "node", {"num.processes": "2",
+                                            "http.listeners": f"http://127.0.0.1:{http_port}"}).start()
+    try:
+        topic = filled_topic(node.bootstrap, "spread-trim", PARTITIONS, PER_PARTITION)
+        url = f"http://127.0.0.1:{http_port}"
+        local = {p["partition"] for p in _get(f"{url}/api/topics/{topic}")[1]["partitions"] if p["local"]}
+        assert local and local != set(range(PARTITIONS))  # both processes lead some
+        request = urllib.request.Request(f"{url}/api/topics/{topic}/delete-records", method="POST",
+                                         data=json.dumps({"offset": 2}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
+            answer = json.loads(response.read())
+        assert [(p["partition"], p["low_watermark"], p["error"]) for p in answer["partitions"]] == \
+            [(p, 2, None) for p in range(PARTITIONS)]
+        assert earliest_offsets(node.bootstrap, topic, PARTITIONS) == [2] * PARTITIONS
+    finally:
+        node.kill()

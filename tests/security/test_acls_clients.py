@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import TopicAuthorizationFailedError as AioTopicAuthorizationFailed
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
@@ -17,7 +17,8 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import TopicAuthorizationFailedError
 
 from tests.support.acls import (
@@ -172,3 +173,24 @@ def test_aiokafka_consumer_cannot_read_without_read(broker_factory):
         asyncio.run(first_fetch())
     grant(admin, TOPIC, "aio", Op.READ)
     assert asyncio.run(first_fetch()) == [b"value"]
+
+
+def test_delete_records_needs_delete_on_the_topic(broker_factory):
+    broker = secured_broker(broker_factory, ["trimmed"])
+    admin = admin_for(broker)
+    grant(admin, TOPIC, "trimmed", Op.WRITE)  # WRITE implies DESCRIBE: the topic is visible
+    for _ in range(3):
+        assert produce_one(broker.bootstrap, "trimmed") is None
+    refused = admin.delete_records([TopicPartition("trimmed", 0, 2)])
+    with pytest.raises(Exception) as raised:
+        next(iter(refused.values())).result(ADMIN_TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    kafka_python = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):  # the broker's answer, sent as it is
+            kafka_python.delete_records({KafkaPythonTopicPartition("trimmed", 0): 2}, partition_leader_id=0)
+    finally:
+        kafka_python.close()
+    grant(admin, TOPIC, "trimmed", Op.DELETE)
+    deleted = admin.delete_records([TopicPartition("trimmed", 0, 2)])
+    assert next(iter(deleted.values())).result(ADMIN_TIMEOUT_S).low_watermark == 2

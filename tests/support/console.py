@@ -140,3 +140,24 @@ def screenshot(page, name: str) -> None:
     """For a person to look at: test-artifacts/console/<name>.png."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def filled_topic(bootstrap: str, prefix: str, partitions: int, per_partition: int) -> str:
+    """A new topic with ``per_partition`` records in each partition."""
+    topic = unique_topic(prefix)
+    admin = admin_client(bootstrap)
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(ADMIN_TIMEOUT_S)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for index in range(per_partition):
+        for partition in range(partitions):
+            producer.produce(topic, b"record-%d" % index, partition=partition)
+    assert producer.flush(ADMIN_TIMEOUT_S) == 0
+    return topic
+
+
+def earliest_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """ListOffsets(earliest) of each partition, through librdkafka."""
+    from confluent_kafka.admin import OffsetSpec
+    admin = admin_client(bootstrap)  # kept alive until the answers are in
+    answers = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in range(partitions)})
+    return [answers[TopicPartition(topic, p)].result(ADMIN_TIMEOUT_S).offset for p in range(partitions)]

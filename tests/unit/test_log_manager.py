@@ -204,3 +204,20 @@ def test_truncations_in_one_loop_turn_rewrite_the_checkpoint_once(tmp_path, monk
 
     assert asyncio.run(follower_truncates_everything()) == [{("t", i): 2 for i in range(20)}]
     manager.shutdown()
+
+
+def test_a_moved_log_start_offset_is_checkpointed_at_once_and_survives_a_crash(tmp_path):
+    manager = LogManager([tmp_path], {"segment.bytes": 10_000})
+    log = manager.get_or_create_log("d", 0)
+    for _ in range(10):
+        log.append(make_batch(1), 0)
+    log.flush()
+    assert log.maybe_increment_log_start_offset(7)
+    checkpoint = tmp_path / "log-start-offset-checkpoint"
+    assert OffsetCheckpointFile(checkpoint).read() == {("d", 0): 7}
+    manager._close_all()  # a crash: no clean shutdown, no final checkpoints
+    restarted = LogManager([tmp_path], {"segment.bytes": 10_000})
+    reopened = restarted.get_log("d", 0)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (7, 10)
+    assert reopened.read(7, 10_000) and reopened.offset_for_timestamp(0)[0] == 7
+    restarted.shutdown()

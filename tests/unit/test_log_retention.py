@@ -93,3 +93,24 @@ def test_log_start_offset_cannot_pass_the_log_end(open_log, batch):
     assert not log.maybe_increment_log_start_offset(0)
     with pytest.raises(OffsetOutOfRangeError):
         log.maybe_increment_log_start_offset(3)
+
+
+def test_delete_segments_below_log_start_keeps_the_segment_holding_it(open_log, batch, tmp_path):
+    import pytest
+
+    from kcore.log.errors import OffsetOutOfRangeError
+
+    one = len(batch(1, value_bytes=100))
+    log = open_log(segment_bytes=2 * one, retention_ms=-1, file_delete_delay_ms=0)
+    fill(log, batch, 6)
+    assert log.maybe_increment_log_start_offset(3)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(2, 10_000)
+    assert log.delete_segments_below_log_start() == 1
+    assert [s.base_offset for s in log.segments] == [2, 4]
+    assert segment_name(0) + ".log" not in files(tmp_path)
+    # The batch at 3 is read from the segment that starts at 2.
+    first = log.read(3, 10_000)[0]
+    assert (first.position, first.size) == (one, one)
+    assert log.log_start_offset == 3
+    assert log.delete_segments_below_log_start() == 0

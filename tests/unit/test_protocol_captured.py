@@ -81,3 +81,11 @@ def test_librdkafka_fetches_read_committed_and_the_python_clients_read_uncommitt
     levels = {client: decode_request(frame(f"fetch_request_v11_{client}.bin")).body.isolation_level
               for client in ("librdkafka", "kafka-python", "aiokafka")}
     assert levels == {"librdkafka": 1, "kafka-python": 0, "aiokafka": 0}
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "kafka-python", "aiokafka"])
+def test_admin_clients_send_delete_records_v2_naming_the_offset(client):
+    body = decode_request(frame(f"delete_records_request_v2_{client}.bin")).body
+    (topic,) = body.topics
+    assert (topic.name, [(p.partition_index, p.offset) for p in topic.partitions]) == ("golden", [(0, 1)])
+    assert body.timeout_ms > 0

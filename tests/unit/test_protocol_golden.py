@@ -87,6 +87,36 @@ DESCRIBE_CLUSTER_V0_RESPONSE = framed(
     i32(-(2**31)), NO_TAGS,                                    # cluster_authorized_operations
 )
 
+DELETE_RECORDS_V0_REQUEST = framed(
+    request_header_v1(21, 0, 11, "adminclient-1"),
+    i32(1), string("foo"),                                     # topics: one
+    i32(2), i32(0) + i64(3), i32(1) + i64(-1),                 # partition 0 to 3, 1 to the HW
+    i32(30000),                                                # timeout_ms
+)
+
+DELETE_RECORDS_V0_RESPONSE = framed(
+    i32(11),                                                   # header v0
+    i32(0),                                                    # throttle_time_ms
+    i32(1), string("foo"),
+    i32(2), i32(0) + i64(3) + i16(0),                          # index, low_watermark, error_code
+    i32(1) + i64(-1) + i16(1),                                 # OFFSET_OUT_OF_RANGE, no low watermark
+)
+
+DELETE_RECORDS_V2_REQUEST = framed(
+    request_header_v1(21, 2, 12, "rdkafka"), NO_TAGS,          # header v2
+    bytes([2]), compact_string("foo"),                         # compact topics (1 entry + 1)
+    bytes([2]), i32(0) + i64(7) + NO_TAGS, NO_TAGS,            # one partition to offset 7
+    i32(60000), NO_TAGS,                                       # timeout_ms
+)
+
+DELETE_RECORDS_V2_RESPONSE = framed(
+    i32(12), NO_TAGS,                                          # response header v1
+    i32(0),                                                    # throttle_time_ms
+    bytes([2]), compact_string("foo"),
+    bytes([2]), i32(0) + i64(7) + i16(0) + NO_TAGS, NO_TAGS,
+    NO_TAGS,
+)
+
 
 def test_api_versions_v0_request_is_header_v1_with_an_empty_body():
     request = decode_request(memoryview(API_VERSIONS_V0_REQUEST)[4:])
@@ -159,3 +189,31 @@ def test_produce_v3_response_bytes():
 def test_describe_cluster_v0_response_uses_response_header_v1():
     body = {"cluster_id": "kc-1", "controller_id": 1, "brokers": [{"broker_id": 1, "host": "h", "port": 9092}]}
     assert b"".join(encode_response(RequestHeader(60, 0, 4, "x"), body)) == DESCRIBE_CLUSTER_V0_RESPONSE
+
+
+def test_delete_records_v0_request_and_response_bytes():
+    body = decode_request(memoryview(DELETE_RECORDS_V0_REQUEST)[4:]).body
+    assert [(p.partition_index, p.offset) for p in body.topics[0].partitions] == [(0, 3), (1, -1)]
+    assert (body.topics[0].name, body.timeout_ms) == ("foo", 30000)
+    request = {"topics": [{"name": "foo", "partitions": [{"partition_index": 0, "offset": 3},
+                                                         {"partition_index": 1, "offset": -1}]}],
+               "timeout_ms": 30000}
+    assert encode_request(21, 0, 11, "adminclient-1", request) == DELETE_RECORDS_V0_REQUEST
+    response = {"throttle_time_ms": 0, "topics": [{"name": "foo", "partitions": [
+        {"partition_index": 0, "low_watermark": 3, "error_code": 0},
+        {"partition_index": 1, "low_watermark": -1, "error_code": 1}]}]}
+    header = RequestHeader(21, 0, 11, "adminclient-1")
+    assert b"".join(encode_response(header, response)) == DELETE_RECORDS_V0_RESPONSE
+
+
+def test_delete_records_v2_is_flexible_with_request_header_v2_and_response_header_v1():
+    request = decode_request(memoryview(DELETE_RECORDS_V2_REQUEST)[4:])
+    assert request.header == RequestHeader(21, 2, 12, "rdkafka")
+    assert to_dict(request.body) == {"topics": [{"name": "foo", "partitions": [
+        {"partition_index": 0, "offset": 7}]}], "timeout_ms": 60000}
+    assert encode_request(21, 2, 12, "rdkafka", to_dict(request.body)) == DELETE_RECORDS_V2_REQUEST
+    response = {"throttle_time_ms": 0, "topics": [{"name": "foo", "partitions": [
+        {"partition_index": 0, "low_watermark": 7, "error_code": 0}]}]}
+    assert b"".join(encode_response(request.header, response)) == DELETE_RECORDS_V2_RESPONSE
+    correlation_id, decoded = decode_response(21, 2, DELETE_RECORDS_V2_RESPONSE[4:])
+    assert correlation_id == 12 and decoded.topics[0].partitions[0].low_watermark == 7

@@ -208,6 +208,7 @@ async function topicPage(name) {
     if (!window.confirm(`Delete topic ${name} and all its data?`)) return;
     await act(() => api("DELETE", `/api/topics/${enc(name)}`), () => { location.hash = "#/topics"; });
   } }, "Delete topic");
+  const trim = deleteRecordsForm(name, t.partitions);
   return el("section", { id: "topic-page", "data-topic": name },
     el("h2", {}, `Topic ${name}`, t.internal ? el("span", { class: "tag" }, " internal") : null),
     el("div", { class: "cards" }, card("Partitions", t.partitions.length), card("Size here", bytes(t.size_bytes)),
@@ -215,8 +216,41 @@ async function topicPage(name) {
     el("p", {}, el("a", { href: `#/topics/${enc(name)}/messages?partition=0`, id: "browse-link" }, "Browse messages"), " · ", remove),
     el("h3", {}, "Partitions"),
     table("partitions", ["Partition#", "Leader#", "Replicas", "ISR", "Log start#", "Log end#", "High watermark#", "Segments#", "Size#", ""], partitions),
+    el("h3", {}, "Delete records"),
+    el("p", { class: "muted" }, "Like kcore delete-records: the records below the offset are deleted for good; consumers then start at it."),
+    trim, el("div", { id: "delete-records-result" }),
     el("h3", {}, "Configs"), editor,
     table("configs", ["Name", "Value", "Source"], configs));
+}
+
+// DeleteRecords from the topic page, after a confirmation: one partition or all, up to an offset or the high watermark.
+function deleteRecordsForm(topic, partitions) {
+  const form = el("form", { id: "delete-records-form", class: "inline" },
+    el("label", {}, "Partition", el("select", { name: "partition" }, el("option", { value: "" }, "all"),
+      partitions.map((p) => el("option", { value: p.partition }, p.partition)))),
+    el("label", {}, "Below offset", el("input", { name: "offset", type: "number", min: 0, placeholder: "high watermark" })),
+    el("button", { type: "submit", class: "danger", id: "delete-records" }, "Delete records"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const f = form.elements;
+    const offset = f.offset.value === "" ? -1 : Number(f.offset.value);
+    const which = f.partition.value === "" ? "every partition" : `partition ${f.partition.value}`;
+    const below = offset < 0 ? "its high watermark (all its records)" : `offset ${offset}`;
+    if (!window.confirm(`Delete the records of ${topic}, ${which}, below ${below}? This cannot be undone.`)) return;
+    const body = { offset };
+    if (f.partition.value !== "") body.partitions = [Number(f.partition.value)];
+    let result;
+    await act(async () => { result = await api("POST", `/api/topics/${enc(topic)}/delete-records`, body); }, async () => {
+      await route();
+      const failed = result.partitions.filter((p) => p.error);
+      const box = document.getElementById("delete-records-result");
+      if (box) box.replaceChildren(notice(`Records deleted: ${result.partitions.length - failed.length} partition(s).`),
+        table("delete-records-table", ["Partition#", "Low watermark#", "Error"], result.partitions.map((p) =>
+          el("tr", { "data-partition": p.partition }, cell(p.partition, "num"), cell(p.error ? "-" : num(p.low_watermark), "num"), cell(p.error || "-")))));
+      if (failed.length) showError(new Error(`${failed[0].error}: records of ${failed.length} partition(s) not deleted`));
+    });
+  });
+  return form;
 }
 
 async function changeConfig(topic, change) {

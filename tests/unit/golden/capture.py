@@ -2,7 +2,8 @@
 
 A tiny in-memory broker (one node, one topic ``golden`` with one partition,
 built on kcore.protocol) serves confluent-kafka (librdkafka), kafka-python
-and aiokafka while each produces one message and consumes it back. The
+and aiokafka while each produces one message, consumes it back and deletes
+it with its admin client's DeleteRecords. The
 first request frame of every (api key, version) a client sends is stored,
 without its size prefix, as ``<api>_request_v<N>_<client>.bin`` next to this
 file. test_protocol_captured.py decodes every file and re-encodes it.
@@ -111,6 +112,12 @@ class MiniBroker:
             topics.append({"topic": topic.topic, "partitions": partitions})
         return {"responses": topics}
 
+    def on_delete_records(self, body) -> dict:
+        return {"topics": [{"name": topic.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "low_watermark": self.end_offset if p.offset == -1 else p.offset}
+            for p in topic.partitions]} for topic in body.topics]}
+
 
 async def serve_connection(broker: MiniBroker, reader, writer) -> None:
     try:
@@ -174,6 +181,16 @@ def run_librdkafka(bootstrap: str) -> None:
         if message is not None and message.error() is None:
             break
     consumer.close()
+    delete_librdkafka(bootstrap)
+
+
+def delete_librdkafka(bootstrap: str) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition(TOPIC, 0, 1)], request_timeout=15).values():
+        future.result()
 
 
 def run_kafka_python(bootstrap: str) -> None:
@@ -187,6 +204,15 @@ def run_kafka_python(bootstrap: str) -> None:
     consumer.seek_to_beginning()
     consumer.poll(timeout_ms=5000)
     consumer.close()
+    delete_kafka_python(bootstrap)
+
+
+def delete_kafka_python(bootstrap: str) -> None:
+    from kafka import KafkaAdminClient, TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.delete_records({TopicPartition(TOPIC, 0): 1}, timeout_ms=15000)
+    admin.close()
 
 
 def run_aiokafka(bootstrap: str) -> None:
@@ -203,6 +229,20 @@ def run_aiokafka(bootstrap: str) -> None:
         await consumer.seek_to_beginning()
         await consumer.getmany(timeout_ms=5000)
         await consumer.stop()
+
+    asyncio.run(scenario())
+    delete_aiokafka(bootstrap)
+
+
+def delete_aiokafka(bootstrap: str) -> None:
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+    async def scenario() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        await admin.delete_records({TopicPartition(TOPIC, 0): RecordsToDelete(1)}, timeout_ms=15000)
+        await admin.close()
 
     asyncio.run(scenario())
 
