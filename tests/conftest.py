@@ -1,7 +1,7 @@
 import pytest
 
+from kcore.testing.zookeeper import ZooKeeperServer
 from tests.support import BrokerProcess
-from tests.support.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture

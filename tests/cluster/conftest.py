@@ -6,8 +6,8 @@ no state, paused process or stopped member leaks into the next test.
 """
 import pytest
 
+from kcore.testing.zookeeper import ZooKeeperEnsemble
 from tests.support.cluster import Cluster
-from tests.support.zookeeper import ZooKeeperEnsemble
 
 
 @pytest.fixture
