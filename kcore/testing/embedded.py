@@ -56,7 +56,10 @@ class EmbeddedBroker:
         return self._thread is not None and self._thread.is_alive() and self._broker is not None
 
     def start(self) -> EmbeddedBroker:
-        """Start the broker's thread and wait until it listens."""
+        """Start the broker's thread and wait until it listens. One start
+        per object: a stopped broker is not started again."""
+        if self._thread is not None or self._started.is_set():
+            raise RuntimeError("an EmbeddedBroker starts once")
         # Imported here, not at the top, so that a test run that never
         # embeds a broker does not pay for the import; and on the caller's
         # thread, so that an import error is raised to the caller.
@@ -82,6 +85,8 @@ class EmbeddedBroker:
         if self._thread.is_alive():
             raise RuntimeError(f"embedded broker did not stop within {timeout}s")
         self._thread = None
+        if self._error is not None:  # its shutdown failed: the test should hear of it
+            raise RuntimeError(f"embedded broker failed: {self._error!r}") from self._error
 
     def _run(self) -> None:
         try:
@@ -112,7 +117,7 @@ class EmbeddedBroker:
             await broker.shutdown()
 
     def __enter__(self) -> EmbeddedBroker:
-        return self.start() if self._thread is None else self
+        return self if self.running else self.start()
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
