@@ -1,7 +1,7 @@
 """Group coordinator figures: rebalance latency and offset commit rate.
 
 Against a broker subprocess (group.initial.rebalance.delay.ms=0,
-group.min.session.timeout.ms=100), with raw protocol members (tests/wire.py)
+group.min.session.timeout.ms=100), with raw protocol members (kcore.testing.wire)
 so that client-side delays do not hide the coordinator's:
 
 1. join -> stable: a Stable group of 3 rebalances; time from the last
