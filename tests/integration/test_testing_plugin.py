@@ -72,6 +72,9 @@ class BrokerForUnittest(unittest.TestCase):
 '''
 
 CLUSTER_TESTS = '''
+import unittest
+
+import kcore.testing
 from helpers import remember, round_trip
 
 
@@ -82,6 +85,15 @@ def test_cluster_fixture(kcore_cluster, kcore_zookeeper):
     kcore_cluster.create_topic("replicated", 1, 3)
     assert round_trip(kcore_cluster.bootstrap_servers, "replicated", b"three") == b"three"
     assert sorted(kcore_cluster.partitions("replicated")[0].isrs) == [1, 2, 3]
+
+
+class ClusterForUnittest(unittest.TestCase):
+    def test_context_manager(self):
+        with kcore.testing.cluster(n=3) as c:
+            for broker in c.brokers.values():
+                remember(broker.process.pid)
+            c.create_topic("replicated", 1, 3)
+            self.assertEqual(round_trip(c.bootstrap_servers, "replicated", b"with"), b"with")
 '''
 
 
@@ -111,10 +123,10 @@ def test_fixtures_and_context_managers_serve_confluent_kafka(pytester, monkeypat
     assert not [pid for pid in started if alive(pid)], "a broker outlived its test"
 
 
-def test_cluster_fixture_replicates_to_three_brokers(pytester, monkeypatch):
+def test_cluster_fixture_and_context_manager_replicate_to_three_brokers(pytester, monkeypatch):
     result, started = run_project(pytester, CLUSTER_TESTS, monkeypatch)
-    result.assert_outcomes(passed=1)
-    assert len(started) == 4
+    result.assert_outcomes(passed=2)
+    assert len(started) == 7
     assert not [pid for pid in started if alive(pid)], "a broker or ZooKeeper outlived its test"
 
 
