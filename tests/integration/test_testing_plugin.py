@@ -15,8 +15,8 @@ from tests.support import round_trip as round_trip_module
 
 pytest_plugins = ["pytester"]
 
-# The inner project's helpers: the round trip, as a user's own helper
-# module would have it, and a note of every process a test started.
+# The inner project's support module: the round trip, as a user's own
+# would have it, and a note of every process a test started.
 HELPERS = Path(round_trip_module.__file__).read_text() + '''
 
 import os

@@ -2,7 +2,7 @@
 
 Self-contained on purpose (confluent-kafka and the standard library only):
 tests/integration/test_testing_plugin.py copies this file into the
-throw-away project its inner pytest run tests, as a user's helper would be.
+throw-away project its inner pytest run tests, as a user's own module.
 """
 import time
 
