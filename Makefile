@@ -6,7 +6,7 @@ SOURCES := pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*
 BASE_STAMP := $(VENV)/.installed-base
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test broker lint test test-fast bench native system-deps clean
+.PHONY: install install-test broker lint test test-fast bench native dist system-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -61,5 +61,10 @@ test-fast: install-test
 bench: install-test
 	$(BIN)/python -m pytest -q bench --benchmark-enable --benchmark-only
 
+# The sdist and, built from it in a clean environment, the wheel for this
+# platform (docs/testing.md says why not manylinux) into dist/.
+dist: install-test
+	$(BIN)/python -m build --outdir dist .
+
 clean:
-	rm -rf build native/*.c kcore/_native/*.so $(VENV)
+	rm -rf build dist native/*.c kcore/_native/*.so $(VENV)

@@ -29,6 +29,8 @@ def extension(stem: str) -> Extension:
         f"kcore._native.{stem}",
         [f"native/{stem}.pyx"],
         include_dirs=["native"],
+        # A changed header rebuilds every kernel (they are few and small).
+        depends=sorted(str(p) for p in Path("native").glob("*.h")),
         define_macros=macros,
         extra_compile_args=compile_args,
     )

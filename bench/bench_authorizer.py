@@ -29,8 +29,8 @@ from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from kcore.security.authorizer import Authorizer
-from tests.support import BrokerProcess
-from tests.support.wire import WireClient, batch, create_topic, produce_body
+from kcore.testing import BrokerProcess
+from kcore.testing.wire import WireClient, batch, create_topic, produce_body
 
 PRINCIPAL, HOST, TOPIC = "User:ANONYMOUS", "127.0.0.1", "bench"
 

@@ -38,8 +38,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kcore.protocol.api_keys import ApiKey
-from tests.support import BrokerProcess, free_port
-from tests.support.wire import WireClient
+from kcore.testing import BrokerProcess, free_port
+from kcore.testing.wire import WireClient
 
 TOPIC = "console-bench"
 ABSENT = "no-record-holds-this-text"

@@ -50,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kcore.testing import free_port, kcore_command
+
 TOPIC = "durability"
 PARTITIONS = 16
 MODES = {
@@ -59,12 +61,6 @@ MODES = {
     "group-thread": ({"log.flush.interval.messages": "1"}, "thread"),
 }
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -79,7 +75,7 @@ class Broker:
         overrides, syncer = MODES[mode]
         self.port = free_port()
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"{mode}-", dir=root))
-        command = [sys.executable, "-m", "kcore.cli.main", "broker", "--log-level", "INFO",
+        command = [*kcore_command("broker"), "--log-level", "INFO",
                    "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                    "--override", f"log.dirs={self.data_dir / 'data'}",
                    "--override", f"num.partitions={PARTITIONS}"]

@@ -1,7 +1,7 @@
 """Group coordinator figures: rebalance latency and offset commit rate.
 
 Against a broker subprocess (group.initial.rebalance.delay.ms=0,
-group.min.session.timeout.ms=100), with raw protocol members (tests/wire.py)
+group.min.session.timeout.ms=100), with raw protocol members (kcore.testing.wire)
 so that client-side delays do not hide the coordinator's:
 
 1. join -> stable: a Stable group of 3 rebalances; time from the last
@@ -38,8 +38,8 @@ from pathlib import Path
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
-from tests.support import BrokerProcess
-from tests.support.wire import WireClient
+from kcore.testing import BrokerProcess
+from kcore.testing.wire import WireClient
 
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
 SUBSCRIPTION = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", -1)
@@ -239,7 +239,7 @@ def in_process_commits_per_second(commits: int) -> float:
 
 
 def confluent_takeover_s(broker: BrokerProcess, directory: Path) -> float:
-    from tests.support.groups import scenario_member_killed
+    from kcore.bench.groups import scenario_member_killed
     return scenario_member_killed(broker, directory, "confluent")
 
 

@@ -28,7 +28,7 @@ import pytest
 from kcore._native import records, segment
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
-from tests.support.batches import build_batch
+from kcore.testing.batches import build_batch
 
 ROUND_BYTES = 32 << 20
 # A handful of distinct buffers, as a broker reuses receive buffers: the

@@ -18,7 +18,7 @@ from kcore._native.twin import append as append_twin
 from kcore._native.twin import index as index_twin
 from kcore._native.twin import records as records_twin
 from kcore._native.twin import segment as segment_twin
-from tests.support.batches import build_batch
+from kcore.testing.batches import build_batch
 
 BATCH_16K = build_batch([os.urandom(16 * 1024 - 80)])
 TEN_BATCHES = bytearray(b"".join(build_batch([os.urandom(100)] * 3) for _ in range(10)))

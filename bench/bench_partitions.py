@@ -38,6 +38,7 @@ from pathlib import Path
 from kcore.bench import procs
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.frames import encode_request
+from kcore.testing import free_port, kcore_command
 
 PARTITIONS_PER_TOPIC = 100
 START_TIMEOUT_S = 600.0
@@ -49,13 +50,13 @@ class Broker:
 
     def __init__(self, root: Path, overrides: list[str]):
         self.root = root
-        self.port = procs.free_port()
+        self.port = free_port()
         self.overrides = overrides
         self.process: subprocess.Popen | None = None
 
     def start(self) -> float:
         """Start and wait for the port; seconds from exec to listening."""
-        command = [sys.executable, "-m", "kcore.cli.main", "broker", "--log-level", "WARNING",
+        command = [*kcore_command("broker"), "--log-level", "WARNING",
                    "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                    "--override", f"log.dirs={self.root / 'data'}"]
         for item in self.overrides:

@@ -47,8 +47,7 @@ from confluent_kafka.admin import NewTopic
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from tests.support.cluster import Cluster
-from tests.support.zookeeper import ZooKeeperServer
+from kcore.testing import Cluster, ZooKeeperServer, kcore_command
 
 VALUE_BYTES = 1024
 POLL_S = 0.05
@@ -85,8 +84,8 @@ def move_round(cluster: Cluster, admin: KafkaAdminClient, root: Path, index: int
     plan = root / f"{topic}.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": 0, "replicas": [2, 3]}]}))
-    command = [sys.executable, "-m", "kcore.cli.main", "reassign-partitions",
-               "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)]
+    command = kcore_command("reassign-partitions", "--bootstrap-server", cluster.bootstrap,
+                            "--reassignment-json-file", str(plan))
     start = time.monotonic()
     result = subprocess.run([*command, "--execute", "--throttle", str(throttle)],
                             capture_output=True, text=True, timeout=60)

@@ -46,8 +46,7 @@ import time
 from pathlib import Path
 
 from bench.bench_durability import cpu_seconds, producer_main
-from tests.support.cluster import Cluster
-from tests.support.zookeeper import ZooKeeperServer
+from kcore.testing import Cluster, ZooKeeperServer
 
 PARTITIONS = 8
 SESSION_TIMEOUT_MS = 6000

@@ -27,7 +27,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support import BrokerProcess
+from kcore.testing import BrokerProcess
 
 PARTITIONS = 4
 VALUE = os.urandom(512) * 2  # 1 KiB, half random

@@ -55,7 +55,7 @@ import uuid
 from pathlib import Path
 
 from bench.bench_durability import cpu_seconds
-from tests.support import BrokerProcess
+from kcore.testing import BrokerProcess
 
 PARTITIONS = 8
 VALUE_BYTES = 1024

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,8 +18,7 @@ import psutil
 import trustme
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support import BrokerProcess, free_port  # noqa: E402
+from kcore.testing import BrokerProcess, free_port
 
 PARTITIONS = 16
 VALUE = b"x" * 1024

@@ -1,7 +1,15 @@
+from importlib.metadata import entry_points
+
 import pytest
 
 from tests.support import BrokerProcess
-from tests.support.zookeeper import ZooKeeperServer
+
+# kcore.testing.plugin (the kcore_* fixtures) comes through the pytest11
+# entry point of the installed package; a checkout on PYTHONPATH, or an
+# environment whose kcore was installed before that entry point existed,
+# loads it here instead (loading it both ways is an error).
+if not any(ep.value == "kcore.testing.plugin" for ep in entry_points(group="pytest11")):
+    pytest_plugins = ["kcore.testing.plugin"]
 
 
 @pytest.fixture
@@ -34,10 +42,6 @@ def spark():
 
 
 @pytest.fixture
-def zookeeper(tmp_path):
-    """A standalone ZooKeeperServer, serving."""
-    server = ZooKeeperServer(tmp_path / "zookeeper")
-    try:
-        yield server.start()
-    finally:
-        server.kill()
+def zookeeper(kcore_zookeeper):
+    """A standalone ZooKeeperServer, serving (kcore.testing.plugin's)."""
+    return kcore_zookeeper

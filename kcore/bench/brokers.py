@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from kcore.bench import procs, security
+from kcore.testing.ports import free_ports
 
 START_TIMEOUT_S = 60.0
 
@@ -132,7 +133,7 @@ class Kcore:
     def start(self, workdir: Path, setup: Setup, workload, host: str = "127.0.0.1",
               advertised: str | None = None, prefix: list[str] | None = None) -> Running:
         processes = int(dict(setup.overrides).get("num.processes", 1))
-        port = procs.free_ports(processes)
+        port = free_ports(processes)
         data_dir = workdir / "kcore-data"
         listener, client_config = security.listener_settings(setup.security, host, port, workdir)
         settings = {**listener, "log.dirs": str(data_dir),

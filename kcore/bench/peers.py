@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kcore.bench import procs
 from kcore.bench.brokers import START_TIMEOUT_S, Running, Setup, Unsupported, cache_dir, create_topic_admin
+from kcore.testing.ports import free_port
 
 
 class Kafka09:
@@ -69,7 +70,7 @@ class Kafka09:
 
     def start(self, workdir: Path, setup: Setup, workload, **_) -> Running:
         (workdir / "logs").mkdir(parents=True, exist_ok=True)
-        kafka_port, zk_port = procs.free_port(), procs.free_port()
+        kafka_port, zk_port = free_port(), free_port()
         (workdir / "zk.properties").write_text(
             f"dataDir={workdir}/zkdata\nclientPort={zk_port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n")
         flush = "log.flush.interval.messages=1\n" if workload.durability == "fsync" else ""
@@ -190,7 +191,7 @@ class Tansu(_PipPeer):
 
     def start(self, workdir: Path, setup: Setup, workload, **_) -> Running:
         workdir.mkdir(parents=True, exist_ok=True)
-        port = procs.free_port()
+        port = free_port()
         url = f"tcp://127.0.0.1:{port}"
         return self._start(workdir, [str(self.home / self.binary), "broker", "--listener-url", url,
                                      "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
@@ -211,7 +212,7 @@ class Noida(_PipPeer):
 
     def start(self, workdir: Path, setup: Setup, workload, **_) -> Running:
         workdir.mkdir(parents=True, exist_ok=True)
-        port = procs.free_port()
+        port = free_port()
         data_dir = workdir / "noida-data"
         return self._start(workdir, [str(self.home / self.binary), "start", "--data-dir", str(data_dir),
                                      "--host", "127.0.0.1", "--only", "kafka", "--kafka-port", str(port)],

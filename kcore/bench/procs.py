@@ -54,31 +54,6 @@ def stop(process: subprocess.Popen | None, timeout: float = STOP_TIMEOUT_S) -> i
     return process.returncode
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def free_ports(count: int, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive free loopback ports."""
-    for _ in range(attempts):
-        base = free_port()
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise RuntimeError(f"no {count} consecutive free ports in {attempts} attempts")
-
-
 def wait_for_port(host: str, port: int, process: subprocess.Popen, timeout: float,
                   netns: str | None = None, log_path: Path | None = None) -> None:
     """Until a TCP connect to host:port succeeds (inside ``netns`` if given)."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from kcore.bench import brokers, measure, procs
 from kcore.bench.brokers import Setup, Unsupported
 from kcore.bench.runner import run_workload
+from kcore.testing.ports import free_port
 
 SCHEMA_VERSION = 1
 MIB = 1 << 20
@@ -272,7 +273,7 @@ class _Environment:
 
     def _start_behind_proxy(self, target, workdir: Path, workload):
         import sys
-        proxy_port = procs.free_port()
+        proxy_port = free_port()
         running = target.start(workdir, self.setup, workload, advertised=f"127.0.0.1:{proxy_port}")
         broker_address = _listener_address(running)
         log_path = self.workdir / "proxy.log"

@@ -1,7 +1,8 @@
 """Workloads: what the load generators do, read from TOML files.
 
-A workload file (``bench/workloads/*.toml``) holds one table of the fields
-of ``Workload``; the names follow the OpenMessaging Benchmark's workload
+A workload file (``kcore/bench/workloads/*.toml``, shipped in the package,
+or one's own in ``./bench/workloads``) holds one table of the fields of
+``Workload``; the names follow the OpenMessaging Benchmark's workload
 files where they have one (``partitionsPerTopic`` -> ``partitions``,
 ``messageSize`` -> ``message_bytes``, ``producerRate`` -> ``rate``)::
 
@@ -90,11 +91,15 @@ class Workload:
         return dataclasses.asdict(self)
 
 
+# The workloads that ship with the package (package data, in the wheel).
+PACKAGED_WORKLOADS = Path(__file__).resolve().parent / "workloads"
+
+
 def workload_dirs() -> list[Path]:
-    """Where workload names are looked up: ./bench/workloads, then the
-    source tree's bench/workloads next to the installed package."""
-    here = Path(__file__).resolve().parents[2] / "bench" / "workloads"
-    return [Path.cwd() / "bench" / "workloads", here]
+    """Where workload names are looked up: ./bench/workloads (a user's own
+    files, which win over a packaged one of the same name), then the
+    packaged ones."""
+    return [Path.cwd() / "bench" / "workloads", PACKAGED_WORKLOADS]
 
 
 def load(name_or_path: str) -> Workload:

@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
     verbs.add_parser("workloads", help="list the workload files").set_defaults(run=_workloads)
 
     run = verbs.add_parser("run", help="run workloads against one target")
-    run.add_argument("workloads", nargs="+", help="workload names (bench/workloads) or TOML paths")
+    run.add_argument("workloads", nargs="+", help="workload names (`kcore bench workloads` lists them) or TOML paths")
     run.add_argument("--target", default="kcore", help="kcore, kafka09, tansu or noida")
     run.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                      help="broker config key for kcore (repeatable)")

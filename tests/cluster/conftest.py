@@ -6,8 +6,7 @@ no state, paused process or stopped member leaks into the next test.
 """
 import pytest
 
-from tests.support.cluster import Cluster
-from tests.support.zookeeper import ZooKeeperEnsemble
+from kcore.testing.zookeeper import ZooKeeperEnsemble
 
 
 @pytest.fixture
@@ -21,24 +20,14 @@ def zookeeper_ensemble(tmp_path):
 
 
 @pytest.fixture
-def cluster_factory(tmp_path, zookeeper):
+def cluster_factory(kcore_cluster_factory):
     """cluster_factory(n=3, overrides=None, racks=None) -> a started Cluster
-    on the test's ZooKeeper; every broker is killed at the end."""
-    started: list[Cluster] = []
-
-    def start(n: int = 3, overrides: dict[str, str] | None = None,
-              racks: dict[int, str] | None = None) -> Cluster:
-        cluster = Cluster(tmp_path / f"cluster-{len(started)}", zookeeper.connect_string, n,
-                          overrides, racks)
-        started.append(cluster)
-        return cluster.start()
-
-    yield start
-    for cluster in started:
-        cluster.kill_all()
+    on the test's ZooKeeper (the ``zookeeper`` fixture); every broker is
+    killed at the end (kcore.testing.plugin's)."""
+    return kcore_cluster_factory
 
 
 @pytest.fixture
-def cluster(cluster_factory):
+def cluster(kcore_cluster):
     """Three brokers (ids 1, 2, 3), started."""
-    return cluster_factory()
+    return kcore_cluster

@@ -4,8 +4,6 @@ stale or foreign input. Real broker processes, real clients."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,6 +14,7 @@ from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
 from tests.support import BrokerProcess
+from tests.support.cli import kcore_cli
 from tests.support.cluster import CLUSTER_SETTINGS
 from tests.support.wire import WireClient, fetch_body, produce_body
 
@@ -54,9 +53,7 @@ def test_placement_metadata_and_leaders_answering(cluster):
 
 def test_topic_describe_shows_leader_replicas_isr(cluster):
     cluster.create_topic("described", 2, 2)
-    result = subprocess.run([sys.executable, "-m", "kcore.cli.main", "topics", "describe",
-                             "described", "--bootstrap-server", cluster.brokers[1].bootstrap],
-                            capture_output=True, text=True, timeout=30)
+    result = kcore_cli("topics", "describe", "described", "--bootstrap-server", cluster.brokers[1].bootstrap)
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if "Partition: " in line]
     assert "Leader: 1\tReplicas: 1,2\tIsr: 1,2" in lines[0]

@@ -5,8 +5,6 @@ in order and once; no replica keeps a divergent tail. Real brokers, a real
 ZooKeeper, confluent-kafka as the client."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 
@@ -16,6 +14,7 @@ from kcore import protocol
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
 from kcore.protocol.records import Record, build_batch
+from tests.support.cli import kcore_cli
 from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
 from tests.support.wire import WireClient, produce_body
 
@@ -125,8 +124,7 @@ def dump_values(broker, topic: str, partition: int) -> list[int]:
     directory = broker.data_dir / f"{topic}-{partition}"
     values = []
     for segment in sorted(directory.glob("*.log")):
-        result = subprocess.run([sys.executable, "-m", "kcore.cli.main", "dump-log", str(segment),
-                                 "--records"], capture_output=True, text=True, timeout=60)
+        result = kcore_cli("dump-log", str(segment), "--records")
         assert result.returncode == 0, result.stderr
         for line in result.stdout.splitlines():
             if "payload:" in line:

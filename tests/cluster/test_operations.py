@@ -4,13 +4,12 @@ elections (on demand and automatic), and a ZooKeeper ensemble losing a
 server. Real brokers, a real ZooKeeper, confluent-kafka clients."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 
 from confluent_kafka import Consumer
 
+from tests.support.cli import kcore_cli
 from tests.support.cluster import Cluster, ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
 
 CONFIGS = {"min.insync.replicas": "2"}
@@ -103,9 +102,7 @@ def test_preferred_leaders_come_back_on_demand(cluster_factory):
     cluster.create_topic("prefer", 3, 3)
     bounce(cluster, 1, "prefer")
     assert cluster.leader("prefer", 0) != 1  # broker 1 is back, but follows
-    result = subprocess.run([sys.executable, "-m", "kcore.cli.main", "topics", "elect-leaders",
-                             "--topic", "prefer", "--bootstrap-server", cluster.bootstrap],
-                            capture_output=True, text=True, timeout=60)
+    result = kcore_cli("topics", "elect-leaders", "--topic", "prefer", "--bootstrap-server", cluster.bootstrap)
     assert result.returncode == 0, result.stderr
     assert "Elected a new leader for prefer-0." in result.stdout
     assert "prefer-1: its preferred leader leads already." in result.stdout

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -25,6 +24,7 @@ from kafka.errors import (
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from tests.support.cli import kcore_cli
 from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
 from tests.support.wire import WireClient
 
@@ -377,6 +377,4 @@ def test_generate_proposes_a_plan_over_the_given_brokers(cluster, tmp_path):
 
 
 def cli(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "reassign-partitions",
-                           "--bootstrap-server", cluster.bootstrap, *args],
-                          capture_output=True, text=True, timeout=60)
+    return kcore_cli("reassign-partitions", "--bootstrap-server", cluster.bootstrap, *args)

@@ -123,8 +123,8 @@ CHILD = textwrap.dedent("""
     import sys
     from kcore._native import records
     from kcore.log.manager import LogManager
-    from tests.support import batches
-    from tests.support.batches import build_batch
+    from kcore.testing import batches
+    from kcore.testing.batches import build_batch
 
     batches.crc32c = records.crc32c  # build batches fast: most time goes to writing them
 

@@ -13,6 +13,7 @@ import pytest
 
 from kcore.bench import measure, network, payloads, procs
 from kcore.bench.workload import Workload, load
+from kcore.testing.ports import free_port
 
 
 def test_workload_files_load_with_the_omb_shapes():
@@ -75,7 +76,7 @@ def _round_trip_ms(port: int) -> float:
 
 
 def test_delaying_proxy_adds_its_delay_each_way(tmp_path):
-    echo_port, proxy_port = _echo_server(), procs.free_port()
+    echo_port, proxy_port = _echo_server(), free_port()
     proxy = procs.spawn([sys.executable, "-m", "kcore.bench.proxy", "--listen-port", str(proxy_port),
                          "--target", f"127.0.0.1:{echo_port}", "--delay-ms", "20"], tmp_path / "proxy.log")
     try:

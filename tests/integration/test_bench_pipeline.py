@@ -7,12 +7,12 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kcore.bench import report
+from tests.support.cli import kcore_command
 
 RUN_TIMEOUT_S = 120
 REPO = Path(__file__).resolve().parents[2]
@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "runs.jsonl"
-    done = subprocess.run([sys.executable, "-m", "kcore.cli.main", "bench", "run", "tiny-max", "tiny-rate",
-                           "--rounds", "2", "--out", str(out), "--no-progress"],
+    done = subprocess.run(kcore_command("bench", "run", "tiny-max", "tiny-rate",
+                                        "--rounds", "2", "--out", str(out), "--no-progress"),
                           cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stderr[-3000:]

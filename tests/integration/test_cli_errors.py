@@ -3,14 +3,12 @@ sees and what is kept."""
 import os
 import signal
 import subprocess
-import sys
 
-CLI_TIMEOUT_S = 60
+from tests.support.cli import CLI_TIMEOUT_S, kcore_cli, kcore_command
 
 
 def kcore(*args, bootstrap, stdin=None):
-    command = [sys.executable, "-m", "kcore.cli.main", *args, "--bootstrap-server", bootstrap]
-    return subprocess.run(command, input=stdin, capture_output=True, timeout=CLI_TIMEOUT_S)
+    return kcore_cli(*args, "--bootstrap-server", bootstrap, stdin=stdin, text=False)
 
 
 def ok(result):
@@ -69,8 +67,8 @@ def test_interrupting_produce_still_sends_the_lines_already_read(broker):
     create(broker, "interrupted", 1)
     read_end, write_end = os.pipe()
     producer = subprocess.Popen(
-        [sys.executable, "-m", "kcore.cli.main", "produce", "interrupted",
-         "--bootstrap-server", broker.bootstrap], stdin=read_end, stderr=subprocess.PIPE)
+        kcore_command("produce", "interrupted", "--bootstrap-server", broker.bootstrap),
+        stdin=read_end, stderr=subprocess.PIPE)
     os.close(read_end)
     try:
         os.write(write_end, b"one\ntwo\n")
@@ -92,8 +90,8 @@ def test_interrupting_consume_ends_it_cleanly_with_the_count(broker):
     create(broker, "endless", 1)
     ok(kcore("produce", "endless", bootstrap=broker.bootstrap, stdin=b"a\nb\nc\n"))
     consumer = subprocess.Popen(
-        [sys.executable, "-m", "kcore.cli.main", "consume", "endless", "--from-beginning",
-         "--bootstrap-server", broker.bootstrap], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        kcore_command("consume", "endless", "--from-beginning", "--bootstrap-server", broker.bootstrap),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         printed = b"".join(consumer.stdout.readline() for _ in range(3))
         consumer.send_signal(signal.SIGINT)

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 from kafka import KafkaConsumer, KafkaProducer
 
+from tests.support.cli import kcore_cli
+
 
 def kcore(broker, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "groups", *args,
-                           "--bootstrap-server", broker.bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    return kcore_cli("groups", *args, "--bootstrap-server", broker.bootstrap)
 
 
 def consume_and_commit(broker, group: str, topic: str, count: int) -> None:

@@ -4,20 +4,19 @@ where librdkafka's murmur2_random puts them, and kcat prints the same
 template the same way."""
 import shutil
 import subprocess
-import sys
 
 import pytest
 from confluent_kafka import Producer as ConfluentProducer
 from kafka import KafkaConsumer, TopicPartition
 
-CLI_TIMEOUT_S = 60
+from tests.support.cli import CLI_TIMEOUT_S, kcore_cli
+
 FIELDS = "%p|%o|%k|%s|%h\\n"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 def kcore(*args, bootstrap, stdin=None):
-    command = [sys.executable, "-m", "kcore.cli.main", *args, "--bootstrap-server", bootstrap]
-    return subprocess.run(command, input=stdin, capture_output=True, timeout=CLI_TIMEOUT_S)
+    return kcore_cli(*args, "--bootstrap-server", bootstrap, stdin=stdin, text=False)
 
 
 def ok(result):

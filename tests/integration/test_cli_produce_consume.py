@@ -1,17 +1,15 @@
 """`kcore produce` / `kcore consume` against a real broker subprocess."""
 import subprocess
-import sys
 import time
 
 from kcore.client.partitioner import partition_for_key
+from tests.support.cli import kcore_cli, kcore_command
 
-CLI_TIMEOUT_S = 60
 FIELDS = "%p|%o|%k|%s|%h\\n"
 
 
 def kcore(*args, bootstrap, stdin=None):
-    command = [sys.executable, "-m", "kcore.cli.main", *args, "--bootstrap-server", bootstrap]
-    return subprocess.run(command, input=stdin, capture_output=True, timeout=CLI_TIMEOUT_S)
+    return kcore_cli(*args, "--bootstrap-server", bootstrap, stdin=stdin, text=False)
 
 
 def ok(result):
@@ -99,8 +97,8 @@ def test_consume_offsets_and_one_partition(broker):
 def test_consume_by_default_prints_only_new_records(broker):
     create(broker, "live", 1)
     ok(kcore("produce", "live", bootstrap=broker.bootstrap, stdin=b"before\n"))
-    command = [sys.executable, "-m", "kcore.cli.main", "consume", "live", "--max-messages", "1",
-               "--timeout-ms", "30000", "--bootstrap-server", broker.bootstrap]
+    command = kcore_command("consume", "live", "--max-messages", "1",
+                            "--timeout-ms", "30000", "--bootstrap-server", broker.bootstrap)
     consumer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # Produce until the consumer, once it has found the end, picks one up.

@@ -1,17 +1,14 @@
 """`kcore topics ...` against a real broker subprocess, cross-checked with kafka-python."""
-import subprocess
-import sys
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-CLI_TIMEOUT_S = 30
+from tests.support.cli import kcore_cli
 
 
 def kcore(*args, bootstrap=None, stdin=None):
-    command = [sys.executable, "-m", "kcore.cli.main", *args]
     if bootstrap is not None:
-        command += ["--bootstrap-server", bootstrap]
-    return subprocess.run(command, input=stdin, capture_output=True, timeout=CLI_TIMEOUT_S)
+        args += ("--bootstrap-server", bootstrap)
+    return kcore_cli(*args, stdin=stdin, text=False)
 
 
 def ok(result):

@@ -4,12 +4,12 @@ coordinator knows of) aborted by hand so read_committed consumers get past it.""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 from confluent_kafka import Producer
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.records import Record, build_batch
+from tests.support.cli import kcore_cli
 from tests.support.wire import WireClient, create_topic, produce
 
 LATEST = -1
@@ -17,9 +17,7 @@ READ_COMMITTED = 1
 
 
 def kcore(broker, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "transactions", *args,
-                           "--bootstrap-server", broker.bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    return kcore_cli("transactions", *args, "--bootstrap-server", broker.bootstrap)
 
 
 def rows(output: str) -> list[list[str]]:

@@ -4,19 +4,17 @@ a missing one that can be created is created (as Kafka does)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
 from tests.support import BrokerProcess
+from tests.support.cli import kcore_cli
 from tests.support.tmpfs import mounted_tmpfs
 
 
 def start_broker(data_dir) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kcore.cli.main", "broker", "--override", f"log.dirs={data_dir}",
-         "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
-        capture_output=True, text=True, timeout=60)
+    return kcore_cli("broker", "--override", f"log.dirs={data_dir}",
+                     "--override", "listeners=PLAINTEXT://127.0.0.1:0")
 
 
 @pytest.fixture

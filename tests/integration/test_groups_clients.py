@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.groups import (
+from kcore.bench.groups import (
     GROUP_BROKER_SETTINGS,
     SESSION_TIMEOUT_MS,
     scenario_broker_restart,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.groups import History, check_history, even_counts, expected_messages
+from kcore.bench.groups import History, check_history, even_counts, expected_messages
 
 
 def _history(*events) -> History:

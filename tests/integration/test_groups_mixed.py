@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.groups import GROUP_BROKER_SETTINGS, scenario_exactly_once
+from kcore.bench.groups import GROUP_BROKER_SETTINGS, scenario_exactly_once
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 exposition parsed by prometheus-client's own parser, and `kcore status`."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from tests.support import free_port
+from tests.support.cli import kcore_cli
 from tests.support.compat import make_messages, unique_topic
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client, consume, produce
 from tests.support.metrics import scrape
@@ -85,8 +84,7 @@ def test_errors_are_counted_per_api_and_error_name(scraped):
 
 def test_kcore_status_prints_health_topics_and_lag(scraped):
     topic, _, _, url = scraped
-    done = subprocess.run([sys.executable, "-m", "kcore.cli.main", "status", "--url", url],
-                          capture_output=True, text=True, timeout=60)
+    done = kcore_cli("status", "--url", url)
     assert done.returncode == 0, done.stderr
     assert "broker 0 (cluster" in done.stdout and "under-replicated 0" in done.stdout
     assert f"{topic}  {PARTITIONS}" in done.stdout
@@ -95,6 +93,5 @@ def test_kcore_status_prints_health_topics_and_lag(scraped):
 
 def test_kcore_status_says_which_broker_does_not_answer():
     url = f"http://127.0.0.1:{free_port()}"
-    done = subprocess.run([sys.executable, "-m", "kcore.cli.main", "status", "--url", url, "--timeout", "2"],
-                          capture_output=True, text=True, timeout=60)
+    done = kcore_cli("status", "--url", url, "--timeout", "2")
     assert done.returncode == 1 and f"{url}: not answering" in done.stderr

@@ -4,7 +4,6 @@ not about topics (inter-broker requests, idempotent producers, configs)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
@@ -29,6 +28,7 @@ from tests.support.acls import (
     produce_one,
     secured_broker,
 )
+from tests.support.cli import kcore_cli
 from tests.support.wire import WireClient
 
 TOPIC = ResourceType.TOPIC
@@ -36,9 +36,7 @@ Op = AclOperation
 
 
 def kcore_acls(broker, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kcore.cli.main", "acls", *args,
-                           "--bootstrap-server", broker.bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    return kcore_cli("acls", *args, "--bootstrap-server", broker.bootstrap)
 
 
 def test_kcore_acls_add_list_remove_round_trip(broker_factory):

@@ -4,8 +4,6 @@ clients confluent-kafka and kafka-python logging in as them; and a
 two-broker cluster whose brokers log in to each other as User:broker."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
@@ -24,6 +22,7 @@ from kafka.errors import TopicAuthorizationFailedError
 
 from tests.support import BrokerProcess, free_port
 from tests.support.acls import ADMIN_TIMEOUT_S, kcore_quotas
+from tests.support.cli import kcore_cli
 from tests.support.cluster import Cluster
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret",
@@ -199,11 +198,10 @@ def test_a_user_quota_slows_alice_and_not_bob(sasl_broker, tmp_path):
     config = tmp_path / "admin.properties"
     config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
                       "sasl.username=admin\nsasl.password=admin-secret\n")
-    set_quota = subprocess.run(
-        [sys.executable, "-m", "kcore.cli.main", "quotas", "alter", "--entity-type", "users",
-         "--entity-name", "alice", "--add-config", f"producer_byte_rate={quota}",
-         "--bootstrap-server", f"127.0.0.1:{sasl_broker.sasl_port}",
-         "--command-config", str(config)], capture_output=True, text=True, timeout=60)
+    set_quota = kcore_cli("quotas", "alter", "--entity-type", "users", "--entity-name", "alice",
+                          "--add-config", f"producer_byte_rate={quota}",
+                          "--bootstrap-server", f"127.0.0.1:{sasl_broker.sasl_port}",
+                          "--command-config", str(config))
     assert set_quota.returncode == 0, set_quota.stderr
     alice = produce_rate_as(sasl_broker, "alice", "shared", 4.0)
     bob = produce_rate_as(sasl_broker, "bob", "shared", 2.0)

@@ -14,13 +14,13 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kcore.testing.zookeeper import ZooKeeperServer
 from tests.support import BrokerProcess, free_port
 from tests.support.cli import kcore_cli
 from tests.support.cluster import CLUSTER_SETTINGS
 from tests.support.compat import unique_topic
 from tests.support.secure_broker import PLAIN_JAAS, SecureBroker
 from tests.support.security_clients import confluent_config, produce_and_consume
-from tests.support.zookeeper import ZooKeeperServer
 
 BROKER_JAAS = PLAIN_JAAS.replace("required ", 'required username="admin" password="admin-secret" ')
 

@@ -5,14 +5,13 @@ restarted from its checkpoint writes that micro-batch again, so the sink
 holds every source record once."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
 from confluent_kafka.admin import NewTopic
 from pyspark.errors import StreamingQueryException
 
+from tests.support.cli import kcore_cli
 from tests.support.compat import make_messages, unique_topic
 from tests.support.confluent import consume_to_end, produce
 from tests.support.spark import QUERY_TIMEOUT_S, create_topic, stream
@@ -24,8 +23,7 @@ FAILS_AT = 700     # in the second
 
 def transactional_ids(kafka, prefix: str) -> list[tuple[str, str]]:
     """(transactional id, state) of the ids under ``prefix``, from `kcore transactions list`."""
-    listed = subprocess.run([sys.executable, "-m", "kcore.cli.main", "transactions", "list",
-                             "--bootstrap-server", kafka.bootstrap], capture_output=True, text=True, timeout=60)
+    listed = kcore_cli("transactions", "list", "--bootstrap-server", kafka.bootstrap)
     assert listed.returncode == 0, listed.stderr
     rows = [line.split() for line in listed.stdout.splitlines()[1:]]
     return sorted((row[0], row[3]) for row in rows if row and row[0].startswith(prefix))

@@ -1,119 +1,14 @@
-"""A real kcore cluster for tests: broker processes on loopback ports,
-coordinated by a real ZooKeeper (tests/support/zookeeper.py).
-
-Settings make failures quick to see: 3 s ZooKeeper sessions (a SIGKILLed
-broker leaves the cluster ~3 s later), a 3 s replica lag limit, short
-controlled-shutdown and fetch back-offs. Metadata is read with
-confluent-kafka's AdminClient, a real client. Every wait is bounded and
-fails with the brokers' log tails.
-"""
+"""Cluster tests' load and audit: an acknowledged-writes producer, a
+reader of every partition, and the check that every acknowledged message
+survived. The cluster itself is kcore.testing.cluster's."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from pathlib import Path
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from kcore.testing.cluster import CLUSTER_SETTINGS, WAIT_S, Cluster
 
-from tests.support import BrokerProcess
-
-SESSION_TIMEOUT_MS = 3000
-CLUSTER_SETTINGS = {
-    "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-    "replica.lag.time.max.ms": "3000",
-    "replica.fetch.backoff.ms": "200",
-    "controlled.shutdown.retry.backoff.ms": "200",
-    "offsets.topic.num.partitions": "6",
-    "group.initial.rebalance.delay.ms": "0",
-    "replica.high.watermark.checkpoint.interval.ms": "500",
-}
-WAIT_S = 30.0
-
-
-class Cluster:
-    """``n`` brokers with ids 1..n sharing one ZooKeeper chroot."""
-
-    def __init__(self, base: Path, zookeeper_connect: str, n: int = 3,
-                 overrides: dict[str, str] | None = None,
-                 racks: dict[int, str] | None = None):
-        self.base = Path(base)
-        self.connect = f"{zookeeper_connect}/kcore"
-        self.brokers: dict[int, BrokerProcess] = {}
-        for broker_id in range(1, n + 1):
-            settings = {**CLUSTER_SETTINGS, "broker.id": str(broker_id),
-                        "zookeeper.connect": self.connect, **(overrides or {})}
-            if racks and broker_id in racks:
-                settings["broker.rack"] = racks[broker_id]
-            self.brokers[broker_id] = BrokerProcess(self.base / f"broker-{broker_id}", settings)
-        self._admin: AdminClient | None = None
-        self._admin_bootstrap = ""
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values())
-
-    def start(self) -> Cluster:
-        for broker in self.brokers.values():
-            broker.start()
-        self.wait_for(lambda: len(self.metadata().brokers) == len(self.brokers),
-                      "every broker registered")
-        return self
-
-    def kill_all(self) -> None:
-        for broker in self.brokers.values():
-            broker.resume()
-            broker.kill()
-
-    # -- metadata through a real client ----------------------------------------------------
-    @property
-    def admin(self) -> AdminClient:
-        """A client of the brokers that answer now (a paused one would hold
-        its requests until their timeout)."""
-        answering = ",".join(b.bootstrap for b in self.brokers.values() if b.running)
-        if self._admin is None or self._admin_bootstrap != answering:
-            self._admin = AdminClient({"bootstrap.servers": answering,
-                                       "topic.metadata.refresh.interval.ms": "200"})
-            self._admin_bootstrap = answering
-        return self._admin
-
-    def metadata(self, topic: str | None = None):
-        return self.admin.list_topics(topic, timeout=5)
-
-    def partitions(self, topic: str) -> dict:
-        """partition id -> confluent PartitionMetadata (leader, replicas, isrs)."""
-        found = self.metadata(topic).topics.get(topic)
-        return dict(found.partitions) if found is not None and found.error is None else {}
-
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, str] | None = None) -> None:
-        futures = self.admin.create_topics([NewTopic(name, partitions, replication_factor,
-                                                     config=configs or {})])
-        futures[name].result(timeout=WAIT_S)
-        self.wait_for(lambda: self.fully_replicated(name, partitions, replication_factor),
-                      f"{name} has a leader and a full ISR everywhere")
-
-    def fully_replicated(self, topic: str, partitions: int, replication_factor: int) -> bool:
-        found = self.partitions(topic)
-        return len(found) == partitions and all(
-            p.leader >= 0 and len(p.isrs) == replication_factor for p in found.values())
-
-    def leader(self, topic: str, partition: int) -> int:
-        found = self.partitions(topic).get(partition)
-        return found.leader if found is not None else -1
-
-    # -- waiting -------------------------------------------------------------------------------
-    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if condition():
-                    return
-            except Exception:  # a broker being restarted: ask again
-                pass
-            if time.monotonic() > deadline:
-                logs = "\n".join(f"--- broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())
-                raise AssertionError(f"timed out after {timeout:g}s waiting until {what}\n{logs}")
-            time.sleep(0.1)
+__all__ = ["CLUSTER_SETTINGS", "Cluster", "ProducerLoad", "check_acknowledged_survived", "consume_all",
+           "wait_for_progress"]
 
 
 class ProducerLoad:

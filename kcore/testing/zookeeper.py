@@ -3,23 +3,28 @@
 `ZooKeeperServer` is one server (standalone, or a member of a
 `ZooKeeperEnsemble`) in its own directory on free loopback ports. Every
 wait is bounded in time and the server's log tail goes into the error;
-the fixtures in tests/cluster/conftest.py kill every process they started,
+the fixtures of kcore.testing.plugin kill every process they started,
 whatever the test did.
+
+The jars are Debian's (`apt-get install zookeeper`, Java 17 or newer);
+``KCORE_ZOOKEEPER_JARS`` names another directory holding the same jars.
 
 Sessions expire fast: tickTime 200 ms, and the server grants session
 timeouts from 0.4 s to 10 s (2 to 50 ticks).
 """
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from tests.support import free_port
+from kcore.testing.ports import free_port
 
-JAVA_DIR = Path("/usr/share/java")
+JAVA_DIR = Path(os.environ.get("KCORE_ZOOKEEPER_JARS", "/usr/share/java"))
 # The smallest classpath that runs a server, standalone or in a quorum
 # (netty is only for TLS); slf4j-simple puts the server's log on stderr.
 CLASSPATH = ":".join(str(JAVA_DIR / jar) for jar in (
@@ -36,7 +41,7 @@ STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
 
 
-def wait_until(condition, what: str, servers: list[ZooKeeperServer],
+def wait_until(condition: Callable[[], bool], what: str, servers: list[ZooKeeperServer],
                timeout: float = STARTUP_TIMEOUT_S) -> None:
     """Poll `condition()` until true; fail at once if one of `servers`
     exits, and after `timeout` seconds, with their logs."""
@@ -70,8 +75,10 @@ class ZooKeeperServer:
         self.directory = Path(directory)
         self.myid = myid
         self.client_port = free_port()
-        self.quorum_port = free_port() if myid else None
-        self.election_port = free_port() if myid else None
+        # Used only in an ensemble (with a myid); picked for every server
+        # so that they are plain ints.
+        self.quorum_port = free_port()
+        self.election_port = free_port()
         self.peers: list[tuple[int, int, int]] = []
         self.process: subprocess.Popen | None = None
         self.log_path = self.directory / "server.log"
@@ -97,7 +104,7 @@ class ZooKeeperServer:
         missing = [jar for jar in CLASSPATH.split(":") if not Path(jar).is_file()]
         if missing:
             raise RuntimeError(f"ZooKeeper's jars are missing ({', '.join(missing)}): "
-                               "`make system-deps` installs Debian's zookeeper package")
+                               "Debian's zookeeper package has them (or set KCORE_ZOOKEEPER_JARS)")
         (self.directory / "data").mkdir(parents=True, exist_ok=True)
         if self.myid:
             (self.directory / "data" / "myid").write_text(f"{self.myid}\n")
@@ -132,24 +139,28 @@ class ZooKeeperServer:
 
     def stop(self) -> None:
         """SIGTERM (resuming a paused server first), SIGKILL after 10 s."""
-        if self.running:
+        process = self.process
+        if process is not None and process.poll() is None:
             self.resume()
-            self.process.terminate()
+            process.terminate()
             try:
-                self.process.wait(STOP_TIMEOUT_S)
+                process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 self.kill()
 
     def kill(self) -> None:
-        if self.running:
-            self.process.kill()
-            self.process.wait()
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
 
     def pause(self) -> None:
-        self.process.send_signal(signal.SIGSTOP)
+        if self.process is not None:
+            self.process.send_signal(signal.SIGSTOP)
 
     def resume(self) -> None:
-        self.process.send_signal(signal.SIGCONT)
+        if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)
 
     @property
     def running(self) -> bool:
@@ -169,7 +180,7 @@ class ZooKeeperEnsemble:
     def __init__(self, directory: Path, n: int = 3):
         self.servers = [ZooKeeperServer(Path(directory) / f"zk{myid}", myid)
                         for myid in range(1, n + 1)]
-        peers = [(s.myid, s.quorum_port, s.election_port) for s in self.servers]
+        peers = [(myid, s.quorum_port, s.election_port) for myid, s in enumerate(self.servers, 1)]
         for server in self.servers:
             server.peers = peers
 

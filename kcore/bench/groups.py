@@ -14,13 +14,18 @@ CLOCK_MONOTONIC is one clock for every process on the machine, so the logs
 of all workers merge into one history. `check_history` is the oracle:
 every produced message processed, and a message processed twice only at an
 offset at or past the partition's committed offset at that moment
-(redelivery only after the last commit). The tests at the bottom check the
-oracle itself.
+(redelivery only after the last commit); tests/integration/test_groups_harness.py
+checks the oracle itself.
+
+The project's consumer-group tests run these scenarios, and `bench_groups`
+times the member-killed one (seconds until the survivors take over).
 """
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.process
+import multiprocessing.synchronize
 import os
 import time
 import uuid
@@ -28,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.wire import WireClient
+from kcore.testing.wire import WireClient
 
 PARTITIONS = 12
 # Heartbeats every 300 ms and a 2 s session: a killed member is noticed in
@@ -230,8 +235,8 @@ async def _run_aiokafka(options: WorkerOptions, stop, log: WorkerLog) -> None:
 @dataclass
 class Worker:
     options: WorkerOptions
-    process: multiprocessing.Process
-    stop: object
+    process: multiprocessing.process.BaseProcess
+    stop: multiprocessing.synchronize.Event
 
     def kill(self) -> None:
         self.process.kill()
@@ -553,15 +558,3 @@ def scenario_broker_restart(broker, tmp_path: Path, client: str) -> None:
         finally:
             worker.close()
         check_history(History.read(logs), expected_messages(even_counts(total)), exactly_once=True)
-
-
-# -- the oracle's own tests ---------------------------------------------------------------
-
-
-
-
-
-
-
-
-

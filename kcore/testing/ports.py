@@ -1,0 +1,65 @@
+"""Free loopback ports for brokers, ZooKeeper servers and proxies in tests.
+
+A port is picked below the kernel's ephemeral range: a port the kernel hands
+out to outgoing connections can be taken by any client between this pick and
+the server's bind (seen: port + 1 of a two-process node, taken by a test's
+own client connection).
+"""
+from __future__ import annotations
+
+import random
+import socket
+
+# Under the ephemeral range (Linux: 32768-60999) and above the well-known
+# and registered ports most services on a developer's machine use.
+FIRST_TEST_PORT = 10_000
+# System randomness: pytest-randomly reseeds `random` per test, which would
+# pick the same ports test after test.
+_PORTS = random.SystemRandom()
+
+
+def free_port() -> int:
+    """A loopback port nothing is bound to now."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = _PORTS.randrange(FIRST_TEST_PORT, low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+            low = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, FIRST_TEST_PORT + 1000)
+
+
+def free_ports(count: int, attempts: int = 50) -> int:
+    """The first of ``count`` consecutive free loopback ports (a node with
+    num.processes=count listens on port + index)."""
+    for _ in range(attempts):
+        base = free_port()
+        if base + count > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError(f"no {count} consecutive free ports in {attempts} attempts")
