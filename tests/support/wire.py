@@ -101,3 +101,22 @@ def fetch(client, topic, offset, max_bytes=1 << 20, max_wait_ms=0, partition_max
     body["max_bytes"] = max_bytes
     body["topics"][0]["partitions"][0]["partition_max_bytes"] = partition_max_bytes
     return client.request(ApiKey.FETCH, 11, body).responses[0].partitions[0]
+
+
+def served_api_versions(port: int) -> dict[int, tuple[int, int]]:
+    """What the broker's ApiVersions v0 answer advertises, {api_key: (min,
+    max)}, read with struct alone (no kcore schema) so a probe stays true
+    whatever the protocol layer serves."""
+    client = WireClient(port)
+    try:
+        client_id = client.client_id.encode()
+        body = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 1, len(client_id)) + client_id
+        client.send_raw(struct.pack(">i", len(body)) + body)
+        frame = client.read_frame()
+    finally:
+        client.close()
+    assert frame is not None, "the broker closed the connection on ApiVersions v0"
+    _correlation_id, error_code, count = struct.unpack_from(">ihi", frame)
+    assert error_code == ErrorCode.NONE, error_code
+    entries = (struct.unpack_from(">hhh", frame, 10 + 6 * index) for index in range(count))
+    return {key: (low, high) for key, low, high in entries}
