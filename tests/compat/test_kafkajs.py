@@ -17,23 +17,29 @@ bootstrap at 127.0.0.1, the host the brokers advertise.
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.support.compat import (
     CODEC_COUNT,
     CODECS,
+    Message,
     assert_same_partitions,
     make_messages,
     start_broker,
     unique_topic,
+    wait_until,
 )
 from tests.support.confluent import consume as confluent_consume
 from tests.support.confluent import produce as confluent_produce
 from tests.support.kafkajs import (
+    Member,
     connection,
     consume,
+    decode,
     incoming,
     produce,
     requires_kafkajs,
@@ -137,3 +143,122 @@ def test_idempotent_producer_writes_each_message_once(broker, conn):
     produce(conn, topic, messages, idempotent=True, batchSize=50)
     assert_same_partitions(messages, confluent_consume(broker.bootstrap, topic, expected_total=600,
                                                        partitions=range(2)))
+
+
+# --- a consumer group across a killed member -------------------------------
+
+GROUP_PARTITIONS = 6
+PER_PARTITION = 150
+
+
+def latest_assignment(member: Member, topic: str) -> set[int] | None:
+    joins = [e for e in member.events() if e["event"] == "joined"]
+    return set(joins[-1]["assignment"].get(topic, [])) if joins else None
+
+
+def consumed_since_join(member: Member) -> list[dict]:
+    """The member's messages after its latest join."""
+    events = member.events()
+    last_join = max((i for i, e in enumerate(events) if e["event"] == "joined"), default=len(events))
+    return [e for e in events[last_join:] if e["event"] == "message"]
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets, read by librdkafka (OffsetFetch
+    without joining the group); partitions without one are left out."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(GROUP_PARTITIONS)], timeout=10)
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def group_values(count: int, tag: str) -> list[Message]:
+    return [Message(i % GROUP_PARTITIONS, None, f"{tag}-{i}".encode(), (), 0) for i in range(count)]
+
+
+def start_members(conn: dict, topic: str, group: str, tmp_path: Path, names: str, **options) -> list[Member]:
+    request = {"connection": conn, "topic": topic, "groupId": group, **options}
+    return [Member(request, tmp_path / f"member-{name}.log") for name in names]
+
+
+def wait_for_split(members: list[Member], topic: str, victim: Member) -> None:
+    """Until each member's latest assignment is a third of the partitions
+    (one generation, all three in it) and the victim has read 30 messages
+    in it."""
+    def settled() -> bool:
+        assignments = [latest_assignment(m, topic) or set() for m in members]
+        split = sum(len(a) for a in assignments) == GROUP_PARTITIONS and all(assignments) and \
+            set().union(*assignments) == set(range(GROUP_PARTITIONS))
+        return split and len(consumed_since_join(victim)) >= 30
+    wait_until(settled, 45, "three members sharing the partitions, the victim consuming")
+
+
+def check_commits_at_kill(members: list[Member], victim: Member, owned: set[int], at_kill: dict[int, int]) -> None:
+    """What the group holds for the victim's partitions: at least what the
+    victim saw committed (KafkaJS's commit events), never past what was read."""
+    by_victim = {(int(part["partition"]), int(part["offset"])) for e in victim.events()
+                 if e["event"] == "commit" for t in e["offsets"] for part in t["partitions"]
+                 if int(part["partition"]) in owned}
+    assert any(offset > 1 for _, offset in by_victim), f"the victim committed nothing: {by_victim}"
+    for partition, offset in by_victim:
+        assert at_kill[partition] >= offset
+    for partition in owned:
+        read = max((e["offset"] for m in members for e in m.consumed() if e["partition"] == partition), default=-1)
+        assert at_kill.get(partition, -1) <= read + 1, f"partition {partition} committed past what was read"
+
+
+def check_survivors_resumed(survivors: list[Member], marks: list[int], owned: set[int],
+                            at_kill: dict[int, int]) -> None:
+    """Whoever took a partition of the victim started at its committed offset."""
+    for partition in owned:
+        if at_kill.get(partition, 0) == PER_PARTITION:
+            continue  # the victim had finished it
+        taken = [e["offset"] for s, mark in zip(survivors, marks)
+                 for e in s.events()[mark:] if e["event"] == "message" and e["partition"] == partition]
+        assert taken and min(taken) == at_kill.get(partition, 0), (
+            f"partition {partition}: committed {at_kill.get(partition)} at the kill, survivors resumed at "
+            f"{min(taken) if taken else None}")
+
+
+@pytest.mark.timeout(150)
+def test_group_survives_a_killed_member_and_resumes_from_committed_offsets(broker, conn, tmp_path):
+    """Three KafkaJS members share six partitions; one is SIGKILLed while it
+    consumes. After its session times out the others take its partitions
+    from its last committed offsets, every message is consumed at least
+    once, and a member started after the survivors left reads only what was
+    produced after they had committed everything."""
+    topic, group = create_topic(conn, "kjs-group", GROUP_PARTITIONS), unique_topic("kjs-members")
+    produce(conn, topic, group_values(GROUP_PARTITIONS * PER_PARTITION, "first"))
+    members = start_members(conn, topic, group, tmp_path, "abc", delayMs=10)
+    victim, survivors = members[0], members[1:]
+    try:
+        wait_for_split(members, topic, victim)
+        owned = latest_assignment(victim, topic) or set()
+        victim.kill()
+        time.sleep(1.0)  # a commit already on the wire when the victim died lands first
+        at_kill = committed_offsets(broker.bootstrap, group, topic)
+        marks = [len(s.events()) for s in survivors]
+        check_commits_at_kill(members, victim, owned, at_kill)
+
+        everything = {f"first-{i}".encode() for i in range(GROUP_PARTITIONS * PER_PARTITION)}
+        wait_until(lambda: {decode(e["value"]) for m in members for e in m.consumed()} >= everything, 60,
+                   "every message consumed by some member")
+        check_survivors_resumed(survivors, marks, owned, at_kill)
+        for survivor in survivors:
+            assert survivor.stop() == 0, survivor.output()
+        assert committed_offsets(broker.bootstrap, group, topic) == dict.fromkeys(range(GROUP_PARTITIONS),
+                                                                                  PER_PARTITION)
+    finally:
+        for member in members:
+            member.kill()
+
+    later = group_values(60, "later")
+    produce(conn, topic, later)
+    newcomer, = start_members(conn, topic, group, tmp_path, "d")
+    try:
+        wait_until(lambda: len(newcomer.consumed()) >= len(later), 30, "the newcomer reading the later messages")
+        assert sorted(decode(e["value"]) for e in newcomer.consumed()) == sorted(m.value for m in later)
+    finally:
+        newcomer.kill()

@@ -1,6 +1,6 @@
 // One member of a KafkaJS consumer group, run until SIGTERM (leaves the
 // group and commits) or SIGKILL (says nothing). Prints a JSON line per event:
-// {event: 'joined', memberId, generationId, assignment}, {event: 'message',
+// {event: 'joined', memberId, assignment}, {event: 'message',
 // partition, offset, value} once the message is processed (before KafkaJS
 // may commit it), {event: 'commit', offsets}, {event: 'crash', error}.
 // Request: { connection, topic, groupId, delayMs, sessionTimeout }
@@ -18,8 +18,7 @@ const consumer = client(request.connection).consumer({
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => answer({
-  event: 'joined', memberId: payload.memberId, generationId: payload.groupGenerationId,
-  assignment: payload.memberAssignment,
+  event: 'joined', memberId: payload.memberId, assignment: payload.memberAssignment,
 }))
 consumer.on(consumer.events.COMMIT_OFFSETS, ({ payload }) => answer({ event: 'commit', offsets: payload.topics }))
 consumer.on(consumer.events.CRASH, ({ payload }) => answer({ event: 'crash', error: describeError(payload.error) }))
