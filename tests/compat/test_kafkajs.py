@@ -41,10 +41,12 @@ from tests.support.kafkajs import (
     consume,
     decode,
     incoming,
+    outgoing,
     produce,
     requires_kafkajs,
     run,
 )
+from tests.support.transactions import READ_COMMITTED, READ_UNCOMMITTED, read_to_end, values
 
 pytestmark = requires_kafkajs
 
@@ -262,3 +264,51 @@ def test_group_survives_a_killed_member_and_resumes_from_committed_offsets(broke
         assert sorted(decode(e["value"]) for e in newcomer.consumed()) == sorted(m.value for m in later)
     finally:
         newcomer.kill()
+
+
+# --- transactions ----------------------------------------------------------
+
+
+def txn_messages(label: str, count: int, partitions: int = 2) -> list[Message]:
+    return [Message(i % partitions, None, f"{label}-{i}".encode(), (), 0) for i in range(count)]
+
+
+def transaction(messages: list[Message], outcome: str, group: str | None = None,
+                offsets: dict[str, dict[int, int]] | None = None) -> dict:
+    step: dict = {"messages": [outgoing(m) for m in messages], "outcome": outcome}
+    if offsets:
+        step["offsets"] = {"consumerGroupId": group, "topics": [
+            {"topic": topic, "partitions": [{"partition": p, "offset": str(o)} for p, o in by_partition.items()]}
+            for topic, by_partition in offsets.items()]}
+    return step
+
+
+def test_transactions_commit_is_read_abort_is_hidden_and_offsets_follow_the_outcome(broker, conn):
+    """A KafkaJS transactional producer commits, aborts and commits again,
+    with consumer offsets (sendOffsets) in the first two: read_committed
+    readers (KafkaJS's default, librdkafka's) see the committed records
+    only, read_uncommitted ones see all, and the group holds the committed
+    transaction's offsets, not the aborted one's."""
+    topic, source = create_topic(conn, "kjs-txn", 2), create_topic(conn, "kjs-txn-source", 2)
+    group = unique_topic("kjs-txn-group")
+    first, aborted, second = txn_messages("first", 20), txn_messages("aborted", 20), txn_messages("second", 10)
+    answer = run("transactions", {"connection": conn, "topic": topic, "transactionalId": unique_topic("kjs-txn-id"),
+                                  "transactions": [
+                                      transaction(first, "commit", group, {source: {0: 5, 1: 7}}),
+                                      transaction(aborted, "abort", group, {source: {0: 50, 1: 70}}),
+                                      transaction(second, "commit")]})
+    assert all("error" not in r for r in answer["results"]), answer["results"]
+
+    committed = [m.value for m in first + second]
+    everything = [m.value for m in first + aborted + second]
+    assert sorted(values(read_to_end(broker.bootstrap, topic, 2, READ_COMMITTED))) == sorted(committed)
+    assert sorted(values(read_to_end(broker.bootstrap, topic, 2, READ_UNCOMMITTED))) == sorted(everything)
+    # One more than there is: the reader waits out its 3 s for a record that must not come.
+    read_committed = consume(conn, topic, len(committed) + 1, unique_topic("kjs-rc"), timeoutMs=3000)
+    assert sorted(decode(r["value"]) for r in read_committed) == sorted(committed)
+    read_uncommitted = consume(conn, topic, len(everything), unique_topic("kjs-ru"), readUncommitted=True)
+    assert sorted(decode(r["value"]) for r in read_uncommitted) == sorted(everything)
+
+    assert committed_offsets(broker.bootstrap, group, source) == {0: 5, 1: 7}
+    fetched, = results(conn, ("fetchOffsets", {"groupId": group, "topics": [source]}))
+    assert {p["partition"]: int(p["offset"]) for p in fetched[0]["partitions"]} == {0: 5, 1: 7}
