@@ -28,7 +28,9 @@ from tests.support.compat import (
     CODECS,
     Message,
     assert_same_partitions,
+    first_offset_at_or_after,
     make_messages,
+    offsets_for_times_messages,
     start_broker,
     unique_topic,
     wait_until,
@@ -47,6 +49,7 @@ from tests.support.kafkajs import (
     run,
 )
 from tests.support.transactions import READ_COMMITTED, READ_UNCOMMITTED, read_to_end, values
+from tests.support.wire import served_api_versions
 
 pytestmark = requires_kafkajs
 
@@ -312,3 +315,132 @@ def test_transactions_commit_is_read_abort_is_hidden_and_offsets_follow_the_outc
     assert committed_offsets(broker.bootstrap, group, source) == {0: 5, 1: 7}
     fetched, = results(conn, ("fetchOffsets", {"groupId": group, "topics": [source]}))
     assert {p["partition"]: int(p["offset"]) for p in fetched[0]["partitions"]} == {0: 5, 1: 7}
+
+
+# --- admin -------------------------------------------------------------------
+
+
+def test_admin_creates_lists_grows_and_deletes_topics(conn):
+    topic = create_topic(conn, "kjs-admin-topics", 2, {"retention.ms": "3600000"})
+    again, listed, grown, metadata, deleted, after = admin(
+        conn,
+        ("createTopics", {"topics": [{"topic": topic, "numPartitions": 2}]}),
+        ("listTopics",),
+        ("createPartitions", {"topicPartitions": [{"topic": topic, "count": 3}]}),
+        ("fetchTopicMetadata", {"topics": [topic]}),
+        ("deleteTopics", {"topics": [topic]}),
+        ("listTopics",))
+    # KafkaJS retries UNKNOWN_TOPIC_OR_PARTITION: without retries it gives up at once.
+    unknown, = admin({**conn, "retries": 0}, ("deleteTopics", {"topics": [unique_topic("kjs-never-created")]}))
+    assert again == {"result": False}  # KafkaJS's answer to TOPIC_ALREADY_EXISTS
+    assert topic in listed["result"]
+    assert "error" not in grown, grown
+    assert sorted(p["partitionId"] for p in metadata["result"]["topics"][0]["partitions"]) == [0, 1, 2]
+    assert "error" not in deleted, deleted
+    assert topic not in after["result"]
+    assert unknown["error"]["cause"]["type"] == "UNKNOWN_TOPIC_OR_PARTITION", unknown
+
+
+def config_values(answer: dict) -> dict[str, tuple[str, bool]]:
+    """{name: (value, isDefault)} of one describeConfigs resource."""
+    resource, = answer["result"]["resources"]
+    assert resource["errorCode"] == 0, resource
+    return {e["configName"]: (e["configValue"], e["isDefault"]) for e in resource["configEntries"]}
+
+
+def test_admin_describes_and_alters_configs_as_kafka_replaces_them(conn):
+    """AlterConfigs (not incremental) replaces a topic's whole set of
+    overrides, as in Kafka: a key it leaves out returns to its default."""
+    topic = create_topic(conn, "kjs-admin-configs", 1, {"retention.ms": "3600000", "max.message.bytes": "200000"})
+    names = ["retention.ms", "max.message.bytes", "cleanup.policy"]
+    describe = ("describeConfigs", {"includeSynonyms": False,
+                                    "resources": [{"type": "TOPIC", "name": topic, "configNames": names}]})
+    before, altered, after, invalid, broker_configs = admin(
+        conn, describe,
+        ("alterConfigs", {"resources": [{"type": "TOPIC", "name": topic,
+                                         "configEntries": [{"name": "retention.ms", "value": "7200000"}]}]}),
+        describe,
+        ("alterConfigs", {"resources": [{"type": "TOPIC", "name": topic,
+                                         "configEntries": [{"name": "retention.ms", "value": "soon"}]}]}),
+        ("describeConfigs", {"includeSynonyms": False,
+                             "resources": [{"type": "BROKER", "name": "0", "configNames": ["num.partitions"]}]}))
+    assert config_values(before) == {"retention.ms": ("3600000", False), "max.message.bytes": ("200000", False),
+                                     "cleanup.policy": ("delete", True)}
+    assert "error" not in altered, altered
+    assert config_values(after) == {"retention.ms": ("7200000", False), "max.message.bytes": ("1048588", True),
+                                    "cleanup.policy": ("delete", True)}
+    assert invalid["error"]["type"] == "INVALID_CONFIG", invalid
+    assert config_values(broker_configs) == {"num.partitions": ("8", False)}
+
+
+def test_admin_reads_and_moves_group_and_topic_offsets(conn):
+    """fetchTopicOffsets / ByTimestamp against the produced messages;
+    fetchOffsets after a group read; setOffsets moves the group where a
+    KafkaJS member then resumes; resetOffsets stores Kafka's earliest
+    sentinel (-2) as KafkaJS commits it."""
+    topic, group = create_topic(conn, "kjs-admin-offsets", 3), unique_topic("kjs-admin-group")
+    messages = offsets_for_times_messages("kjs", per_partition=20, partitions=3)
+    produce(conn, topic, messages)
+    assert len(consume(conn, topic, len(messages), group)) == len(messages)  # commits all on leaving
+    probe = messages[25].timestamp
+    topic_offsets, by_time, fetched, moved, after_set = results(
+        conn,
+        ("fetchTopicOffsets", topic),
+        ("fetchTopicOffsetsByTimestamp", topic, probe),
+        ("fetchOffsets", {"groupId": group, "topics": [topic]}),
+        ("setOffsets", {"groupId": group, "topic": topic, "partitions": [{"partition": 1, "offset": "15"}]}),
+        ("fetchOffsets", {"groupId": group, "topics": [topic]}))
+    assert {o["partition"]: (int(o["low"]), int(o["high"])) for o in topic_offsets} == dict.fromkeys(range(3), (0, 20))
+    assert {o["partition"]: int(o["offset"]) for o in by_time} == {
+        p: first_offset_at_or_after(messages, p, probe) for p in range(3)}
+    assert group_offsets(fetched) == dict.fromkeys(range(3), 20)
+    assert group_offsets(after_set) == {0: 20, 1: 15, 2: 20}
+    resumed = consume(conn, topic, 6, group, fromBeginning=False, timeoutMs=3000)
+    assert sorted((r["partition"], r["offset"]) for r in resumed) == [(1, o) for o in range(15, 20)]
+
+    _, after_reset = results(conn, ("resetOffsets", {"groupId": group, "topic": topic, "earliest": True}),
+                             ("fetchOffsets", {"groupId": group, "topics": [topic]}))
+    assert group_offsets(after_reset) == dict.fromkeys(range(3), -2)
+
+
+def group_offsets(answer: list[dict]) -> dict[int, int]:
+    topic, = answer
+    return {p["partition"]: int(p["offset"]) for p in topic["partitions"]}
+
+
+def test_admin_describes_lists_and_deletes_groups(conn):
+    topic, group = create_topic(conn, "kjs-admin-groups", 1), unique_topic("kjs-admin-described")
+    produce(conn, topic, txn_messages("g", 5, partitions=1))
+    consume(conn, topic, 5, group)
+    described, listed, deleted, after = results(conn, ("describeGroups", [group]), ("listGroups",),
+                                               ("deleteGroups", [group]), ("listGroups",))
+    assert [(g["groupId"], g["state"], g["protocolType"], g["members"]) for g in described["groups"]] == [
+        (group, "Empty", "consumer", [])]
+    assert {"groupId": group, "protocolType": "consumer"} in listed["groups"]
+    assert deleted == [{"groupId": group, "errorCode": 0}]
+    assert group not in [g["groupId"] for g in after["groups"]]
+
+
+def serves_delete_records(broker) -> bool:
+    return DELETE_RECORDS in served_api_versions(broker.port)
+
+
+def test_admin_delete_topic_records_moves_the_log_start(broker, conn):
+    """deleteTopicRecords (DeleteRecords, API 21): the log start moves to
+    the offset asked (-1: the high watermark), readers start there, and an
+    offset past the high watermark is refused with OFFSET_OUT_OF_RANGE."""
+    if not serves_delete_records(broker):
+        pytest.skip("the broker does not advertise DeleteRecords (API 21) in ApiVersions")
+    topic = create_topic(conn, "kjs-delete-records", 2)
+    produce(conn, topic, txn_messages("d", 40))
+    deleted, offsets, past = admin(
+        conn,
+        ("deleteTopicRecords", {"topic": topic, "partitions": [{"partition": 0, "offset": "5"},
+                                                               {"partition": 1, "offset": "-1"}]}),
+        ("fetchTopicOffsets", topic),
+        ("deleteTopicRecords", {"topic": topic, "partitions": [{"partition": 0, "offset": "21"}]}))
+    assert "error" not in deleted, deleted
+    assert {o["partition"]: (int(o["low"]), int(o["high"])) for o in offsets["result"]} == {0: (5, 20), 1: (20, 20)}
+    assert [p["type"] for p in past["error"]["partitions"]] == ["OFFSET_OUT_OF_RANGE"]
+    read = consume(conn, topic, 16, unique_topic("kjs-after-delete"), timeoutMs=3000)
+    assert sorted((r["partition"], r["offset"]) for r in read) == [(0, o) for o in range(5, 20)]

@@ -85,14 +85,23 @@ export const fromBytes = buffer => (buffer === null || buffer === undefined ? nu
 
 // What a test compares on: KafkaJS's error class, Kafka's error name
 // (`type`) and code where the broker answered one.
+// Errors per partition (KafkaJSDeleteTopicRecordsError) come as `partitions`,
+// a wrapped error (KafkaJSNumberOfRetriesExceeded) as `cause`.
 export function describeError (error) {
-  return {
+  const described = {
     name: error.name,
     type: error.type ?? null,
     code: error.code ?? null,
     message: error.message,
     retriable: error.retriable ?? null,
   }
+  if (error.cause) described.cause = describeError(error.cause)
+  if (Array.isArray(error.partitions)) {
+    described.partitions = error.partitions.map(({ partition, offset, error: cause }) => ({
+      partition, offset, type: cause?.type ?? null, name: cause?.name ?? null,
+    }))
+  }
+  return described
 }
 
 export function answer (result) {
