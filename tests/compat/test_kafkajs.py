@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from tests.support.cli import kcore_cli
 from tests.support.compat import (
     CODEC_COUNT,
     CODECS,
@@ -48,6 +49,7 @@ from tests.support.kafkajs import (
     requires_kafkajs,
     run,
 )
+from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, USERS, SecureBroker, make_pki, start_secure_broker
 from tests.support.transactions import READ_COMMITTED, READ_UNCOMMITTED, read_to_end, values
 from tests.support.wire import served_api_versions
 
@@ -448,3 +450,98 @@ def test_admin_delete_topic_records_moves_the_log_start(broker, conn):
     assert [p["type"] for p in past["error"]["cause"]["partitions"]] == ["OFFSET_OUT_OF_RANGE"], past
     read = consume(conn, topic, 16, unique_topic("kjs-after-delete"), timeoutMs=3000)
     assert sorted((r["partition"], r["offset"]) for r in read) == [(0, o) for o in range(5, 20)]
+
+
+# --- TLS, SASL and ACLs ---------------------------------------------------------
+
+SECURED = {**FAST_GROUPS, "num.partitions": "2", "authorizer.class.name": "kcore", "super.users": "User:admin",
+           # Topics without ACLs stay open, so the SASL round trips need none.
+           "allow.everyone.if.no.acl.found": "true"}
+
+
+@pytest.fixture(scope="module")
+def secure_broker(tmp_path_factory):
+    """A broker with a listener per security protocol (tests/support/
+    secure_broker.py), the ACL authorizer on, User:admin its super user."""
+    pki = make_pki(tmp_path_factory.mktemp("kafkajs-pki"))
+    node = start_secure_broker(tmp_path_factory.mktemp("kafkajs-secure") / "data", pki, SECURED)
+    added = kcore_cli("users", "add", SCRAM_USER, "--password", SCRAM_PASSWORD,
+                      "--bootstrap-server", node.address("PLAINTEXT"))
+    assert added.returncode == 0, added.stderr
+    yield node
+    node.process.kill()
+
+
+def secure_conn(node: SecureBroker, listener: str, mechanism: str | None = None, user: str | None = None,
+                password: str | None = None, **extra) -> dict:
+    conn = connection(node.address(listener), ssl={"ca": str(node.pki.ca_file)}, **extra)
+    if mechanism is not None:
+        conn["sasl"] = {"mechanism": mechanism.lower(), "username": user, "password": password}
+    return conn
+
+
+def user_of(mechanism: str) -> tuple[str, str]:
+    return ("alice", USERS["alice"]) if mechanism == "PLAIN" else (SCRAM_USER, SCRAM_PASSWORD)
+
+
+def error_types(error: dict | None) -> list[str | None]:
+    """Kafka's error names in a described KafkaJS error and its causes."""
+    found = []
+    while error:
+        found += [error["type"]] + [p["type"] for p in error.get("partitions", [])]
+        error = error.get("cause")
+    return found
+
+
+@pytest.mark.parametrize("listener, mechanism", [("SSL", None), ("SASL_SSL", "PLAIN"),
+                                                 ("SASL_SSL", "SCRAM-SHA-256"), ("SASL_SSL", "SCRAM-SHA-512")])
+def test_tls_and_sasl_produce_and_consume(secure_broker, listener, mechanism):
+    conn = secure_conn(secure_broker, listener, mechanism, *(user_of(mechanism) if mechanism else (None, None)))
+    topic, messages = unique_topic("kjs-secure"), make_messages(50, "kjs-secure", partitions=2)
+    produce(conn, topic, messages, compression="gzip")
+    assert_same_partitions(messages, [incoming(r) for r in consume(conn, topic, len(messages), topic)])
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_sasl_wrong_password_is_refused(secure_broker, mechanism):
+    user, _ = user_of(mechanism)
+    conn = secure_conn(secure_broker, "SASL_SSL", mechanism, user, "wrong", retries=0)
+    answer = run("admin", {"connection": conn, "steps": [{"op": "listTopics"}]})
+    assert answer["results"][0]["error"]["name"] == "KafkaJSSASLAuthenticationError", answer
+
+
+def test_acls_created_described_and_deleted_decide_who_writes(secure_broker):
+    """The super user's KafkaJS admin allows and denies alice WRITE on a
+    topic: the DENY wins; once deleteAcls removes it alice writes, while
+    another user, whom no ACL names, is refused."""
+    admin_conn = secure_conn(secure_broker, "SASL_SSL", "PLAIN", "admin", USERS["admin"])
+    alice = secure_conn(secure_broker, "SASL_SSL", "PLAIN", "alice", USERS["alice"], retries=1)
+    other = secure_conn(secure_broker, "SASL_SSL", "SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD, retries=1)
+    topic = create_topic(admin_conn, "kjs-acl", 1)
+    binding = {"resourceType": "TOPIC", "resourceName": topic, "resourcePatternType": "LITERAL",
+               "principal": "User:alice", "host": "*", "operation": "WRITE"}
+    allow, deny = {**binding, "permissionType": "ALLOW"}, {**binding, "permissionType": "DENY"}
+    on_topic = {"resourceType": "TOPIC", "resourceName": topic, "resourcePatternType": "ANY",
+                "operation": "ANY", "permissionType": "ANY"}
+    created, described = results(admin_conn, ("createAcls", {"acl": [allow, deny]}), ("describeAcls", on_topic))
+    assert created is True
+    assert acl_entries(described) == {("User:alice", "*", "WRITE", "ALLOW"), ("User:alice", "*", "WRITE", "DENY")}
+
+    def write(conn: dict) -> list[str | None]:
+        answer = run("produce", {"connection": conn, "topic": topic, "allowAutoTopicCreation": False,
+                                 "messages": [outgoing(Message(0, None, b"x", (), 0))]})
+        return error_types(answer.get("error"))
+
+    assert "TOPIC_AUTHORIZATION_FAILED" in write(alice)
+    deleted, remaining = results(admin_conn, ("deleteAcls", {"filters": [{**deny, "operation": "ANY"}]}),
+                                 ("describeAcls", on_topic))
+    matched, = deleted["filterResponses"]
+    assert [(a["principal"], a["permissionType"]) for a in matched["matchingAcls"]] == [("User:alice", "DENY")]
+    assert acl_entries(remaining) == {("User:alice", "*", "WRITE", "ALLOW")}
+    assert write(alice) == []
+    assert "TOPIC_AUTHORIZATION_FAILED" in write(other)
+
+
+def acl_entries(described: dict) -> set[tuple[str, str, str, str]]:
+    return {(a["principal"], a["host"], a["operation"], a["permissionType"])
+            for resource in described["resources"] for a in resource["acls"]}

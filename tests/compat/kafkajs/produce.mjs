@@ -22,6 +22,12 @@ try {
     })
     result.sent.push(...metadata.map(m => ({ partition: m.partition, errorCode: m.errorCode, baseOffset: m.baseOffset })))
   }
+  // KafkaJS drops, without an error, messages for a partition its metadata
+  // does not know (one past the topic's count): say so.
+  const acknowledged = new Set(result.sent.map(m => m.partition))
+  const dropped = [...new Set(request.messages.map(m => m.partition))]
+    .filter(p => p !== undefined && p !== null && !acknowledged.has(p))
+  if (dropped.length) result.error = { name: 'Unacknowledged', message: `no answer for partitions ${dropped}` }
 } catch (error) {
   result.error = describeError(error)
 } finally {
