@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.support.cli import kcore_cli
+from tests.support.cluster import Cluster
 from tests.support.compat import (
     CODEC_COUNT,
     CODECS,
@@ -545,3 +546,50 @@ def test_acls_created_described_and_deleted_decide_who_writes(secure_broker):
 def acl_entries(described: dict) -> set[tuple[str, str, str, str]]:
     return {(a["principal"], a["host"], a["operation"], a["permissionType"])
             for resource in described["resources"] for a in resource["acls"]}
+
+
+# --- a 3-broker ZooKeeper cluster ------------------------------------------------
+
+
+@pytest.fixture
+def cluster(tmp_path, zookeeper):
+    """Three brokers (ids 1-3) on the test's ZooKeeper (tests/support/cluster.py)."""
+    brokers = Cluster(tmp_path / "cluster", zookeeper.connect_string, 3, {"num.partitions": "3"})
+    try:
+        yield brokers.start()
+    finally:
+        brokers.kill_all()
+
+
+@pytest.mark.timeout(120)
+def test_cluster_replicates_and_kafkajs_follows_a_killed_leader(cluster):
+    """KafkaJS bootstrapped at all three brokers: acks=all writes to a topic
+    of replication factor 3, a transaction, a group read; then the leader
+    of partition 0 is SIGKILLed and KafkaJS writes on through the new
+    leader, and the group resumes where it committed (its coordinator may
+    have moved). The group reads first while all three brokers live: the
+    offsets topic, created on first use with replication factor 3, cannot
+    be created with two (Kafka's offsets.topic.replication.factor)."""
+    conn = {**connection(cluster.bootstrap), "brokers": cluster.bootstrap.split(",")}
+    topic, group = unique_topic("kjs-cluster"), unique_topic("kjs-cluster-group")
+    created, = results(conn, ("createTopics", {"topics": [{"topic": topic, "numPartitions": 3,
+                                                          "replicationFactor": 3}], "waitForLeaders": True}))
+    assert created is True
+    cluster.wait_for(lambda: cluster.fully_replicated(topic, 3, 3), "the topic fully replicated")
+    before, in_txn = make_messages(300, "before", partitions=3), txn_messages("txn", 9, 3)
+    produce(conn, topic, before, compression="gzip", acks=-1)
+    answer = run("transactions", {"connection": conn, "topic": topic, "transactionalId": unique_topic("kjs-ctxn"),
+                                  "transactions": [transaction(in_txn, "commit")]})
+    assert all("error" not in r for r in answer["results"]), answer["results"]
+    read = [incoming(r) for r in consume(conn, topic, len(before) + len(in_txn), group)]
+    assert_same_partitions(before, [m for m in read if not m.value.startswith(b"txn-")])
+    assert sorted(m.value for m in read if m.value.startswith(b"txn-")) == sorted(m.value for m in in_txn)
+
+    victim = cluster.leader(topic, 0)
+    cluster.brokers[victim].kill()
+    cluster.wait_for(lambda: cluster.leader(topic, 0) not in (victim, -1), "a new leader of partition 0")
+    after = make_messages(300, "after", partitions=3)
+    produce(conn, topic, after, acks=-1)
+    # A record read before, if it came again, would come first in its partition.
+    read = consume(conn, topic, len(after), group, timeoutMs=30000)
+    assert_same_partitions(after, [incoming(r) for r in read])
