@@ -138,8 +138,8 @@ def test_node_of_two_processes_serves_kafkajs(broker_factory):
     through both."""
     node = broker_factory({**FAST_GROUPS, "num.processes": "2", "num.partitions": "4"})
     conn = connection(node.bootstrap)
-    topic, messages = unique_topic("kjs-processes"), make_messages(2000, "kjs-processes", partitions=4)
-    produce(conn, topic, messages, compression="gzip", batchSize=500)
+    topic, messages = unique_topic("kjs-processes"), make_messages(800, "kjs-processes", partitions=4)
+    produce(conn, topic, messages, compression="gzip", batchSize=200)
     assert_same_partitions(messages, [incoming(r) for r in consume(conn, topic, len(messages), topic)])
     metadata, = results(conn, ("fetchTopicMetadata", {"topics": [topic]}))
     assert sorted(p["leader"] for p in metadata["topics"][0]["partitions"]) == [0, 0, 1, 1]
@@ -398,7 +398,8 @@ def test_admin_reads_and_moves_group_and_topic_offsets(conn):
         p: first_offset_at_or_after(messages, p, probe) for p in range(3)}
     assert group_offsets(fetched) == dict.fromkeys(range(3), 20)
     assert group_offsets(after_set) == {0: 20, 1: 15, 2: 20}
-    resumed = consume(conn, topic, 6, group, fromBeginning=False, timeoutMs=3000)
+    # Had another partition restarted anywhere but its end, its records would be among these.
+    resumed = consume(conn, topic, 5, group, fromBeginning=False)
     assert sorted((r["partition"], r["offset"]) for r in resumed) == [(1, o) for o in range(15, 20)]
 
     _, after_reset = results(conn, ("resetOffsets", {"groupId": group, "topic": topic, "earliest": True}),
