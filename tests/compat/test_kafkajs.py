@@ -571,7 +571,7 @@ def test_cluster_replicates_and_kafkajs_follows_a_killed_leader(cluster):
     have moved). The group reads first while all three brokers live: the
     offsets topic, created on first use with replication factor 3, cannot
     be created with two (Kafka's offsets.topic.replication.factor)."""
-    conn = {**connection(cluster.bootstrap), "brokers": cluster.bootstrap.split(",")}
+    conn = connection(cluster.bootstrap)
     topic, group = unique_topic("kjs-cluster"), unique_topic("kjs-cluster-group")
     created, = results(conn, ("createTopics", {"topics": [{"topic": topic, "numPartitions": 3,
                                                           "replicationFactor": 3}], "waitForLeaders": True}))

@@ -33,8 +33,9 @@ class KafkaJSFailed(AssertionError):
 
 
 def connection(bootstrap: str, **extra) -> dict:
-    """The `connection` of a request: brokers, plus ssl / sasl / logLevel."""
-    return {"brokers": [bootstrap], **extra}
+    """The `connection` of a request: the brokers of a bootstrap list
+    ("host:port,host:port"), plus ssl / sasl / logLevel / retries."""
+    return {"brokers": bootstrap.split(","), **extra}
 
 
 def run(driver: str, request: dict, deadline_ms: int = DEFAULT_DEADLINE_MS) -> dict:
