@@ -353,10 +353,13 @@ def config_values(answer: dict) -> dict[str, tuple[str, bool]]:
 
 def test_admin_describes_and_alters_configs_as_kafka_replaces_them(conn):
     """AlterConfigs (not incremental) replaces a topic's whole set of
-    overrides, as in Kafka: a key it leaves out returns to its default."""
+    overrides, as in Kafka: a key it leaves out returns to its default.
+    Synonyms as Kafka's ConfigHelper lists them: the topic's value, then
+    the broker's from its primary synonym on (log.retention.ms, unset and
+    without a default here, so retention.ms lists no broker synonym)."""
     topic = create_topic(conn, "kjs-admin-configs", 1, {"retention.ms": "3600000", "max.message.bytes": "200000"})
     names = ["retention.ms", "max.message.bytes", "cleanup.policy"]
-    describe = ("describeConfigs", {"includeSynonyms": False,
+    describe = ("describeConfigs", {"includeSynonyms": True,
                                     "resources": [{"type": "TOPIC", "name": topic, "configNames": names}]})
     before, altered, after, invalid, broker_configs = admin(
         conn, describe,
@@ -372,6 +375,12 @@ def test_admin_describes_and_alters_configs_as_kafka_replaces_them(conn):
     assert "error" not in altered, altered
     assert config_values(after) == {"retention.ms": ("7200000", False), "max.message.bytes": ("1048588", True),
                                     "cleanup.policy": ("delete", True)}
+    synonyms = {e["configName"]: [(y["configName"], y["configValue"], y["configSource"]) for y in e["configSynonyms"]]
+                for e in after["result"]["resources"][0]["configEntries"]}
+    # configSource: 1 DYNAMIC_TOPIC_CONFIG, 5 DEFAULT_CONFIG (DescribeConfigs v1+).
+    assert synonyms == {"retention.ms": [("retention.ms", "7200000", 1)],
+                        "max.message.bytes": [("message.max.bytes", "1048588", 5)],
+                        "cleanup.policy": [("log.cleanup.policy", "delete", 5)]}
     assert invalid["error"]["type"] == "INVALID_CONFIG", invalid
     assert config_values(broker_configs) == {"num.partitions": ("8", False)}
 
