@@ -88,6 +88,17 @@ def results(conn: dict, *steps: tuple) -> list:
     return [answer["result"] for answer in answers]
 
 
+def error_types(error: dict | None) -> list[str | None]:
+    """Kafka's error names in a described KafkaJS error, its causes and
+    the errors it aggregates (lib.mjs describeError)."""
+    if not error:
+        return []
+    found = [error["type"]] + [p["type"] for p in error.get("partitions", [])]
+    for inner in [error.get("cause"), *error.get("errors", [])]:
+        found += error_types(inner)
+    return found
+
+
 def create_topic(conn: dict, prefix: str, partitions: int, configs: dict | None = None) -> str:
     topic = unique_topic(prefix)
     entries = [{"name": k, "value": v} for k, v in (configs or {}).items()]
@@ -325,23 +336,38 @@ def test_transactions_commit_is_read_abort_is_hidden_and_offsets_follow_the_outc
 
 def test_admin_creates_lists_grows_and_deletes_topics(conn):
     topic = create_topic(conn, "kjs-admin-topics", 2, {"retention.ms": "3600000"})
-    again, listed, grown, metadata, deleted, after = admin(
+    validated = unique_topic("kjs-validate-only")
+    again, listed, grown, shrunk, metadata, deleted, after = admin(
         conn,
         ("createTopics", {"topics": [{"topic": topic, "numPartitions": 2}]}),
         ("listTopics",),
         ("createPartitions", {"topicPartitions": [{"topic": topic, "count": 3}]}),
+        ("createPartitions", {"topicPartitions": [{"topic": topic, "count": 2}]}),
         ("fetchTopicMetadata", {"topics": [topic]}),
         ("deleteTopics", {"topics": [topic]}),
         ("listTopics",))
-    # KafkaJS retries UNKNOWN_TOPIC_OR_PARTITION: without retries it gives up at once.
-    unknown, = admin({**conn, "retries": 0}, ("deleteTopics", {"topics": [unique_topic("kjs-never-created")]}))
     assert again == {"result": False}  # KafkaJS's answer to TOPIC_ALREADY_EXISTS
     assert topic in listed["result"]
     assert "error" not in grown, grown
+    assert error_types(shrunk["error"]) == ["INVALID_PARTITIONS"]
     assert sorted(p["partitionId"] for p in metadata["result"]["topics"][0]["partitions"]) == [0, 1, 2]
     assert "error" not in deleted, deleted
     assert topic not in after["result"]
-    assert unknown["error"]["cause"]["type"] == "UNKNOWN_TOPIC_OR_PARTITION", unknown
+
+    # Without retries KafkaJS gives up at once on the retriable UNKNOWN_TOPIC_OR_PARTITION;
+    # validateOnly without waitForLeaders (whose Metadata would ask for a topic not made).
+    unknown, checked, bad_name, too_many_replicas, listed = admin(
+        {**conn, "retries": 0},
+        ("deleteTopics", {"topics": [unique_topic("kjs-never-created")]}),
+        ("createTopics", {"validateOnly": True, "waitForLeaders": False, "topics": [{"topic": validated}]}),
+        ("createTopics", {"topics": [{"topic": "not a topic name!"}]}),
+        ("createTopics", {"topics": [{"topic": unique_topic("kjs-rf"), "replicationFactor": 3}]}),
+        ("listTopics",))
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in error_types(unknown["error"]), unknown
+    assert checked == {"result": True}
+    assert "INVALID_TOPIC_EXCEPTION" in error_types(bad_name["error"]), bad_name
+    assert "INVALID_REPLICATION_FACTOR" in error_types(too_many_replicas["error"]), too_many_replicas
+    assert validated not in listed["result"]
 
 
 def config_values(answer: dict) -> dict[str, tuple[str, bool]]:
@@ -493,15 +519,6 @@ def secure_conn(node: SecureBroker, listener: str, mechanism: str | None = None,
 
 def user_of(mechanism: str) -> tuple[str, str]:
     return ("alice", USERS["alice"]) if mechanism == "PLAIN" else (SCRAM_USER, SCRAM_PASSWORD)
-
-
-def error_types(error: dict | None) -> list[str | None]:
-    """Kafka's error names in a described KafkaJS error and its causes."""
-    found = []
-    while error:
-        found += [error["type"]] + [p["type"] for p in error.get("partitions", [])]
-        error = error.get("cause")
-    return found
 
 
 @pytest.mark.parametrize("listener, mechanism", [("SSL", None), ("SASL_SSL", "PLAIN"),

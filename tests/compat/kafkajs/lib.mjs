@@ -86,7 +86,8 @@ export const fromBytes = buffer => (buffer === null || buffer === undefined ? nu
 // What a test compares on: KafkaJS's error class, Kafka's error name
 // (`type`) and code where the broker answered one.
 // Errors per partition (KafkaJSDeleteTopicRecordsError) come as `partitions`,
-// a wrapped error (KafkaJSNumberOfRetriesExceeded) as `cause`.
+// a wrapped error (KafkaJSNumberOfRetriesExceeded) as `cause`, those of
+// several topics (KafkaJSAggregateError of createTopics) as `errors`.
 export function describeError (error) {
   const described = {
     name: error.name,
@@ -96,6 +97,7 @@ export function describeError (error) {
     retriable: error.retriable ?? null,
   }
   if (error.cause) described.cause = describeError(error.cause)
+  if (Array.isArray(error.errors)) described.errors = error.errors.map(describeError)
   if (Array.isArray(error.partitions)) {
     described.partitions = error.partitions.map(({ partition, offset, error: cause }) => ({
       partition, offset, type: cause?.type ?? null, name: cause?.name ?? null,
