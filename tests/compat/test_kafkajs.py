@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import struct
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -109,18 +110,38 @@ def create_topic(conn: dict, prefix: str, partitions: int, configs: dict | None 
     return topic
 
 
-def batch_codecs(data_dir: Path, topic: str) -> set[int]:
-    """The codec ids of every batch in the topic's segment files, read from
-    the v2 batch header (attributes at byte 21, Kafka's layout)."""
-    found = set()
-    for segment in sorted(data_dir.glob(f"{topic}-*/*.log")):
-        data, position = segment.read_bytes(), 0
-        while position + 23 <= len(data):
-            length, = struct.unpack_from(">i", data, position + 8)
-            attributes, = struct.unpack_from(">h", data, position + 21)
-            found.add(attributes & 0x7)
-            position += 12 + length
+@dataclass(frozen=True)
+class BatchHeader:
+    partition: int
+    codec: int
+    producer_id: int
+    base_sequence: int
+    record_count: int
+
+
+# The v2 batch header (Kafka's DefaultRecordBatch): attributes at byte 21,
+# producerId, producerEpoch, baseSequence and the record count from 43.
+_TAIL = struct.Struct(">qhii")
+
+
+def batch_headers(data_dir: Path, topic: str) -> list[BatchHeader]:
+    """Every batch header in the topic's segment files, read with struct."""
+    found = []
+    for directory in sorted(data_dir.glob(f"{topic}-*")):
+        partition = int(directory.name.rsplit("-", 1)[1])
+        for segment in sorted(directory.glob("*.log")):
+            data, position = segment.read_bytes(), 0
+            while position + 61 <= len(data):
+                length, = struct.unpack_from(">i", data, position + 8)
+                attributes, = struct.unpack_from(">h", data, position + 21)
+                producer_id, _epoch, base_sequence, count = _TAIL.unpack_from(data, position + 43)
+                found.append(BatchHeader(partition, attributes & 0x7, producer_id, base_sequence, count))
+                position += 12 + length
     return found
+
+
+def batch_codecs(data_dir: Path, topic: str) -> set[int]:
+    return {header.codec for header in batch_headers(data_dir, topic)}
 
 
 # --- produce / consume ---------------------------------------------------
@@ -157,11 +178,19 @@ def test_node_of_two_processes_serves_kafkajs(broker_factory):
 
 
 def test_idempotent_producer_writes_each_message_once(broker, conn):
+    """KafkaJS's idempotent producer gets a producer id and writes each
+    partition's batches with gapless sequences from 0, every message once."""
     topic = create_topic(conn, "kjs-idempotent", 2)
     messages = make_messages(600, "kjs-idem", partitions=2)
     produce(conn, topic, messages, idempotent=True, batchSize=50)
     assert_same_partitions(messages, confluent_consume(broker.bootstrap, topic, expected_total=600,
                                                        partitions=range(2)))
+    headers = batch_headers(broker.data_dir, topic)
+    assert len({h.producer_id for h in headers}) == 1 and headers[0].producer_id >= 0, headers
+    for partition in range(2):
+        batches = [h for h in headers if h.partition == partition]
+        starts = [sum(h.record_count for h in batches[:index]) for index in range(len(batches))]
+        assert [h.base_sequence for h in batches] == starts
 
 
 # --- a consumer group across a killed member -------------------------------
