@@ -6,7 +6,7 @@ SOURCES := pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*
 BASE_STAMP := $(VENV)/.installed-base
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test broker lint test test-fast bench native dist system-deps clean
+.PHONY: install install-test broker lint test test-fast bench native dist system-deps kafkajs-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -35,13 +35,29 @@ broker: install
 # kcat (a real client), a JRE (PySpark in the report test), ZooKeeper's
 # jars (the servers of tests/cluster/) and Chromium (the browser that
 # tests/console/ drives through Playwright) come from Debian, and ss(8)
-# (iproute2) reads socket buffer sizes back for tests/integration.
+# (iproute2) reads socket buffer sizes back for tests/integration. Node and
+# npm run KafkaJS, the JavaScript client of tests/compat/test_kafkajs.py.
 system-deps:
+	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs >/dev/null)
+	command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq npm >/dev/null)
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	command -v ss >/dev/null || (apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null)
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
+
+# KafkaJS and its codec plugins at the versions of package-lock.json; the
+# lz4 and zstd plugins compile native addons with node-gyp (about 2 min on
+# 2 cores), so the install is redone only when the lock file changes.
+# build_from_source: zstd-napi would first try to download a prebuilt
+# binary from outside the npm registry.
+KAFKAJS := tests/compat/kafkajs
+KAFKAJS_STAMP := $(KAFKAJS)/node_modules/.installed
+$(KAFKAJS_STAMP): $(KAFKAJS)/package.json $(KAFKAJS)/package-lock.json | system-deps
+	cd $(KAFKAJS) && npm_config_build_from_source=true npm ci --no-audit --no-fund
+	touch $@
+
+kafkajs-deps: $(KAFKAJS_STAMP)
 
 # Static checks: ruff (lint + import order), mypy on kcore/ and stubtest of
 # the .pyi stubs against the built kernels; see pyproject.toml.
@@ -52,7 +68,7 @@ lint: install-test
 
 # The static checks run first: a lint or type regression fails CI before
 # the ~10 minutes of tests.
-test: lint system-deps
+test: lint system-deps kafkajs-deps
 	$(BIN)/python -m pytest -q tests
 
 test-fast: install-test
