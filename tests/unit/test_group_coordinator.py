@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from kcore.clock import wall_ms
+from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.protocol.errors import ErrorCode as E
+from tests.support.clock import HOUR_S, SteppedClock
 from tests.support.group_coordinator import RANGE, SUB, form_group, join, run
 
 # A loop may run a timer up to one tick of its clock early (uvloop: 1 ms).
@@ -200,6 +205,41 @@ def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout(tmp_path
         assert result.generation_id == 2 and [m[0] for m in result.members] == [leader.member_id]
         assert coordinator.heartbeat("g", follower.member_id, None, 2) == E.UNKNOWN_MEMBER_ID
     run(tmp_path, scenario)
+
+
+@pytest.mark.parametrize("wall_step_s", [HOUR_S, -HOUR_S], ids=["forward-1h", "back-1h"])
+def test_a_wall_clock_step_expires_nothing_and_a_silent_member_still_times_out(tmp_path, wall_step_s):
+    """Sessions end on event-loop timers (the monotonic clock): members that
+    heartbeat through an hour's step of the wall clock stay, their offsets
+    stay, and a member that falls silent afterwards still leaves after
+    its session timeout."""
+    clock = SteppedClock()
+
+    async def scenario(node, coordinator):
+        loop = asyncio.get_running_loop()
+        talker, silent = await form_group(coordinator, 2, session=1000, rebalance=30_000)
+        committed = OffsetValue(5, -1, "", wall_ms(clock))
+        assert coordinator.commit_offsets("g", talker.member_id, None, 1, {("t", 0): committed}) == {
+            ("t", 0): E.NONE}
+        group = coordinator.groups["g"]
+        clock.step(wall_step_s)
+        stepped = loop.time()
+        while loop.time() - stepped < 2.5:  # 2.5 session timeouts after the step
+            for member in (talker, silent):
+                assert coordinator.heartbeat("g", member.member_id, None, 1) == E.NONE
+            last_heard = loop.time()
+            await asyncio.sleep(0.05)
+        assert (group.state, group.generation_id, group.size) == (GroupState.STABLE, 1, 2)
+        assert coordinator.cleanup_expired_offsets() == 0 and group.offsets == {("t", 0): committed}
+        error = E.NONE
+        for _ in range(200):  # bounded: 10 s, for a session of 1 s
+            if error != E.NONE:
+                break
+            await asyncio.sleep(0.05)
+            error = coordinator.heartbeat("g", talker.member_id, None, 1)
+        assert error == E.REBALANCE_IN_PROGRESS and not group.has(silent.member_id)
+        assert loop.time() - last_heard >= 1.0 - TIMER_EARLY_S
+    run(tmp_path, scenario, clock)
 
 
 def test_static_member_restart_keeps_assignment_without_rebalance(tmp_path):
