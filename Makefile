@@ -34,14 +34,18 @@ broker: install
 
 # kcat (a real client), a JRE (PySpark in the report test), ZooKeeper's
 # jars (the servers of tests/cluster/) and Chromium (the browser that
-# tests/console/ drives through Playwright) come from Debian, and ss(8)
-# (iproute2) reads socket buffer sizes back for tests/integration.
+# tests/console/ drives through Playwright) come from Debian, ss(8)
+# (iproute2) reads socket buffer sizes and brokers' connections back for
+# the tests, and mkfs.ext4 (e2fsprogs) and losetup (mount) make the
+# loop-device disk whose power tests/faults cuts.
 system-deps:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	command -v ss >/dev/null || (apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null)
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
+	command -v mkfs.ext4 >/dev/null || (apt-get update -qq && apt-get install -y -qq e2fsprogs >/dev/null)
+	command -v losetup >/dev/null || (apt-get update -qq && apt-get install -y -qq mount >/dev/null)
 
 # Static checks: ruff (lint + import order), mypy on kcore/ and stubtest of
 # the .pyi stubs against the built kernels; see pyproject.toml.
