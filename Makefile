@@ -34,9 +34,11 @@ broker: install
 
 # kcat (a real client), a JRE (PySpark in the report test), ZooKeeper's
 # jars (the servers of tests/cluster/) and Chromium (the browser that
-# tests/console/ drives through Playwright) come from Debian, and ss(8)
-# (iproute2) reads socket buffer sizes back for tests/integration. Node and
-# npm run KafkaJS, the JavaScript client of tests/compat/test_kafkajs.py.
+# tests/console/ drives through Playwright) come from Debian, ss(8)
+# (iproute2) reads socket buffer sizes and brokers' connections back for
+# the tests, and mkfs.ext4 (e2fsprogs) and losetup (mount) make the
+# loop-device disk whose power tests/faults cuts. Node and npm run
+# KafkaJS, the JavaScript client of tests/compat/test_kafkajs.py.
 system-deps:
 	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs >/dev/null)
 	command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq npm >/dev/null)
@@ -45,6 +47,8 @@ system-deps:
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
+	command -v mkfs.ext4 >/dev/null || (apt-get update -qq && apt-get install -y -qq e2fsprogs >/dev/null)
+	command -v losetup >/dev/null || (apt-get update -qq && apt-get install -y -qq mount >/dev/null)
 
 # KafkaJS and its codec plugins at the versions of package-lock.json; the
 # lz4 and zstd plugins compile native addons with node-gyp (about 2 min on

@@ -41,7 +41,6 @@ for throttled partitions are recorded against the quota.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, replace
 
 from kcore.controller.metadata import TopicPartition
@@ -209,7 +208,7 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body, respo
             cached[(topic.topic, fetch.partition)] = CachedPartition(
                 fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
                 fetch.log_start_offset)
-    session = sessions.create(limits.replica_id, cached, _now_ms())
+    session = sessions.create(limits.replica_id, cached, sessions.now_ms())
     if session is None:
         return INVALID_SESSION_ID
     for topic in responses:
@@ -240,7 +239,7 @@ async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCach
     if not len(session):
         sessions.remove(session.id)
         return _response(ErrorCode.NONE, INVALID_SESSION_ID, [])
-    now_ms = _now_ms()
+    now_ms = sessions.now_ms()
     session.epoch = next_epoch(session.epoch)
     session.last_used_ms = now_ms
     if session.privileged and now_ms - session.touched_ms >= sessions.follower_touch_interval_ms:
@@ -431,6 +430,3 @@ def _error(index: int, code: int) -> dict:
             "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": b""}
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

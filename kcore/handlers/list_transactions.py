@@ -3,8 +3,6 @@ coordinates, filtered by state names, producer ids and (v1) how long the
 transaction has been open. Admin clients ask every broker."""
 from __future__ import annotations
 
-import time
-
 from kcore.coordinator.txn.state import TransactionState
 from kcore.handlers.authz import txn_allowed
 from kcore.handlers.base import BrokerFacade
@@ -18,15 +16,12 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     states = set(body.state_filters)
     duration = body.duration_filter if request.api_version >= 1 else -1
-    now = int(time.time() * 1000)
     listed = broker.txn_coordinator.list_transactions(states & KNOWN_STATES,
-                                                      set(body.producer_id_filters))
+                                                      set(body.producer_id_filters), duration)
     if states and not states & KNOWN_STATES:
         listed = []  # only unknown states asked for: nothing matches
     listed = [m for m in listed
               if txn_allowed(broker, context, AclOperation.DESCRIBE, m.transactional_id)]
-    if duration >= 0:
-        listed = [m for m in listed if m.start_ms >= 0 and now - m.start_ms > duration]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
             "unknown_state_filters": sorted(states - KNOWN_STATES),
             "transaction_states": [{"transactional_id": m.transactional_id,

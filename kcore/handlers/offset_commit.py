@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
+from kcore.clock import wall_ms
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.internal_log import StoreError
@@ -36,7 +36,7 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version
-    now = int(time.time() * 1000)
+    now = wall_ms(broker.group_coordinator.manager.clock)  # written with each offset
     retention = body.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
     expire_timestamp = now + retention if retention != DEFAULT_RETENTION else -1
     errors: dict[tuple[str, int], int] = {}

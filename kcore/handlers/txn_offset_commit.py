@@ -4,8 +4,7 @@ producer's epoch is checked by the transaction's own markers: a fenced
 producer's EndTxn fails, so its offsets are aborted with it."""
 from __future__ import annotations
 
-import time
-
+from kcore.clock import wall_ms
 from kcore.coordinator.group.records import OffsetValue
 from kcore.handlers import txn_errors
 from kcore.handlers.authz import allowed_topics, group_allowed, txn_allowed
@@ -21,7 +20,7 @@ FIRST_GROUP_METADATA_VERSION = 3
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     version = request.api_version
-    now = int(time.time() * 1000)
+    now = wall_ms(broker.group_coordinator.manager.clock)  # written with each offset
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetValue] = {}
     refusal = None

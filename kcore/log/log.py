@@ -18,6 +18,11 @@ one, assign it before the batch is written; truncation and log start moves
 trim it after the segments changed. So the cache file may run ahead of the
 segments after a crash, not behind them, and ``open`` trims what is ahead.
 
+Time (``clock``, kcore/clock.py): segment.ms and retention.ms compare
+the wall clock with record timestamps, as Kafka does; flush.ms and
+file.delete.delay.ms measure elapsed time on the monotonic clock, so a
+step of the wall clock neither holds back a flush nor deletes files early.
+
 Not thread-safe: a Log has one owner, the event loop serving its
 partition; no method awaits, so each call is atomic on that loop.
 """
@@ -36,6 +41,7 @@ from kcore._native import append as native_append
 from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
+from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
@@ -100,11 +106,12 @@ class Log:
         self._log_start_offset = log_start_offset
         self._recovery_point = min(recovery_point, self._log_end_offset)
         self._unflushed_messages = 0
-        self._last_flush_ms = now_ms()
+        self.clock: Clock = SYSTEM_CLOCK
+        self._last_flush_ms = monotonic_ms(self.clock)
+        # (monotonic deadline ms, segment) of files renamed .deleted.
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._dir_dirty = False
         self._leader_epoch_cache = LeaderEpochCache.in_directory(self.dir)
-        self.clock = now_ms
         self._roll_jitter_ms = config.random_segment_jitter()  # the active segment's
         # Marker offset of the newest aborted transaction indexed (None: not read yet).
         self._max_aborted_offset: int | None = None
@@ -206,6 +213,7 @@ class Log:
 
     @property
     def last_flush_ms(self) -> int:
+        """When the log was last flushed, on the monotonic clock (ms)."""
         return self._last_flush_ms
 
     @property
@@ -329,7 +337,7 @@ class Log:
         if rolling is not None and rolling >= 0:
             waited = max_timestamp - rolling
         else:
-            waited = self.clock() - segment.created_ms
+            waited = wall_ms(self.clock) - segment.created_ms
         return waited > self.config.max_segment_ms - self._roll_jitter_ms
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
@@ -532,7 +540,7 @@ class Log:
         if not self.config.delete:
             return deleted
         if self.config.retention_ms >= 0:
-            limit = self.clock() - self.config.retention_ms
+            limit = wall_ms(self.clock) - self.config.retention_ms
             deleted += self._delete_segments(
                 lambda segment, _next: segment.largest_timestamp < limit, high_watermark)
         if self.config.retention_bytes >= 0:
@@ -577,12 +585,12 @@ class Log:
         if delay <= 0:
             segment.delete_files()
         else:
-            self._pending_deletes.append((self.clock() + delay, segment))
+            self._pending_deletes.append((monotonic_ms(self.clock) + delay, segment))
 
     def delete_expired_files(self) -> int:
         """Remove ``.deleted`` files whose delay has passed; returns how many
         segments were removed."""
-        now = self.clock()
+        now = monotonic_ms(self.clock)
         due = [segment for deadline, segment in self._pending_deletes if deadline <= now]
         self._pending_deletes = [(d, s) for d, s in self._pending_deletes if d > now]
         for segment in due:
@@ -694,7 +702,7 @@ class Log:
             LOG_FLUSH_STATS.flush_time_ms.observe((time.monotonic() - started) * 1000)
         if offset >= self._log_end_offset:
             self._unflushed_messages = 0
-        self._last_flush_ms = self.clock()
+        self._last_flush_ms = monotonic_ms(self.clock)
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config

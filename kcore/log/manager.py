@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kcore.clock import monotonic_ms
 from kcore.log.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -53,7 +54,7 @@ from kcore.log.checkpoints import (
 from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
 from kcore.log.journal import replay as replay_journal
-from kcore.log.log import Log, now_ms
+from kcore.log.log import Log
 
 log = logging.getLogger(__name__)
 
@@ -290,9 +291,8 @@ class LogManager:
         """fsync what flush.ms says is due, and every rolled segment not yet
         flushed (keeps recovery to the active segment), then checkpoint the
         recovery points."""
-        now = now_ms()
         for item in self.all_logs():
-            if now - item.last_flush_ms >= item.config.flush_ms:
+            if monotonic_ms(item.clock) - item.last_flush_ms >= item.config.flush_ms:
                 item.flush()
             elif item.recovery_point < item.active_segment.base_offset:
                 item.flush(item.active_segment.base_offset)

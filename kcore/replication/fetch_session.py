@@ -37,7 +37,10 @@ The cache holds ``max.incremental.fetch.session.cache.slots`` sessions
 least valuable of those it may evict: a follower's session (privileged)
 may evict any consumer's, and any session one older than ``EVICTION_MS``,
 when the victim is worth less: not privileged when the newcomer is, or
-fewer partitions.
+fewer partitions. Session times are the monotonic clock's (``now_ms``): a
+step of the wall clock neither evicts sessions nor stops a follower's
+session from touching its idle partitions (which would drop it from their
+ISRs).
 
 Not thread-safe: the broker's event loop owns it; methods do not await
 except ``FetchSession.wait``.
@@ -49,6 +52,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms
 from kcore.controller.metadata import TopicPartition
 from kcore.replication.partition import Partition
 
@@ -156,8 +160,10 @@ class FetchSession:
 class FetchSessionCache:
     """Sessions by id (see the module docstring)."""
 
-    def __init__(self, max_slots: int = 1000, follower_touch_interval_ms: int = 3750):
+    def __init__(self, max_slots: int = 1000, follower_touch_interval_ms: int = 3750,
+                 clock: Clock = SYSTEM_CLOCK):
         self.max_slots = max_slots
+        self.clock = clock
         self.follower_touch_interval_ms = follower_touch_interval_ms
         self.sessions: dict[int, FetchSession] = {}
         self._watchers: dict[TopicPartition, set[FetchSession]] = {}
@@ -165,6 +171,10 @@ class FetchSessionCache:
 
     def get(self, session_id: int) -> FetchSession | None:
         return self.sessions.get(session_id)
+
+    def now_ms(self) -> int:
+        """The time sessions are stamped with: the monotonic clock, in ms."""
+        return monotonic_ms(self.clock)
 
     def create(self, replica_id: int, partitions: dict[TopicPartition, CachedPartition],
                now_ms: int) -> FetchSession | None:

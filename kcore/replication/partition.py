@@ -23,7 +23,11 @@ ISR changes are proposed by the leader and decided by the controller
 (``isr_changes``, AlterPartition in a cluster): a follower that reaches the
 HW joins, one not caught up for ``replica.lag.time.max.ms`` leaves. While a
 change is in flight the HW counts the joining replica already (Kafka's
-"maximal ISR"), and ``min.insync.replicas`` the committed ISR only.
+"maximal ISR"), and ``min.insync.replicas`` the committed ISR only. The
+lag is measured on the monotonic clock (kcore/clock.py), so a step of the
+wall clock drops no follower and keeps none that stopped fetching; the
+wall clock only stamps records (LogAppendTime, markers) and judges their
+timestamps.
 
 DeleteRecords (``delete_records``): the leader moves its log start offset
 and answers once the low watermark, the smallest log start offset over
@@ -41,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -52,6 +55,7 @@ from typing_extensions import Buffer
 from kcore._native import records as native_records
 from kcore._native.batch_layout import COMPRESSION_CODEC_MASK
 from kcore._native.records import BatchHeader
+from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.controller.metadata import PartitionState
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
@@ -99,10 +103,6 @@ class ProduceResult:
     required_offset: int = 0
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class Partition:
     """One replica of a topic partition (see module doc). A new Partition
     is the leader of a single-replica partition at epoch 0 until told
@@ -110,8 +110,9 @@ class Partition:
 
     def __init__(self, topic: str, index: int, log: Log, configs: dict[str, Any],
                  broker_id: int, producer_expiration_ms: int = 86_400_000,
-                 high_watermark: int | None = None):
+                 high_watermark: int | None = None, clock: Clock = SYSTEM_CLOCK):
         self.topic = topic
+        self.clock = clock
         self.index = index
         self.log = log
         self.configs = configs
@@ -187,7 +188,7 @@ class Partition:
         if new_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
             self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
-            now = now_ms()
+            now = monotonic_ms(self.clock)
             self._followers = {}
             for replica in self.replicas:
                 if replica != self.broker_id:
@@ -350,7 +351,7 @@ class Partition:
         if batch.timestamp_type == 1 and not check_crc:
             return self._validate(records, check_crc=True)  # its records are about to be read
         try:
-            validate_records(records, batch, policy, now_ms(), f"{self.topic}-{self.index}")
+            validate_records(records, batch, policy, wall_ms(self.clock), f"{self.topic}-{self.index}")
         except RecordValidationError as exc:
             raise PartitionError(exc.error_code, exc.message, exc.record_errors) from None
         return batches
@@ -373,7 +374,7 @@ class Partition:
             buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
-        now = now_ms()
+        now = wall_ms(self.clock)
         if memoryview(buffer).readonly:
             buffer = bytearray(buffer)
         native_records.stamp_log_append_time(buffer, now)
@@ -439,7 +440,7 @@ class Partition:
             self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         except ProducerStateError as exc:
             raise PartitionError(exc.error_code, str(exc)) from None
-        timestamp = now_ms()
+        timestamp = wall_ms(self.clock)
         batch = record_codec.build_control_batch(
             record_codec.ControlType.COMMIT if commit else record_codec.ControlType.ABORT,
             producer_id=producer_id, producer_epoch=producer_epoch,
@@ -562,7 +563,8 @@ class Partition:
             # Kafka answers a fetch from a broker outside the assignment the
             # same way as one sent to a non-leader.
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        follower.update_fetch(fetch_offset, self.log.log_end_offset, now_ms(), log_start_offset)
+        follower.update_fetch(fetch_offset, self.log.log_end_offset, monotonic_ms(self.clock),
+                              log_start_offset)
         self._maybe_expand_isr(follower)
         self.maybe_increment_high_watermark()
         if len(self._lw_waiters):
@@ -580,10 +582,11 @@ class Partition:
             self._propose_isr(sorted(self.isr + [follower.broker_id]))
 
     def maybe_shrink_isr(self, now: int | None = None) -> None:
-        """Drop followers not caught up for replica.lag.time.max.ms."""
+        """Drop followers not caught up for replica.lag.time.max.ms
+        (``now``: the monotonic clock in ms)."""
         if not self.is_leader or self._pending_isr is not None or len(self.isr) <= 1:
             return
-        now = now_ms() if now is None else now
+        now = monotonic_ms(self.clock) if now is None else now
         lagging = {replica for replica in self.isr if replica != self.broker_id
                    and replica in self._followers
                    and now - self._followers[replica].last_caught_up_ms > self.replica_lag_time_max_ms}

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.controller.base import StopReplicaPartition
 from kcore.controller.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.log.manager import LogManager
@@ -57,8 +58,11 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_defaults: dict[str, Any],
                  producer_expiration_ms: int,
                  topic_overrides: Callable[[str], dict[str, Any]] | None = None,
-                 replica_lag_time_max_ms: int = 30_000, fetch_session_cache_slots: int = 1000):
+                 replica_lag_time_max_ms: int = 30_000, fetch_session_cache_slots: int = 1000,
+                 clock: Clock = SYSTEM_CLOCK):
         self.broker_id = broker_id
+        # Every partition and fetch session reads time here (kcore/clock.py).
+        self.clock = clock
         self.log_manager = log_manager
         self.topic_defaults = topic_defaults
         self.producer_expiration_ms = producer_expiration_ms
@@ -69,7 +73,7 @@ class ReplicaManager:
         # A follower's session reminds the leader it is caught up on its idle
         # partitions 8 times per replica.lag.time.max.ms, so none leaves the ISR.
         self.fetch_sessions = FetchSessionCache(fetch_session_cache_slots,
-                                                replica_lag_time_max_ms // 8)
+                                                replica_lag_time_max_ms // 8, clock)
         self.controller_epoch = 0
         self.fetchers: Fetchers | None = None
         self.isr_change_handler: Callable[[Partition, list[int]], None] | None = None
@@ -242,7 +246,8 @@ class ReplicaManager:
         log_ = self.log_manager.get_or_create_log(topic, index, configs)
         partition = Partition(topic, index, log_, configs, self.broker_id,
                               self.producer_expiration_ms,
-                              high_watermark=self._checkpointed_hw.get((topic, index)))
+                              high_watermark=self._checkpointed_hw.get((topic, index)),
+                              clock=self.clock)
         partition.replica_lag_time_max_ms = self.replica_lag_time_max_ms
         partition.isr_changes = self._propose_isr
         partition.change_listener = self.fetch_sessions.partition_changed

@@ -4,7 +4,8 @@ high watermark.
 ``FollowerState`` follows Kafka's ``Replica``: the follower's log end
 offset is the offset of its last fetch (a follower asks for the offset it
 lacks, so everything before it is in its log), and ``last_caught_up_ms`` is
-the last time it had everything the leader had: the time of a fetch that
+the last time (the leader's monotonic clock, ms: kcore/clock.py) it had
+everything the leader had: the time of a fetch that
 reached the leader's log end offset, or of the previous fetch when this
 one reached the log end offset the leader had then (Kafka's rule, so a
 follower that keeps up with a busy leader is never "behind" by the batch

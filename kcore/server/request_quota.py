@@ -14,10 +14,10 @@ clients a request quota applies to.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.protocol.api_keys import ApiKey
 from kcore.security.quotas import REQUEST_PERCENTAGE, ClientQuotas, user_of
 
@@ -28,29 +28,33 @@ EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTH
 
 
 class Timed:
-    """Await a coroutine, adding the time spent inside it to ``busy_s``."""
+    """Await a coroutine, adding the time spent inside it to ``busy_s``
+    (read on ``clock``'s monotonic clock: CLOCK_MONOTONIC, nanoseconds, as
+    perf_counter on Linux)."""
 
-    __slots__ = ("_coro", "busy_s")
+    __slots__ = ("_coro", "_clock", "busy_s")
 
-    def __init__(self, coro: Coroutine) -> None:
+    def __init__(self, coro: Coroutine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._coro = coro
+        self._clock = clock
         self.busy_s = 0.0
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro = self._coro
+        now = self._clock.monotonic
         message: Any = None
         error: BaseException | None = None
         while True:
-            started = time.perf_counter()
+            started = now()
             try:
                 yielded = coro.send(message) if error is None else coro.throw(error)
             except StopIteration as stop:
-                self.busy_s += time.perf_counter() - started
+                self.busy_s += now() - started
                 return stop.value
             except BaseException:
-                self.busy_s += time.perf_counter() - started
+                self.busy_s += now() - started
                 raise
-            self.busy_s += time.perf_counter() - started
+            self.busy_s += now() - started
             try:
                 message, error = (yield yielded), None
             except BaseException as exc:  # cancellation goes to the handler

@@ -32,7 +32,10 @@ def test_three_members_read_every_message_exactly_once(broker, tmp_path, client)
 @pytest.mark.parametrize("client", CLIENTS)
 def test_sigkilled_member_partitions_taken_over_redelivery_only_after_last_commit(broker, tmp_path, client):
     takeover_s = scenario_member_killed(broker, tmp_path, client)
-    assert takeover_s < SESSION_TIMEOUT_MS / 1000 + 3
+    # The 2 s session timeout ends the victim's membership, not the 300 s
+    # rebalance timeout (max.poll.interval.ms): 10 s of slack is far from
+    # either, so a loaded machine cannot blur them.
+    assert takeover_s < SESSION_TIMEOUT_MS / 1000 + 10
 
 
 @pytest.mark.parametrize("client", CLIENTS)

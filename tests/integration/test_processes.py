@@ -20,9 +20,13 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kcore.protocol.api_keys import ApiKey
 from tests.support import BrokerProcess, free_ports
+from tests.support.sockets import established
 from tests.support.wire import WireClient
 
 PARTITIONS = 6
+# connections.max.idle.ms where a test waits for it: long enough that a
+# connection just used is still open when the test looks (ss(8)).
+IDLE_MS = 3000
 
 
 def node(tmp_path: Path, processes: int, **overrides: str) -> BrokerProcess:
@@ -187,12 +191,22 @@ def test_a_config_change_from_any_process_reaches_the_partition_owners(tmp_path)
 
 def test_processes_that_closed_each_others_idle_connections_still_agree(tmp_path):
     """connections.max.idle.ms closes the node's own channels between
-    processes too; the next controller request reconnects."""
-    supervisor = node(tmp_path, 2, **{"connections.max.idle.ms": "1000"}).start()
+    processes too (the supervisor's to each broker process, read from the
+    kernel by socket inode); the next controller request opens new ones."""
+    supervisor = node(tmp_path, 2, **{"connections.max.idle.ms": str(IDLE_MS)}).start()
     try:
-        time.sleep(3)  # past the limit: the processes' channels are closed by now
+        pids = [supervisor.process.pid, *(p.pid for p in broker_processes(supervisor).values())]
+        ports = {supervisor.port, supervisor.port + 1}
+        at_start = established(pids, ports)
+        assert {c.peer_port for c in at_start} == ports, at_start
+        deadline = time.monotonic() + 10 * IDLE_MS / 1000
+        while at_start & established(pids, ports) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not at_start & established(pids, ports), f"open past {IDLE_MS} ms idle"
         admin = AdminClient({"bootstrap.servers": supervisor.bootstrap})
         admin.create_topics([NewTopic("late", PARTITIONS, 1)])["late"].result(30)
+        reopened = established(pids, ports) - at_start
+        assert {c.peer_port for c in reopened} == ports, reopened
         assert produce(supervisor.bootstrap, "late", 100) == []
         assert sorted(read_all(supervisor.bootstrap, "late", 100)) == list(range(100))
     finally:

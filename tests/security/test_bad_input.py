@@ -202,33 +202,41 @@ def test_handshake_v0_exchanges_bare_tokens(broker):
 
 
 def test_refusal_is_delayed_and_other_connections_do_not_notice(broker):
+    """While a refusal waits out its delay, the broker goes on answering an
+    authenticated connection: Metadata answers keep arriving inside every
+    wait. Judged by order (answers inside each wait), not by a latency
+    bound, which a loaded machine could break; a broker that slept on its
+    loop for the delay would answer nothing inside it."""
     settled = Raw(broker.ports["SASL_PLAINTEXT"])
     assert authenticate_plain(settled, "alice", "alice-secret").error_code == 0
-    latencies: list[float] = []
+    answered_at: list[float] = []
     stop = threading.Event()
 
     def keep_asking() -> None:
-        while not stop.is_set() and len(latencies) < 500:
-            started = time.monotonic()
+        while not stop.is_set() and len(answered_at) < 500:
             settled.call(ApiKey.METADATA, 1, {"topics": []})
-            latencies.append(time.monotonic() - started)
+            answered_at.append(time.monotonic())
             time.sleep(0.02)
 
     asking = threading.Thread(target=keep_asking)
     asking.start()
     try:
-        waits = []
+        windows = []
         for _ in range(3):
             raw = Raw(broker.ports["SASL_PLAINTEXT"])
             started = time.monotonic()
             assert authenticate_plain(raw, "alice", "wrong").error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
-            waits.append(time.monotonic() - started)
+            windows.append((started, time.monotonic()))
             assert raw.closed()
     finally:
         stop.set()
         asking.join(10)
+    waits = [end - start for start, end in windows]
     # Each answer waits the delay; each next attempt from the address first
     # waits the delay doubled per failure: 1, 1+1, 1+2 delays.
     assert [wait >= factor * DELAY_MS / 1000 * 0.9 for wait, factor in zip(waits, (1, 2, 3))] == [True] * 3, waits
-    assert latencies and max(latencies) < 0.2, max(latencies)
+    # At most one answer can be in flight when a wait begins; 0.4 s and more
+    # hold ~20 answers a wait when the loop is free.
+    inside = [sum(start < at < end for at in answered_at) for start, end in windows]
+    assert min(inside) >= 3, inside
     still_serves(broker)  # a success clears the address's record

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
+from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.config import BrokerConfig, parse_topic_configs
 from kcore.controller.local import LocalController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager, JoinRequest
@@ -33,8 +34,9 @@ RANGE = [("range", SUB)]
 class Node:
     """One broker's storage and group coordinator, restartable on its data dir."""
 
-    def __init__(self, data_dir, **settings):
+    def __init__(self, data_dir, clock: Clock = SYSTEM_CLOCK, **settings):
         self.data_dir = data_dir
+        self.clock = clock
         self.settings = {"log.dirs": str(data_dir), "group.initial.rebalance.delay.ms": "0",
                          "group.min.session.timeout.ms": "100",
                          "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
@@ -49,7 +51,7 @@ class Node:
                                               topic_overrides=self._overrides)
         self.controller = LocalController(self.data_dir, 0, self.replica_manager)
         manager = GroupMetadataManager(self.controller, self.replica_manager,
-                                       config["offsets.topic.num.partitions"])
+                                       config["offsets.topic.num.partitions"], clock=self.clock)
         self.coordinator = GroupCoordinator(GroupConfig.from_broker_config(config), manager)
         self.replica_manager.leadership_listeners.append(self.coordinator.on_leadership_change)
         self.coordinator.start()
@@ -73,10 +75,10 @@ class Node:
         await self.controller.create_topic(name, partitions, 1, {})
 
 
-def run(data_dir, scenario, **settings):
+def run(data_dir, scenario, clock: Clock = SYSTEM_CLOCK, **settings):
     """Run `scenario(node, coordinator)` on a fresh loop with a started node."""
     async def main():
-        node = Node(data_dir, **settings)
+        node = Node(data_dir, clock, **settings)
         coordinator = await node.start()
         try:
             return await scenario(node, coordinator)

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from kcore import protocol
+from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.config import BrokerConfig
 from kcore.controller.metadata import BrokerInfo, PartitionState
 from kcore.handlers import HANDLERS
@@ -25,12 +26,12 @@ class InProcessBroker:
     """Broker ``broker_id`` with its log dir under ``root``."""
 
     def __init__(self, root: Path, broker_id: int, session_slots: int = 1000,
-                 lag_ms: int = 30_000):
+                 lag_ms: int = 30_000, clock: Clock = SYSTEM_CLOCK):
         self.info = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id, None)
         self.logs = LogManager([root / f"broker-{broker_id}"], TOPIC_DEFAULTS)
         self.replica_manager = ReplicaManager(broker_id, self.logs, TOPIC_DEFAULTS, 86_400_000,
                                               replica_lag_time_max_ms=lag_ms,
-                                              fetch_session_cache_slots=session_slots)
+                                              fetch_session_cache_slots=session_slots, clock=clock)
         self.facade = SimpleNamespace(replica_manager=self.replica_manager, stats=BrokerStats(),
                                       authorizer=None, quotas=ClientQuotas())
         self.requests: list = []  # every decoded request, for tests to look at

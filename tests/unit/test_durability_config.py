@@ -11,6 +11,7 @@ from kcore.log.log import Log
 from kcore.log.manager import LogManager
 from kcore.replication.partition import Partition
 from tests.support.batches import make_batch
+from tests.support.clock import HOUR_S, ManualClock
 
 
 def test_broker_flush_settings_become_topic_defaults():
@@ -51,6 +52,24 @@ def test_page_cache_mode_flushes_on_flush_ms_from_the_background_task(tmp_path):
         item.append(make_batch(4), 0)
     manager.flush_dirty_logs()
     assert (eager.recovery_point, lazy.recovery_point) == (4, 0)
+    manager.shutdown()
+
+
+@pytest.mark.parametrize("wall_step_s", [HOUR_S, -HOUR_S], ids=["forward-1h", "back-1h"])
+def test_flush_ms_counts_monotonic_time_not_wall_clock_steps(tmp_path, wall_step_s):
+    """A wall clock stepped back an hour does not hold flushes back for an
+    hour, nor does one stepped forward make them due at once."""
+    manager = LogManager([tmp_path], BrokerConfig({"log.flush.interval.ms": "1000"}).topic_defaults())
+    log = manager.get_or_create_log("t", 0)
+    log.clock = clock = ManualClock()
+    log.flush()  # flushed now, on this clock
+    log.append(make_batch(4), 0)
+    clock.step(wall_step_s)
+    manager.flush_dirty_logs()
+    assert log.recovery_point == 0
+    clock.advance(1.0)
+    manager.flush_dirty_logs()
+    assert log.recovery_point == 4
     manager.shutdown()
 
 

@@ -11,12 +11,14 @@ import time
 import pytest
 
 from kcore._native import records as native_records
+from kcore.clock import monotonic_ms
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication import fetch_session
 from kcore.replication.fetch_session import EVICTION_MS, CachedPartition, FetchSessionCache
 from kcore.replication.partition import Partition
 from tests.support.batches import make_batch
+from tests.support.clock import HOUR_S, SteppedClock
 from tests.support.in_process import InProcessBroker
 
 FETCH_VERSION = 11
@@ -216,19 +218,27 @@ def test_epochs_wrap_to_one():
     assert fetch_session.next_epoch(41) == 42
 
 
-def test_a_follower_session_keeps_the_follower_caught_up_on_idle_partitions(tmp_path):
-    leader = InProcessBroker(tmp_path, 1, lag_ms=400)
+@pytest.mark.parametrize("wall_step_s", [0.0, -HOUR_S, HOUR_S], ids=["steady", "back-1h", "forward-1h"])
+def test_a_follower_session_keeps_the_follower_caught_up_on_idle_partitions(tmp_path, wall_step_s):
+    """The session tells the leader every lag / 8 (50 ms) that the follower
+    is caught up on the partitions it does not read, on the monotonic
+    clock: a wall clock stepped an hour back does not stop it."""
+    clock = SteppedClock()
+    leader = InProcessBroker(tmp_path, 1, lag_ms=400, clock=clock)
     try:
         leader.lead("t", 6, replicas=(1, 2))
         for index in range(6):
             produce(leader, index)
         offsets = {("t", i): 1 for i in range(6)}
         session_id = fetch(leader, fetch_body(offsets, epoch=0, replica_id=2)).session_id
+        clock.step(wall_step_s)
         for epoch in range(1, 12):
+            last_fetch_ms = monotonic_ms(clock)
             fetch(leader, fetch_body({}, session_id, epoch, replica_id=2, max_wait_ms=60))
-        now = int(time.time() * 1000)
+        # An idle fetch waits its 60 ms, more than the touch interval: the
+        # last one touched every partition.
         for index in range(6):
             follower = leader.replica_manager.get("t", index)._followers[2]
-            assert now - follower.last_caught_up_ms < 400
+            assert follower.last_caught_up_ms >= last_fetch_ms
     finally:
         leader.close()

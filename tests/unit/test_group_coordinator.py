@@ -3,16 +3,25 @@ SyncGroup, heartbeats, session and rebalance timeouts, static members.
 
 Each test drives a real coordinator over real partition logs in a temp dir
 (controller, log manager, replica manager, __consumer_offsets) on an
-asyncio loop; nothing is mocked.
+asyncio loop; nothing is mocked. Timeouts are judged by order, never by a
+wall-clock upper bound: what a timer did is read against the loop time it
+was due at (``TimerHandle.when()``), so a loaded machine cannot fail them.
 """
 from __future__ import annotations
 
 import asyncio
-import time
 
+import pytest
+
+from kcore.clock import wall_ms
+from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.protocol.errors import ErrorCode as E
+from tests.support.clock import HOUR_S, SteppedClock
 from tests.support.group_coordinator import RANGE, SUB, form_group, join, run
+
+# A loop may run a timer up to one tick of its clock early (uvloop: 1 ms).
+TIMER_EARLY_S = 0.002
 
 
 def test_three_members_form_one_generation_with_one_leader(tmp_path):
@@ -36,13 +45,14 @@ def test_rebalance_completes_when_last_member_rejoins_not_on_a_timeout(tmp_path)
         newcomer = asyncio.ensure_future(join(coordinator, session=30_000, rebalance=30_000))
         await asyncio.sleep(0.01)
         assert coordinator.groups["g"].state is GroupState.PREPARING_REBALANCE
+        rebalance_timeout = coordinator.groups["g"].join_timer
         for member in members:
             assert coordinator.heartbeat("g", member.member_id, None, 1) == E.REBALANCE_IN_PROGRESS
-        started = time.monotonic()
         rejoins = [join(coordinator, member_id=m.member_id, session=30_000, rebalance=30_000)
                    for m in members]
         results = await asyncio.gather(newcomer, *rejoins)
-        assert time.monotonic() - started < 0.5
+        # Completed by the last rejoin: the 30 s timer was not due yet.
+        assert asyncio.get_running_loop().time() < rebalance_timeout.when()
         assert {r.generation_id for r in results} == {2}
         assert coordinator.groups["g"].state is GroupState.COMPLETING_REBALANCE
     run(tmp_path, scenario)
@@ -76,24 +86,47 @@ def test_member_id_required_then_join_waits_for_pending_member(tmp_path):
 def test_pending_member_that_never_rejoins_expires_after_session_timeout(tmp_path):
     async def scenario(node, coordinator):
         await form_group(coordinator, 1, session=10_000)
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
         pending = await join(coordinator, require_known=True, session=200)
         assert pending.error_code == E.MEMBER_ID_REQUIRED
         assert coordinator.groups["g"].pending_members == {pending.member_id}
-        await asyncio.sleep(0.35)
+        for _ in range(200):  # bounded: 10 s, for a timer due in 0.2 s
+            if not coordinator.groups["g"].pending_members:
+                break
+            await asyncio.sleep(0.05)
         assert coordinator.groups["g"].pending_members == set()
+        assert loop.time() - asked >= 0.2 - TIMER_EARLY_S  # at the session timeout, not before
     run(tmp_path, scenario)
 
 
 def test_initial_delay_extends_while_new_members_arrive(tmp_path):
     async def scenario(node, coordinator):
-        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        delays_ended: list[float] = []
+        delay_expired = coordinator._initial_delay_expired
+
+        def counted(*args):
+            delays_ended.append(loop.time())
+            delay_expired(*args)
+
+        coordinator._initial_delay_expired = counted  # the timers call it through the instance
+        started = loop.time()
         first = asyncio.ensure_future(join(coordinator))
-        await asyncio.sleep(0.1)
+        for _ in range(100):  # bounded: the first join starts the delay in one step
+            if "g" in coordinator.groups:
+                break
+            await asyncio.sleep(0)
+        group = coordinator.groups["g"]
+        assert group.in_initial_delay and not group.new_member_added
         second = asyncio.ensure_future(join(coordinator))
+        await asyncio.sleep(0)
+        assert group.in_initial_delay and group.new_member_added  # arrived inside the delay
         results = await asyncio.gather(first, second)
-        elapsed = time.monotonic() - started
         # One delay (300 ms), extended once because a member arrived in it.
-        assert 0.55 < elapsed < 1.5
+        assert len(delays_ended) == 2, delays_ended
+        assert delays_ended[0] - started >= 0.3 - TIMER_EARLY_S
+        assert delays_ended[1] - delays_ended[0] >= 0.3 - TIMER_EARLY_S
         assert {r.generation_id for r in results} == {1}
         assert len(next(r for r in results if r.members).members) == 2
     run(tmp_path, scenario, **{"group.initial.rebalance.delay.ms": 300})
@@ -137,17 +170,19 @@ def test_sync_and_heartbeat_fencing_errors(tmp_path):
 
 def test_session_timeout_removes_a_silent_member_and_survivor_rebalances_alone(tmp_path):
     async def scenario(node, coordinator):
-        survivor, silent = await form_group(coordinator, 2, session=300)
-        deadline = time.monotonic() + 3
+        survivor, silent = await form_group(coordinator, 2, session=300, rebalance=30_000)
         error = E.NONE
-        while error == E.NONE and time.monotonic() < deadline:
+        for _ in range(200):  # bounded: 10 s, for a session timeout of 0.3 s
+            if error != E.NONE:
+                break
             await asyncio.sleep(0.05)
             error = coordinator.heartbeat("g", survivor.member_id, None, 1)
         assert error == E.REBALANCE_IN_PROGRESS
         assert not coordinator.groups["g"].has(silent.member_id)
-        started = time.monotonic()
-        result = await join(coordinator, member_id=survivor.member_id, session=300)
-        assert time.monotonic() - started < 0.2
+        rebalance_timeout = coordinator.groups["g"].join_timer
+        result = await join(coordinator, member_id=survivor.member_id, session=300, rebalance=30_000)
+        # The survivor alone completes the join: the 30 s timer was not due yet.
+        assert asyncio.get_running_loop().time() < rebalance_timeout.when()
         assert result.generation_id == 2 and [m[0] for m in result.members] == [survivor.member_id]
     run(tmp_path, scenario)
 
@@ -155,16 +190,56 @@ def test_session_timeout_removes_a_silent_member_and_survivor_rebalances_alone(t
 def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout(tmp_path):
     async def scenario(node, coordinator):
         leader, follower = await form_group(coordinator, 2, rebalance=300)
-        started = time.monotonic()
         rejoin = asyncio.ensure_future(join(coordinator, member_id=leader.member_id, rebalance=300))
-        while not rejoin.done():
+        await asyncio.sleep(0)
+        rebalance_timeout = coordinator.groups["g"].join_timer
+        for _ in range(200):  # bounded: 10 s, for a rebalance timeout of 0.3 s
+            if rejoin.done():
+                break
             coordinator.heartbeat("g", follower.member_id, None, 1)
             await asyncio.sleep(0.05)
+        assert rejoin.done()
         result = await rejoin
-        assert 0.25 < time.monotonic() - started < 2
+        # Completed by the timer, the follower heartbeating but never rejoining.
+        assert asyncio.get_running_loop().time() >= rebalance_timeout.when() - TIMER_EARLY_S
         assert result.generation_id == 2 and [m[0] for m in result.members] == [leader.member_id]
         assert coordinator.heartbeat("g", follower.member_id, None, 2) == E.UNKNOWN_MEMBER_ID
     run(tmp_path, scenario)
+
+
+@pytest.mark.parametrize("wall_step_s", [HOUR_S, -HOUR_S], ids=["forward-1h", "back-1h"])
+def test_a_wall_clock_step_expires_nothing_and_a_silent_member_still_times_out(tmp_path, wall_step_s):
+    """Sessions end on event-loop timers (the monotonic clock): members that
+    heartbeat through an hour's step of the wall clock stay, their offsets
+    stay, and a member that falls silent afterwards still leaves after
+    its session timeout."""
+    clock = SteppedClock()
+
+    async def scenario(node, coordinator):
+        loop = asyncio.get_running_loop()
+        talker, silent = await form_group(coordinator, 2, session=1000, rebalance=30_000)
+        committed = OffsetValue(5, -1, "", wall_ms(clock))
+        assert coordinator.commit_offsets("g", talker.member_id, None, 1, {("t", 0): committed}) == {
+            ("t", 0): E.NONE}
+        group = coordinator.groups["g"]
+        clock.step(wall_step_s)
+        stepped = loop.time()
+        while loop.time() - stepped < 2.5:  # 2.5 session timeouts after the step
+            for member in (talker, silent):
+                assert coordinator.heartbeat("g", member.member_id, None, 1) == E.NONE
+            last_heard = loop.time()
+            await asyncio.sleep(0.05)
+        assert (group.state, group.generation_id, group.size) == (GroupState.STABLE, 1, 2)
+        assert coordinator.cleanup_expired_offsets() == 0 and group.offsets == {("t", 0): committed}
+        error = E.NONE
+        for _ in range(200):  # bounded: 10 s, for a session of 1 s
+            if error != E.NONE:
+                break
+            await asyncio.sleep(0.05)
+            error = coordinator.heartbeat("g", talker.member_id, None, 1)
+        assert error == E.REBALANCE_IN_PROGRESS and not group.has(silent.member_id)
+        assert loop.time() - last_heard >= 1.0 - TIMER_EARLY_S
+    run(tmp_path, scenario, clock)
 
 
 def test_static_member_restart_keeps_assignment_without_rebalance(tmp_path):

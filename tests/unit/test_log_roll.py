@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from kcore.log.segment import segment_name
+from tests.support.clock import ManualClock
 
 
 def test_roll_when_segment_bytes_would_be_exceeded(open_log, batch):
@@ -58,9 +59,9 @@ def test_roll_by_time_uses_wall_clock_when_batches_have_no_timestamp(open_log, b
     log = open_log(segment_ms=1000)
     log.append(batch(1, timestamp=-1), 0)
     now = log.active_segment.created_ms
-    log.clock = lambda: now + 500
+    log.clock = ManualClock(wall_s=(now + 500) / 1000)
     log.append(batch(1, timestamp=-1), 0)
-    log.clock = lambda: now + 1001
+    log.clock = ManualClock(wall_s=(now + 1002) / 1000)  # past 1000 ms after float rounding
     log.append(batch(1, timestamp=-1), 0)
     assert [s.base_offset for s in log.segments] == [0, 2]
 

@@ -7,21 +7,25 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from kcore.clock import SYSTEM_CLOCK
 from kcore.config import BrokerConfig
 from kcore.controller.metadata import PartitionState
 from kcore.log.log import Log
 from kcore.protocol.errors import ErrorCode as E
 from kcore.replication.partition import Partition, PartitionError
 from tests.support.batches import make_batch
+from tests.support.clock import HOUR_S, ManualClock
 from tests.support.log import read_slices
 
 CONFIGS = {**BrokerConfig().topic_defaults(), "min.insync.replicas": 2}
 
 
 def leader_partition(tmp_path, name="t-0", replicas=(1, 2, 3), isr=(1, 2, 3), epoch=1,
-                     lag_ms=30_000) -> tuple[Partition, list]:
+                     lag_ms=30_000, clock=SYSTEM_CLOCK) -> tuple[Partition, list]:
     proposals: list = []
-    partition = Partition("t", 0, Log.open(tmp_path / name), dict(CONFIGS), broker_id=1)
+    partition = Partition("t", 0, Log.open(tmp_path / name), dict(CONFIGS), broker_id=1, clock=clock)
     partition.replica_lag_time_max_ms = lag_ms
     partition.isr_changes = lambda p, new_isr: proposals.append(new_isr)
     partition.make_leader(PartitionState("t", 0, 1, epoch, tuple(isr), tuple(replicas), 0, 1))
@@ -100,6 +104,31 @@ def test_a_refused_isr_change_is_forgotten_and_proposed_again(tmp_path):
         assert partition.isr == [1, 2, 3]
         partition.maybe_shrink_isr(now=later)
         assert len(proposals) == 2
+    run(main())
+
+
+@pytest.mark.parametrize("wall_step_s", [HOUR_S, -HOUR_S], ids=["forward-1h", "back-1h"])
+def test_a_wall_clock_step_neither_drops_a_follower_nor_keeps_a_silent_one(tmp_path, wall_step_s):
+    """replica.lag.time.max.ms runs on the monotonic clock: an hour's step
+    of the wall clock drops no follower that keeps up, and a follower that
+    stopped fetching still leaves once the lag really passed."""
+    async def main():
+        clock = ManualClock()
+        partition, proposals = leader_partition(tmp_path, lag_ms=10_000, clock=clock)
+        produce(partition, 2)
+        for replica in (2, 3):
+            partition.update_follower_fetch_state(replica, 2)
+        clock.step(wall_step_s)
+        partition.maybe_shrink_isr()
+        assert proposals == [] and partition.isr == [1, 2, 3]
+        for _ in range(10):  # 10 s: follower 2 fetches, follower 3 is silent
+            clock.advance(1.0)
+            partition.update_follower_fetch_state(2, 2)
+            partition.maybe_shrink_isr()
+        assert proposals == []  # 10 s is the limit, not past it
+        clock.advance(0.001)
+        partition.maybe_shrink_isr()
+        assert proposals == [[1, 2]]
     run(main())
 
 

@@ -3,29 +3,49 @@ not the time it waits."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from kcore.server.request_quota import Timed
+from tests.support.clock import ManualClock
 
 
 def test_waiting_costs_nothing_and_work_counts():
-    async def handler() -> str:
-        await asyncio.sleep(0.2)
-        end = time.perf_counter() + 0.05
-        while time.perf_counter() < end:  # 50 ms of work
-            pass
+    """Work before and after a long wait counts; the 10 s the handler
+    waits (other connections' time) does not. The clock moves only when
+    the test says, so the sum is exact on a loaded machine too."""
+    clock = ManualClock()
+    waiting: list[bool] = []
+
+    async def handler(released: asyncio.Future) -> str:
+        clock.advance(0.01)  # 10 ms of work
+        waiting.append(True)
+        await released
+        clock.advance(0.05)  # 50 ms of work
         await asyncio.sleep(0)
+        clock.advance(0.002)  # 2 ms more after another step
         return "answer"
 
     async def main():
-        timed = Timed(handler())
-        assert await timed == "answer"
+        loop = asyncio.get_running_loop()
+        released = loop.create_future()
+        timed = Timed(handler(released), clock)
+
+        async def drive():
+            return await timed
+
+        task = loop.create_task(drive())
+        for _ in range(100):  # bounded: the handler reaches its wait in one step
+            if waiting:
+                break
+            await asyncio.sleep(0)
+        assert waiting and timed.busy_s == pytest.approx(0.01)
+        clock.advance(10.0)
+        released.set_result(None)
+        assert await task == "answer"
         return timed.busy_s
 
-    busy_s = asyncio.run(main())
-    assert 0.05 <= busy_s < 0.1
+    assert asyncio.run(main()) == pytest.approx(0.062)
 
 
 def test_exceptions_and_cancellation_reach_the_caller():

@@ -1,7 +1,9 @@
 """The transaction coordinator's decisions (kcore/coordinator/txn/
 coordinator.py) over the real TransactionStateManager, with its appends to
 __transaction_state and its marker deliveries replaced by recorders: what
-each request answers, what it writes, and which markers go out."""
+each request answers, what it writes, and which markers go out. Time is a
+clock the tests move: timeouts follow its monotonic side, and a step of
+its wall clock changes nothing."""
 from __future__ import annotations
 
 import asyncio
@@ -9,14 +11,22 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from kcore.clock import monotonic_ms
 from kcore.coordinator.txn import records as txn_records
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
-from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig, TxnPartition
+from kcore.coordinator.txn.manager import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionStateManager,
+    TxnConfig,
+    TxnPartition,
+)
 from kcore.coordinator.txn.markers import TxnMarker
 from kcore.coordinator.txn.metadata import MAX_EPOCH, TransactionMetadata
 from kcore.coordinator.txn.state import TransactionState
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode as E
+from tests.support.clock import HOUR_S, ManualClock
+from tests.support.in_process import InProcessBroker
 
 S = TransactionState
 COORDINATOR_EPOCH = 5
@@ -34,8 +44,8 @@ class RecordingManager(TransactionStateManager):
     """Appends succeed (or fail with ``fail_with``) without a log; each
     written value is kept, latest last."""
 
-    def __init__(self):
-        super().__init__(NoTopics(), None, TxnConfig(num_partitions=1, max_timeout_ms=900_000))
+    def __init__(self, clock: ManualClock):
+        super().__init__(NoTopics(), None, TxnConfig(num_partitions=1, max_timeout_ms=900_000), clock)
         self.owned[0] = TxnPartition(COORDINATOR_EPOCH)
         self.written: list[tuple[str, txn_records.TransactionValue | None]] = []
         self.fail_with: int | None = None
@@ -73,7 +83,8 @@ class RecordingMarkers:
 
 class Harness:
     def __init__(self):
-        self.manager = RecordingManager()
+        self.clock = ManualClock()
+        self.manager = RecordingManager(self.clock)
         self.markers = RecordingMarkers()
         self.next_id = 1000
 
@@ -245,7 +256,7 @@ def test_end_txn_that_cannot_be_written_leaves_the_transaction_open():
 def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced():
     async def test(h):
         producer_id, epoch = await begin(h)
-        start = h.metadata().start_ms
+        start = h.metadata().start_monotonic_ms
         assert h.coordinator.abort_timed_out(start + TIMEOUT_MS) == 0  # not past it yet
         assert h.coordinator.abort_timed_out(start + TIMEOUT_MS + 1) == 1
         await h.settle()
@@ -267,7 +278,7 @@ def test_a_timed_out_transaction_near_the_last_epoch_is_aborted_too(epoch):
         h.metadata().producer_epoch = epoch
         producer_id = h.metadata().producer_id
         assert await h.coordinator.add_partitions("t", producer_id, epoch, {("out", 0)}) == E.NONE
-        assert h.coordinator.abort_timed_out(h.metadata().start_ms + TIMEOUT_MS + 1) == 1
+        assert h.coordinator.abort_timed_out(h.metadata().start_monotonic_ms + TIMEOUT_MS + 1) == 1
         await h.settle()
         [(marker, _)] = h.markers.sent
         assert (marker.producer_epoch, marker.commit) == (epoch + 1, False)
@@ -281,7 +292,7 @@ def test_a_timed_out_transaction_near_the_last_epoch_is_aborted_too(epoch):
 def test_a_failed_fence_is_retried_with_the_same_epoch():
     async def test(h):
         _, epoch = await begin(h)
-        start = h.metadata().start_ms
+        start = h.metadata().start_monotonic_ms
         h.manager.fail_with = E.COORDINATOR_NOT_AVAILABLE
         assert h.coordinator.abort_timed_out(start + TIMEOUT_MS + 1) == 1
         await h.settle()
@@ -293,6 +304,78 @@ def test_a_failed_fence_is_retried_with_the_same_epoch():
         assert marker.producer_epoch == epoch + 1  # not epoch + 2
         assert h.metadata().state is S.COMPLETE_ABORT
     run(test)
+
+
+@pytest.mark.parametrize("wall_step_s", [HOUR_S, -HOUR_S], ids=["forward-1h", "back-1h"])
+def test_a_wall_clock_step_aborts_nothing_and_the_timeout_still_ends_it(wall_step_s):
+    async def test(h):
+        await begin(h)
+        h.clock.step(wall_step_s)
+        assert h.coordinator.abort_timed_out() == 0
+        h.clock.advance(TIMEOUT_MS / 1000)
+        assert h.coordinator.abort_timed_out() == 0  # at the timeout, not past it
+        assert h.metadata().state is S.ONGOING and h.markers.sent == []
+        h.clock.advance(0.001)
+        assert h.coordinator.abort_timed_out() == 1
+        await h.settle()
+        assert [marker.commit for marker, _ in h.markers.sent] == [False]
+        assert h.metadata().state is S.COMPLETE_ABORT
+    run(test)
+
+
+def test_listing_by_duration_counts_the_monotonic_time_since_the_start():
+    """ListTransactions v1's duration filter: longer than the filter since
+    the transaction started, the wall clock's steps not counted."""
+    async def test(h):
+        await begin(h)
+        h.clock.advance(10.0)
+        h.clock.step(HOUR_S)
+        assert [m.transactional_id for m in h.coordinator.list_transactions(set(), set(), 5_000)] == ["t"]
+        assert h.coordinator.list_transactions(set(), set(), 20_000) == []
+        assert len(h.coordinator.list_transactions(set(), set())) == 1
+    run(test)
+
+
+def test_a_coordinator_taking_over_times_a_transaction_from_its_written_start(tmp_path):
+    """A new coordinator loads an open transaction from __transaction_state
+    (a real log): the 20 s since its written start count, then its own
+    monotonic clock; a step of its wall clock after the load aborts nothing."""
+    clock = ManualClock()
+    broker = InProcessBroker(tmp_path, 1)
+    broker.lead(TRANSACTION_STATE_TOPIC, 1)
+    config = TxnConfig(num_partitions=1, replication_factor=1, min_isr=1)
+
+    async def next_producer_id() -> int:
+        return 7
+
+    async def main():
+        first = TransactionStateManager(NoTopics(), broker.replica_manager, config, clock)
+        first.load_partition(0, 1)
+        writer = TransactionCoordinator(first, next_producer_id, RecordingMarkers())
+        started = await writer.init_producer_id("t", TIMEOUT_MS)
+        assert await writer.add_partitions("t", started.producer_id, started.producer_epoch,
+                                           {("out", 0)}) == E.NONE
+        writer.shutdown()
+        clock.advance(20.0)
+        taking_over = TransactionStateManager(NoTopics(), broker.replica_manager, config, clock)
+        [loaded] = taking_over.load_partition(0, 2).transactions.values()
+        assert loaded.state is S.ONGOING
+        assert loaded.start_monotonic_ms == monotonic_ms(clock) - 20_000
+        coordinator = TransactionCoordinator(taking_over, next_producer_id, RecordingMarkers())
+        try:
+            clock.step(HOUR_S)
+            assert coordinator.abort_timed_out() == 0
+            clock.advance(TIMEOUT_MS / 1000 - 20.0)
+            assert coordinator.abort_timed_out() == 0
+            clock.advance(0.001)
+            assert coordinator.abort_timed_out() == 1
+        finally:
+            coordinator.shutdown()
+
+    try:
+        asyncio.run(main())
+    finally:
+        broker.close()
 
 
 # -- AddPartitionsToTxn ---------------------------------------------------------------------------

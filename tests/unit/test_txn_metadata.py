@@ -39,6 +39,8 @@ ALL_PAIRS = list(itertools.product(TransactionState, TransactionState))
 VALID = [(source, target) for source, target in ALL_PAIRS if source in KAFKA_TABLE[target]]
 INVALID = [(source, target) for source, target in ALL_PAIRS if source not in KAFKA_TABLE[target]]
 NOW = 1_700_000_000_000
+# The monotonic clock: an origin of its own, unrelated to the wall clock.
+MONOTONIC_NOW = 5_000_000
 
 
 def _ids(pairs):
@@ -46,8 +48,9 @@ def _ids(pairs):
 
 
 def metadata(state: TransactionState = S.EMPTY, epoch: int = 3, partitions=(), **fields) -> TransactionMetadata:
+    fields = {"start_ms": NOW - 10, "last_update_ms": NOW - 10, **fields}
     return TransactionMetadata("txn", 1000, epoch, state=state, partitions=set(partitions),
-                               timeout_ms=60_000, start_ms=NOW - 10, last_update_ms=NOW - 10, **fields)
+                               timeout_ms=60_000, **fields)
 
 
 def test_each_state_carries_kafkas_valid_previous_states():
@@ -87,9 +90,9 @@ def test_invalid_transition_raises_and_changes_nothing(source, target):
 
 def test_a_second_prepare_while_one_is_pending_is_refused():
     txn = metadata(S.EMPTY)
-    transit = txn.prepare_add_partitions({("t", 0)}, NOW)
+    transit = txn.prepare_add_partitions({("t", 0)}, NOW, MONOTONIC_NOW)
     with pytest.raises(IllegalStateError):
-        txn.prepare_add_partitions({("t", 1)}, NOW)
+        txn.prepare_add_partitions({("t", 1)}, NOW, MONOTONIC_NOW)
     with pytest.raises(IllegalStateError):
         txn.complete_transition(txn.current())  # not the pending one
     txn.complete_transition(transit)
@@ -106,13 +109,34 @@ def test_abort_transition_keeps_the_old_state():
 
 def test_add_partitions_starts_a_transaction_and_then_extends_it():
     txn = metadata(S.COMPLETE_COMMIT)
-    first = txn.prepare_add_partitions({("a", 0)}, NOW)
+    first = txn.prepare_add_partitions({("a", 0)}, NOW, MONOTONIC_NOW)
     assert (first.state, first.start_ms, first.partitions) == (S.ONGOING, NOW, frozenset({("a", 0)}))
+    assert first.start_monotonic_ms == MONOTONIC_NOW
     txn.complete_transition(first)
-    second = txn.prepare_add_partitions({("b", 1)}, NOW + 50)
+    second = txn.prepare_add_partitions({("b", 1)}, NOW + 50, MONOTONIC_NOW + 50)
     # The start of the transaction stays its first AddPartitions' time.
     assert (second.start_ms, second.last_update_ms) == (NOW, NOW + 50)
+    assert second.start_monotonic_ms == MONOTONIC_NOW
     assert second.partitions == frozenset({("a", 0), ("b", 1)})
+
+
+def test_the_timeout_runs_on_the_monotonic_clock_from_the_start():
+    txn = metadata(S.EMPTY)
+    txn.complete_transition(txn.prepare_add_partitions({("t", 0)}, NOW, MONOTONIC_NOW))
+    assert not txn.timed_out(MONOTONIC_NOW + txn.timeout_ms)
+    assert txn.timed_out(MONOTONIC_NOW + txn.timeout_ms + 1)
+    txn.complete_transition(txn.prepare_abort_or_commit(S.PREPARE_COMMIT, NOW))
+    assert not txn.timed_out(MONOTONIC_NOW + txn.timeout_ms + 1)  # only Ongoing ones time out
+
+
+@pytest.mark.parametrize("start_ms, elapsed_ms", [(NOW - 20_000, 20_000), (NOW + 5_000, 0), (-1, 0)],
+                         ids=["written-20s-ago", "written-ahead", "not-written"])
+def test_a_transaction_read_from_the_log_is_anchored_at_its_written_start(start_ms, elapsed_ms):
+    """The time since the written (wall-clock) start counts once, at load;
+    a start ahead of this broker's wall clock, or none, counts as now."""
+    txn = metadata(S.ONGOING, start_ms=start_ms)
+    txn.anchor_start(NOW, MONOTONIC_NOW)
+    assert txn.start_monotonic_ms == MONOTONIC_NOW - elapsed_ms
 
 
 def test_complete_clears_the_partitions_and_keeps_the_epoch():
@@ -194,7 +218,7 @@ def test_dead_clears_partitions_and_may_not_follow_an_open_transaction():
 def test_no_transit_without_a_producer_id_or_epoch():
     txn = TransactionMetadata("broken", NO_PRODUCER_ID)
     with pytest.raises(IllegalStateError):
-        txn.prepare_add_partitions({("t", 0)}, NOW)
+        txn.prepare_add_partitions({("t", 0)}, NOW, MONOTONIC_NOW)
 
 
 def test_remove_partition_only_while_preparing():

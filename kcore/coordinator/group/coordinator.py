@@ -19,6 +19,11 @@ Empty/Stable -> PreparingRebalance (members rejoin) -> CompletingRebalance
 - Session timeouts: every sign of life of a member pushes its deadline; a
   member past it is removed and the group rebalances. Members parked in
   JoinGroup or SyncGroup are alive by definition.
+- Time: every deadline (session, rebalance, initial delay, pending member)
+  is an event-loop timer, and the loop's clock is monotonic
+  (kcore/clock.py): a step of the wall clock expires no member. The wall
+  clock (the manager's clock) only stamps what Kafka writes: commit
+  timestamps, currentStateTimestamp, and offset expiry judged on them.
 - Static members (group.instance.id) rejoining a Stable group with an empty
   member id take over their old member's id and assignment without a
   rebalance; the old id is fenced.
@@ -156,9 +161,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
             if group_id in self.groups:
                 continue
             if loaded.value is not None:
-                group = GroupMetadata.from_value(group_id, loaded.value)
+                group = GroupMetadata.from_value(group_id, loaded.value, self.manager.clock)
             else:
-                group = GroupMetadata(group_id)
+                group = GroupMetadata(group_id, clock=self.manager.clock)
             group.offsets = loaded.offsets
             group.pending_txn_offsets = loaded.pending_txn
             self.groups[group_id] = group
@@ -212,7 +217,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         if group is None:
             if not is_unknown:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
-            group = self.groups[request.group_id] = GroupMetadata(request.group_id)
+            group = self.groups[request.group_id] = GroupMetadata(request.group_id,
+                                                                  clock=self.manager.clock)
             outcome = self._join_group(group, request, is_unknown)
             if (group.is_state(EMPTY) and not group.members and not group.pending_members
                     and not group.offsets):

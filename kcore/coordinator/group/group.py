@@ -8,6 +8,9 @@ that got MEMBER_ID_REQUIRED and have not rejoined), the static members
 
 The classes are pure bookkeeping: no timers, no I/O. The coordinator
 (coordinator.py) drives them, arms the timers and writes __consumer_offsets.
+The one time a group reads is the wall clock of the coordinator's clock,
+for Kafka's currentStateTimestamp (written with the group, and the base
+of offset expiry once the group is Empty).
 
 Concurrency contract: not thread-safe and not safe across await; one event
 loop owns every group, and each coordinator operation runs to completion
@@ -16,18 +19,14 @@ between two awaits.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kcore.clock import SYSTEM_CLOCK, Clock, wall_ms
 from kcore.coordinator.group import consumer_protocol
 from kcore.coordinator.group.records import GroupValue, MemberValue, OffsetValue
 from kcore.coordinator.group.state import GroupState, IllegalStateError
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass
@@ -103,10 +102,12 @@ class SyncResult:
 class GroupMetadata:
     """A classic group (see module doc)."""
 
-    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY):
+    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY,
+                 clock: Clock = SYSTEM_CLOCK):
         self.group_id = group_id
         self.state = state
-        self.current_state_timestamp = now_ms()
+        self._clock = clock
+        self.current_state_timestamp = wall_ms(clock)
         self.generation_id = 0
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
@@ -136,7 +137,7 @@ class GroupMetadata:
             raise IllegalStateError(f"group {self.group_id} cannot go from {self.state.kafka_name} "
                                     f"to {target.kafka_name}")
         self.state = target
-        self.current_state_timestamp = now_ms()
+        self.current_state_timestamp = wall_ms(self._clock)
 
     def can_rebalance(self) -> bool:
         return GroupState.PREPARING_REBALANCE.can_follow(self.state)
@@ -327,9 +328,9 @@ class GroupMetadata:
                           self.leader_id, self.current_state_timestamp, members)
 
     @classmethod
-    def from_value(cls, group_id: str, value: GroupValue) -> GroupMetadata:
+    def from_value(cls, group_id: str, value: GroupValue, clock: Clock = SYSTEM_CLOCK) -> GroupMetadata:
         """A group as the log last recorded it: Stable with its members, or Empty."""
-        group = cls(group_id, GroupState.STABLE if value.members else GroupState.EMPTY)
+        group = cls(group_id, GroupState.STABLE if value.members else GroupState.EMPTY, clock)
         group.generation_id = value.generation
         group.protocol_type = value.protocol_type or None
         group.protocol_name = value.protocol

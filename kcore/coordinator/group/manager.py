@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 
+from kcore.clock import SYSTEM_CLOCK, Clock, wall_ms
 from kcore.controller.base import Controller
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.group import records as offsets_records
@@ -72,8 +72,11 @@ class GroupMetadataManager:
     """Reads and writes the __consumer_offsets topic (see module doc)."""
 
     def __init__(self, controller: Controller, replica_manager: ReplicaManager, num_partitions: int,
-                 replication_factor: int = 1):
+                 replication_factor: int = 1, clock: Clock = SYSTEM_CLOCK):
         self.controller = controller
+        # The group coordinator's one clock (kcore/clock.py): its wall clock
+        # stamps what is written; deadlines are event-loop timers.
+        self.clock = clock
         self.replica_manager = replica_manager
         self.configured_partitions = num_partitions
         self.replication_factor = replication_factor
@@ -145,7 +148,7 @@ class GroupMetadataManager:
             raise StoreError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"this broker does not lead the {OFFSETS_TOPIC} partition of "
                              f"group {group_id!r}")
-        timestamp = int(time.time() * 1000)
+        timestamp = wall_ms(self.clock)
         producer_id, producer_epoch = producer if producer is not None else (-1, -1)
         batch = record_codec.build_batch(
             [record_codec.Record(key=key, value=value, timestamp=timestamp) for key, value in entries],

@@ -29,8 +29,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kcore.clock import wall_ms
 from kcore.coordinator.group import consumer_protocol
-from kcore.coordinator.group.group import GroupMetadata, MemberMetadata, now_ms
+from kcore.coordinator.group.group import GroupMetadata, MemberMetadata
 from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
@@ -120,7 +121,7 @@ class OffsetOperations:
         if group is None:
             if generation_id >= 0:
                 return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
-            group = self.groups[group_id] = GroupMetadata(group_id)
+            group = self.groups[group_id] = GroupMetadata(group_id, clock=self.manager.clock)
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error:
             return dict.fromkeys(offsets, error)
@@ -264,7 +265,7 @@ class OffsetOperations:
     def cleanup_expired_offsets(self, now: int | None = None) -> int:
         """Drop offsets past retention and the Empty groups left without any;
         returns how many offsets were removed."""
-        now = now_ms() if now is None else now
+        now = wall_ms(self.manager.clock) if now is None else now
         removed = 0
         for group in list(self.groups.values()):
             expired = group.expired_offsets(now, self.config.offsets_retention_ms)

@@ -59,7 +59,7 @@ class TxnOffsetOperations:
             return dict.fromkeys(offsets, error)
         group = self.groups.get(group_id)
         if group is None:
-            group = self.groups[group_id] = GroupMetadata(group_id)
+            group = self.groups[group_id] = GroupMetadata(group_id, clock=self.manager.clock)
         error = self._validate_txn_commit(group, member_id, group_instance_id, generation_id)
         if error:
             return dict.fromkeys(offsets, error)

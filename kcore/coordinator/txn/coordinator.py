@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from kcore.clock import monotonic_ms, wall_ms
 from kcore.coordinator.txn.manager import (
     TRANSACTION_STATE_TOPIC,
     CoordinatorError,
@@ -67,11 +67,10 @@ class InitResult:
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class TransactionCoordinator:
+    """Time comes from the manager's clock: the wall clock for what is
+    written, the monotonic clock for timeouts (metadata.py)."""
+
     def __init__(self, manager: TransactionStateManager, next_producer_id: NextProducerId,
                  markers: MarkerSender):
         self.manager = manager
@@ -80,6 +79,10 @@ class TransactionCoordinator:
         self._tasks: set[asyncio.Task] = set()
 
     # -- lifecycle -----------------------------------------------------------------------
+    def _now_ms(self) -> int:
+        """The wall clock, for what is written."""
+        return wall_ms(self.manager.clock)
+
     def start(self) -> None:
         config = self.manager.config
         self._spawn(self._every(config.abort_interval_ms / 1000, self.abort_timed_out))
@@ -135,7 +138,8 @@ class TransactionCoordinator:
             if metadata is None:
                 producer_id = await self.next_producer_id()
                 coordinator_epoch, metadata = self.manager.put_if_absent(TransactionMetadata(
-                    transactional_id, producer_id, timeout_ms=timeout_ms, last_update_ms=now_ms()))
+                    transactional_id, producer_id, timeout_ms=timeout_ms,
+                    last_update_ms=self._now_ms()))
         except CoordinatorError as exc:
             return InitResult(exc.error_code)
         prepared = await self._prepare_init(metadata, timeout_ms, expected)
@@ -173,10 +177,10 @@ class TransactionCoordinator:
             new_id = await self.next_producer_id()
             if metadata.pending_state is not None:  # another request came in meanwhile
                 return ErrorCode.CONCURRENT_TRANSACTIONS
-            return metadata.prepare_producer_id_rotation(new_id, timeout_ms, now_ms(),
+            return metadata.prepare_producer_id_rotation(new_id, timeout_ms, self._now_ms(),
                                                          expected is not None)
         transit = metadata.prepare_increment_producer_epoch(
-            timeout_ms, now_ms(), None if expected is None else expected[1])
+            timeout_ms, self._now_ms(), None if expected is None else expected[1])
         return ErrorCode.PRODUCER_FENCED if transit is None else transit
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn --------------------------------------------
@@ -196,7 +200,8 @@ class TransactionCoordinator:
         if metadata.state is S.ONGOING and partitions <= metadata.partitions:
             return ErrorCode.NONE
         try:
-            transit = metadata.prepare_add_partitions(partitions, now_ms())
+            transit = metadata.prepare_add_partitions(partitions, self._now_ms(),
+                                                      monotonic_ms(self.manager.clock))
         except IllegalStateError as exc:
             log.warning("%s", exc)
             return ErrorCode.INVALID_TXN_STATE
@@ -235,8 +240,7 @@ class TransactionCoordinator:
         self._spawn(self._complete(transactional_id, coordinator_epoch, metadata, commit))
         return ErrorCode.NONE
 
-    @staticmethod
-    def _prepare_end(metadata: TransactionMetadata, producer_id: int, producer_epoch: int,
+    def _prepare_end(self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int,
                      commit: bool, from_client: bool):
         if metadata.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -254,7 +258,7 @@ class TransactionCoordinator:
                 metadata.producer_epoch = producer_epoch
                 metadata.last_producer_epoch = NO_PRODUCER_EPOCH
             return metadata.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
-                                                    now_ms())
+                                                    self._now_ms())
         done, in_flight = ((S.COMPLETE_COMMIT, S.PREPARE_COMMIT) if commit
                            else (S.COMPLETE_ABORT, S.PREPARE_ABORT))
         if state is done:
@@ -282,7 +286,7 @@ class TransactionCoordinator:
             if metadata.pending or metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 return
             code = await self.manager.append(transactional_id, coordinator_epoch, metadata,
-                                             metadata.prepare_complete(now_ms()))
+                                             metadata.prepare_complete(self._now_ms()))
             if code == ErrorCode.NONE:
                 return
             log.info("transactional id %r: writing %s failed (%s), retrying", transactional_id,
@@ -290,13 +294,16 @@ class TransactionCoordinator:
             await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
 
     # -- timeouts and expiry -------------------------------------------------------------
-    def abort_timed_out(self, now: int | None = None) -> int:
-        """Abort every Ongoing transaction past its timeout, fencing its
-        producer: at epochs 32765 and 32766 too (the fence takes the next
-        one, and the producer's next InitProducerId rotates its id), or the
-        transaction would stay open, and its partitions' LSO stuck."""
+    def abort_timed_out(self, monotonic_now_ms: int | None = None) -> int:
+        """Abort every Ongoing transaction past its timeout (by the
+        monotonic clock), fencing its producer: at epochs 32765 and 32766
+        too (the fence takes the next one, and the producer's next
+        InitProducerId rotates its id), or the transaction would stay open,
+        and its partitions' LSO stuck."""
+        if monotonic_now_ms is None:
+            monotonic_now_ms = monotonic_ms(self.manager.clock)
         count = 0
-        for metadata in self.manager.timed_out(now_ms() if now is None else now):
+        for metadata in self.manager.timed_out(monotonic_now_ms):
             if metadata.producer_epoch >= LAST_FENCE_EPOCH:
                 continue  # never handed out, so never in a transaction
             transit = metadata.prepare_fence_producer_epoch()
@@ -308,8 +315,12 @@ class TransactionCoordinator:
         return count
 
     def expire_ids(self, now: int | None = None) -> int:
-        """Forget ids idle past transactional.id.expiration.ms (tombstones)."""
-        now = now_ms() if now is None else now
+        """Forget ids idle past transactional.id.expiration.ms (tombstones).
+        Judged on the wall clock against the written last update, as in
+        Kafka: the idle time spans coordinator moves and restarts, which
+        only that timestamp has seen; a step of an hour moves a 7-day
+        expiry by an hour."""
+        now = self._now_ms() if now is None else now
         horizon = now - self.manager.config.id_expiration_ms
         count = 0
         for metadata in self.manager.all_transactions():
@@ -335,11 +346,16 @@ class TransactionCoordinator:
             return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
         return ErrorCode.NONE, metadata
 
-    def list_transactions(self, states: set[str], producer_ids: set[int]
-                          ) -> list[TransactionMetadata]:
+    def list_transactions(self, states: set[str], producer_ids: set[int],
+                          running_longer_than_ms: int = -1) -> list[TransactionMetadata]:
+        """``running_longer_than_ms`` >= 0: only transactions started longer
+        ago than that (ListTransactions v1), by the monotonic clock."""
+        now = monotonic_ms(self.manager.clock)
         return [m for m in self.manager.all_transactions()
                 if (not states or m.state.kafka_name in states)
-                and (not producer_ids or m.producer_id in producer_ids)]
+                and (not producer_ids or m.producer_id in producer_ids)
+                and (running_longer_than_ms < 0
+                     or (m.start_ms >= 0 and now - m.start_monotonic_ms > running_longer_than_ms))]
 
 
 def _valid_expected(metadata: TransactionMetadata, producer_id: int, epoch: int) -> bool:

@@ -20,9 +20,9 @@ Everything but ``append`` is synchronous.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 
+from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.controller.base import Controller
 from kcore.controller.metadata import TopicError
 from kcore.coordinator.internal_log import StoreError, append_replicated, iter_log_batches
@@ -81,10 +81,14 @@ class CoordinatorError(Exception):
 
 
 class TransactionStateManager:
-    def __init__(self, controller: Controller, replica_manager: ReplicaManager, config: TxnConfig):
+    def __init__(self, controller: Controller, replica_manager: ReplicaManager, config: TxnConfig,
+                 clock: Clock = SYSTEM_CLOCK):
         self.controller = controller
         self.replica_manager = replica_manager
         self.config = config
+        # The transaction coordinator's one clock (kcore/clock.py): wall
+        # for what is written, monotonic for timeouts (metadata.py).
+        self.clock = clock
         self.owned: dict[int, TxnPartition] = {}
         self.syncer: GroupCommitSyncer | None = None
 
@@ -138,11 +142,11 @@ class TransactionStateManager:
         return [metadata for owned in self.owned.values()
                 for metadata in owned.transactions.values()]
 
-    def timed_out(self, now_ms: int) -> list[TransactionMetadata]:
-        """Ongoing transactions past their timeout with nothing pending."""
+    def timed_out(self, monotonic_now_ms: int) -> list[TransactionMetadata]:
+        """Ongoing transactions past their timeout (by the monotonic clock)
+        with nothing pending."""
         return [m for m in self.all_transactions()
-                if m.state is TransactionState.ONGOING and not m.pending
-                and m.start_ms + m.timeout_ms < now_ms]
+                if not m.pending and m.timed_out(monotonic_now_ms)]
 
     # -- writes --------------------------------------------------------------------------
     async def append(self, transactional_id: str, coordinator_epoch: int,
@@ -155,7 +159,7 @@ class TransactionStateManager:
                  else txn_records.encode_value(transit.to_value()))
         batch = record_codec.build_batch([record_codec.Record(
             key=txn_records.encode_key(transactional_id), value=value,
-            timestamp=int(time.time() * 1000))])
+            timestamp=wall_ms(self.clock))])
         code = await self._append_batch(index, batch)
         owned = self.owned.get(index)
         if code == ErrorCode.NONE and (owned is None or owned.coordinator_epoch != coordinator_epoch
@@ -196,6 +200,9 @@ class TransactionStateManager:
                 for record in batch.records():
                     count += 1
                     self._apply(record, loaded.transactions)
+        now, monotonic_now = wall_ms(self.clock), monotonic_ms(self.clock)
+        for metadata in loaded.transactions.values():
+            metadata.anchor_start(now, monotonic_now)
         self.owned[index] = loaded
         log.log(logging.INFO if count else logging.DEBUG,
                 "replayed %d records of %s-%d (coordinator epoch %d): %d transactional ids",

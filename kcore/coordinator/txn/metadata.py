@@ -14,6 +14,15 @@ a transaction open at that moment, or past its timeout, is aborted under
 a fencing bump (PrepareEpochFence). At epoch 32766 the next
 InitProducerId takes a new producer id instead.
 
+Times: ``start_ms`` and ``last_update_ms`` are the wall clock, written to
+the log as Kafka writes txnStartTimestamp and txnLastUpdateTimestamp.
+The timeout runs from ``start_monotonic_ms`` instead, this broker's
+monotonic clock at the start (kcore/clock.py), never written: a step of
+the wall clock aborts nothing. A coordinator that loads an open
+transaction from the log sets it from the wall-clock start once
+(``anchor_start``): the time since then on another broker is known only
+through the timestamp written there.
+
 Not thread-safe: the coordinator's event loop owns every instance.
 """
 from __future__ import annotations
@@ -51,6 +60,7 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     start_ms: int
     last_update_ms: int
+    start_monotonic_ms: int = -1  # not written (module doc)
 
     def to_value(self) -> TransactionValue:
         return TransactionValue(self.producer_id, self.producer_epoch, self.timeout_ms,
@@ -70,6 +80,7 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_ms: int = -1
     last_update_ms: int = 0
+    start_monotonic_ms: int = -1
     pending_state: TransactionState | None = None
     # A fencing bump whose write failed: the next fence reuses its epoch
     # rather than burning another (Kafka's hasFailedEpochFence).
@@ -94,7 +105,20 @@ class TransactionMetadata:
     def current(self) -> TxnTransit:
         return TxnTransit(self.producer_id, self.last_producer_id, self.producer_epoch,
                           self.last_producer_epoch, self.timeout_ms, self.state,
-                          frozenset(self.partitions), self.start_ms, self.last_update_ms)
+                          frozenset(self.partitions), self.start_ms, self.last_update_ms,
+                          self.start_monotonic_ms)
+
+    def anchor_start(self, now_ms: int, monotonic_now_ms: int) -> None:
+        """A transaction read from the log: its monotonic start is now less
+        the wall-clock time since its written start (none when that start
+        lies ahead of this broker's clock, or was not written)."""
+        since_start_ms = now_ms - self.start_ms if self.start_ms >= 0 else 0
+        self.start_monotonic_ms = monotonic_now_ms - max(since_start_ms, 0)
+
+    def timed_out(self, monotonic_now_ms: int) -> bool:
+        """Ongoing for longer than its timeout, by the monotonic clock."""
+        return (self.state is TransactionState.ONGOING
+                and self.start_monotonic_ms + self.timeout_ms < monotonic_now_ms)
 
     # -- prepare -------------------------------------------------------------------------
     def prepare_fence_producer_epoch(self) -> TxnTransit:
@@ -121,7 +145,7 @@ class TransactionMetadata:
             return None
         return self._prepare(TransactionState.EMPTY, producer_epoch=epoch, last_producer_epoch=last,
                              timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1,
-                             last_update_ms=now_ms)
+                             start_monotonic_ms=-1, last_update_ms=now_ms)
 
     def prepare_producer_id_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
                                      record_last_epoch: bool) -> TxnTransit:
@@ -130,14 +154,20 @@ class TransactionMetadata:
                              last_producer_epoch=(self.producer_epoch if record_last_epoch
                                                   else NO_PRODUCER_EPOCH),
                              timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1,
-                             last_update_ms=now_ms)
+                             start_monotonic_ms=-1, last_update_ms=now_ms)
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int,
+                               monotonic_now_ms: int) -> TxnTransit:
+        """``now_ms``: the wall clock, written; ``monotonic_now_ms``: the
+        monotonic clock, which the timeout runs on (module doc)."""
         fresh = self.state in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT,
                                TransactionState.COMPLETE_ABORT)
-        return self._prepare(TransactionState.ONGOING,
-                             partitions=frozenset(self.partitions | added),
-                             start_ms=now_ms if fresh else self.start_ms, last_update_ms=now_ms)
+        if not fresh:
+            return self._prepare(TransactionState.ONGOING,
+                                 partitions=frozenset(self.partitions | added), last_update_ms=now_ms)
+        return self._prepare(TransactionState.ONGOING, partitions=frozenset(self.partitions | added),
+                             start_ms=now_ms, start_monotonic_ms=monotonic_now_ms,
+                             last_update_ms=now_ms)
 
     def prepare_abort_or_commit(self, state: TransactionState, now_ms: int) -> TxnTransit:
         return self._prepare(state, last_update_ms=now_ms)
@@ -183,6 +213,7 @@ class TransactionMetadata:
         self.partitions = set(transit.partitions)
         self.start_ms = transit.start_ms
         self.last_update_ms = transit.last_update_ms
+        self.start_monotonic_ms = transit.start_monotonic_ms
         self.pending_state = None
 
     def abort_transition(self) -> None:
