@@ -18,6 +18,7 @@ X500Principal prints it (most specific attribute first: ``CN=client,O=kcore,C=FR
 """
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import ssl
@@ -35,6 +36,8 @@ from kcore.security.oauthbearer import OAuthBearerConfigError, TokenValidator, U
 from kcore.server import pkcs12
 from kcore.server.jwks_source import HttpJwks, jwks_source
 from kcore.server.sasl import SaslSettings
+
+log = logging.getLogger(__name__)
 
 _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
@@ -152,6 +155,10 @@ def oauthbearer_validator(config: BrokerConfig, listener: Listener) -> tuple[Tok
     def value(name: str) -> Any:
         return config.mechanism_value(listener.name, "OAUTHBEARER", name)
     if value(CALLBACK_HANDLER_KEY) not in JWT_VALIDATOR_CLASSES:
+        if value("sasl.oauthbearer.jwks.endpoint.url") is not None:
+            log.warning("listener %s validates unsecured OAUTHBEARER tokens (Kafka's default), not against "
+                        "sasl.oauthbearer.jwks.endpoint.url: set %s%s=%s to check signed tokens",
+                        listener.name, prefix, CALLBACK_HANDLER_KEY, JWT_VALIDATOR_CLASSES[0])
         try:
             return UnsecuredValidator(modules[0].options), None
         except OAuthBearerConfigError as exc:

@@ -21,10 +21,19 @@ from confluent_kafka.admin import (
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from tests.support import BrokerProcess, free_port
 from tests.support.acls import ADMIN_TIMEOUT_S, grant
 from tests.support.compat import unique_topic
 from tests.support.jwt_tokens import claims, client_first, ec_key, jwks, rsa_key, unsecured_token
-from tests.support.oauth_broker import AUDIENCE, ISSUER, JWKS_REFRESH_MS, oauth_login, start_oauth_broker
+from tests.support.oauth_broker import (
+    AUDIENCE,
+    ISSUER,
+    JWKS_REFRESH_MS,
+    JWT_HANDLER,
+    LOGIN_MODULE,
+    oauth_login,
+    start_oauth_broker,
+)
 from tests.support.sasl_wire import metadata
 from tests.support.security_clients import produce_and_consume
 from tests.support.wire import WireClient
@@ -314,3 +323,20 @@ def test_jwks_endpoint_is_fetched_every_refresh_interval(broker):
     start = time.monotonic()
     time.sleep(3.5 * JWKS_REFRESH_MS / 1000)
     assert 2 <= broker.jwks_server.fetches("polled", since=start) <= 6  # about one a second
+
+
+@pytest.mark.parametrize("url, message", [
+    ("file:///nonexistent/jwks.json", "contains a file (/nonexistent/jwks.json) that doesn't exist"),
+    ("http://127.0.0.1:{closed}/jwks.json", "cannot read the JWKS at start"),
+    ("ftp://127.0.0.1/jwks.json", "invalid protocol (ftp)"),
+])
+def test_a_jwks_the_broker_cannot_read_stops_it_at_start(tmp_path, url, message):
+    prefix = "listener.name.sasl_plaintext.oauthbearer."
+    broker = BrokerProcess(tmp_path / "data", {
+        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{free_port()}", "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "http.listeners": "", prefix + "sasl.jaas.config": LOGIN_MODULE + ";",
+        prefix + "sasl.server.callback.handler.class": JWT_HANDLER,
+        prefix + "sasl.oauthbearer.jwks.endpoint.url": url.format(closed=free_port())})
+    with pytest.raises(RuntimeError, match="broker exited with 2") as failed:
+        broker.start()
+    assert message in str(failed.value)

@@ -141,6 +141,20 @@ def test_unsecured_validator_is_kafkas_default_and_reads_the_jaas_options():
     assert (validator.required_scope, validator.allowable_clock_skew_ms) == (["kafka"], 2000)
 
 
+def test_a_jwks_url_without_kafkas_jwt_handler_leaves_unsecured_validation_and_warns(tmp_path, caplog):
+    """Kafka validates with its default (unsecured) handler unless told
+    otherwise, whatever the URL says; kcore does the same and says so."""
+    config = oauth_config(**{"sasl.oauthbearer.jwks.endpoint.url": (tmp_path / "jwks.json").as_uri()})
+    validator, _ = oauth_validator_logged(config, caplog)
+    assert isinstance(validator, UnsecuredValidator)
+    assert "validates unsecured OAUTHBEARER tokens" in caplog.text and JWT_HANDLER in caplog.text
+
+
+def oauth_validator_logged(config: BrokerConfig, caplog):
+    with caplog.at_level("WARNING", logger="kcore.server.security"):
+        return oauthbearer_validator(config, config.listeners()[0])
+
+
 def test_jwt_validator_reads_prefixed_settings_first(tmp_path):
     path = tmp_path / "jwks.json"
     path.write_text(json.dumps(jwks(RSA)))
