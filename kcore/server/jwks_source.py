@@ -23,6 +23,7 @@ itself runs in a worker thread so the loop never waits on the network.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import logging
 import time
 import urllib.error
@@ -152,10 +153,15 @@ class HttpJwks:
             return
 
     def _get(self) -> JsonWebKeySet:
+        """The set at the URL; OSError when it cannot be fetched, JwksError
+        when what came is no key set."""
         try:
-            return JsonWebKeySet.parse(self._fetch(self.location))
+            document = self._fetch(self.location)
         except urllib.error.URLError as exc:  # an OSError whose text hides in reason
             raise OSError(str(exc.reason)) from None
+        except (http.client.HTTPException, ValueError) as exc:  # a truncated or garbled answer
+            raise OSError(f"{type(exc).__name__}: {exc}") from None
+        return JsonWebKeySet.parse(document)
 
 
 def jwks_source(url: str, refresh_ms: int, retry_backoff_ms: int,

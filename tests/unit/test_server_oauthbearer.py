@@ -5,6 +5,7 @@ bounds (KIP-368, Kafka's SaslServerAuthenticator)."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import time
 
@@ -91,6 +92,9 @@ def test_endpoint_is_refreshed_and_a_failing_fetch_keeps_the_last_keys():
         refresher = asyncio.get_running_loop().create_task(source.run())
         endpoint.document = json.dumps(jwks(RSA, ROTATED)).encode()
         await _until(lambda: source.key_set().key_ids() == ["rsa-1", "rsa-2"])
+        endpoint.document = http.client.IncompleteRead(b"{")  # not an OSError: still only a failed fetch
+        fetched = endpoint.fetches
+        await _until(lambda: endpoint.fetches >= fetched + 2)
         endpoint.document = OSError("down")
         fetched = endpoint.fetches
         await _until(lambda: endpoint.fetches >= fetched + 3)  # retried with backoff, then every refresh
