@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ from kcore.protocol.errors import ErrorCode
 from kcore.security.oauthbearer import InvalidClientMessage, OAuthBearerServer, TokenValidator
 from kcore.security.plain import PlainServer
 from kcore.security.scram import AuthenticationFailed, CredentialLookup, ScramServer
+
+log = logging.getLogger(__name__)
 
 SASL_SERVER_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size default
 MAX_DELAY_S = 5.0  # 12 guesses a minute per address at worst
@@ -204,9 +207,10 @@ class SaslAuthenticator:
             answer = await self._server.evaluate(bytes(token))
             if self._server.complete:
                 self._check_user_unchanged(self._server.user)
-        except InvalidClientMessage:
+        except InvalidClientMessage as exc:
             # Kafka tells the client nothing of a malformed message (a
-            # SaslException's text may say who exists).
+            # SaslException's text may say who exists); the log says what.
+            log.info("%s from %s: %s", self._mechanism, self._host, exc)
             self.state = SaslState.FAILED
             await asyncio.sleep(self._failures.failed(self._host))
             step = "re-authentication" if self.previous is not None else "authentication"
