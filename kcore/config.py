@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import socket
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +29,13 @@ from typing import Any
 
 from kcore.config_def import ConfigError
 from kcore.listener_config import (
+    CALLBACK_HANDLER_KEY,
     DEFAULT_PROTOCOL_MAP,
+    JWT_VALIDATOR_CLASSES,
+    OAUTHBEARER_KEYS,
     REAUTH_KEY,
     SASL_MECHANISMS,
+    UNSECURED_VALIDATOR_CLASS,
     Listener,
     jaas_key,
     mechanism_key,
@@ -97,6 +102,27 @@ def _at_least(minimum: int) -> Callable[[str], int]:
             raise ValueError(f"must be >= {minimum}")
         return value
     return parse
+
+
+def _jwks_url(text: str) -> str:
+    """Kafka's check of sasl.oauthbearer.jwks.endpoint.url: a URL of the
+    http, https or file protocol (the file itself is read at start)."""
+    value = text.strip()
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https", "file"):
+        raise ValueError(f"contains a URL ({value}) that contains an invalid protocol ({parts.scheme}); "
+                         'only "http", "https", and "file" protocol are supported')
+    if parts.scheme.lower() != "file" and not parts.hostname:
+        raise ValueError(f"contains a URL ({value}) without a host")
+    if parts.scheme.lower() == "file" and not parts.path:
+        raise ValueError(f"contains a URL ({value}) without a path")
+    return value
+
+
+def _claim_name(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must be non-null, non-empty, and non-whitespace")
+    return text.strip()
 
 
 def _store_type(text: str) -> str:
@@ -182,8 +208,35 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("inter.broker.listener.name", _upper, None,
          "Listener brokers use to reach each other; defaults to the first listener."),
     _key("sasl.enabled.mechanisms", _list, ["GSSAPI"],
-         "SASL mechanisms a SASL listener offers; kcore serves PLAIN, SCRAM-SHA-256 and "
-         "SCRAM-SHA-512 (Kafka's default GSSAPI needs Kerberos, so a SASL listener must set this)."),
+         "SASL mechanisms a SASL listener offers; kcore serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+         "and OAUTHBEARER (Kafka's default GSSAPI needs Kerberos, so a SASL listener must set this)."),
+    _key(CALLBACK_HANDLER_KEY, str, None,
+         "How OAUTHBEARER tokens are validated, by Kafka's class name: unset or "
+         "...internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler for unsecured tokens "
+         "(development only), org.apache.kafka.common.security.oauthbearer."
+         "OAuthBearerValidatorCallbackHandler for signed JWTs checked against "
+         "sasl.oauthbearer.jwks.endpoint.url. Usually set per listener: "
+         "listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class."),
+    _key("sasl.oauthbearer.jwks.endpoint.url", _jwks_url, None,
+         "Where the JSON Web Key Set that verifies OAUTHBEARER tokens is: a file: URL (read at "
+         "start) or an http(s): URL (fetched at start and every ...jwks.endpoint.refresh.ms)."),
+    _key("sasl.oauthbearer.jwks.endpoint.refresh.ms", _at_least(1), 3_600_000,
+         "How often the JWKS of an http(s) URL is fetched again; a token naming an unknown key "
+         "also starts a fetch (at most once a minute per key id)."),
+    _key("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", _at_least(0), 100,
+         "First wait before a failed JWKS fetch is retried; doubled per attempt."),
+    _key("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", _at_least(0), 10_000,
+         "Time within which a failed JWKS fetch is retried; the last good set stays in use."),
+    _key("sasl.oauthbearer.expected.issuer", str, None,
+         "When set, a token's iss claim must be exactly this."),
+    _key("sasl.oauthbearer.expected.audience", _list, None,
+         "When set (comma separated), a token's aud claim must hold one of these; when unset, a "
+         "token with an aud claim is refused (Kafka's jose4j default)."),
+    _key("sasl.oauthbearer.scope.claim.name", _claim_name, "scope", "The claim holding a token's scope."),
+    _key("sasl.oauthbearer.sub.claim.name", _claim_name, "sub",
+         "The claim naming a token's principal (User:<value>)."),
+    _key("sasl.oauthbearer.clock.skew.seconds", _at_least(0), 30,
+         "Seconds of clock difference allowed when checking a token's exp and nbf."),
     _key("sasl.mechanism.inter.broker.protocol", str, "GSSAPI",
          "SASL mechanism this broker logs in with on a SASL inter-broker listener."),
     _key("connection.failed.authentication.delay.ms", _at_least(0), 100,
@@ -506,14 +559,19 @@ class BrokerConfig:
         return self._listener_settings.get((listener.lower(), jaas_key(mechanism)))
 
     def max_reauth_ms(self, listener: str, mechanism: str) -> int:
-        """``connections.max.reauth.ms`` of one mechanism on one listener:
-        the mechanism's prefixed form, else the listener's, else the
-        broker-wide value (Kafka's SaslChannelBuilder order)."""
-        text = self._listener_settings.get((listener.lower(), mechanism_key(mechanism, REAUTH_KEY)))
+        """``connections.max.reauth.ms`` of one mechanism on one listener."""
+        return self.mechanism_value(listener, mechanism, REAUTH_KEY)
+
+    def mechanism_value(self, listener: str, mechanism: str, name: str) -> Any:
+        """``name`` for one SASL mechanism on one listener: the mechanism's
+        prefixed form (``listener.name.<l>.<mechanism>.<name>``), else the
+        listener's, else the broker-wide value (Kafka's SaslChannelBuilder
+        order)."""
+        text = self._listener_settings.get((listener.lower(), mechanism_key(mechanism, name)))
         if text is None:
-            return self.listener_value(listener, REAUTH_KEY)
-        name = f"listener.name.{listener.lower()}.{mechanism_key(mechanism, REAUTH_KEY)}"
-        return _parse_value(name, BROKER_KEYS[REAUTH_KEY].parse, text)
+            return self.listener_value(listener, name)
+        return _parse_value(f"listener.name.{listener.lower()}.{mechanism_key(mechanism, name)}",
+                            BROKER_KEYS[name].parse, text)
 
     def inter_broker_listener(self) -> Listener:
         wanted = self._values["inter.broker.listener.name"]
@@ -596,6 +654,38 @@ class BrokerConfig:
                 f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config")
         for mechanism in enabled:  # parsed now: a bad value fails the start, not a login
             self.max_reauth_ms(listener.name, mechanism)
+            handler_key = mechanism_key(mechanism, CALLBACK_HANDLER_KEY)
+            if mechanism != "OAUTHBEARER" and (listener.name.lower(), handler_key) in self._listener_settings:
+                raise ConfigError(f"listener.name.{listener.name.lower()}.{handler_key}: kcore has no "
+                                  f"pluggable callback handler for {mechanism}")
+        if "OAUTHBEARER" in enabled:
+            self._validate_oauthbearer(listener)
+
+    def _validate_oauthbearer(self, listener: Listener) -> None:
+        """What a listener serving OAUTHBEARER needs; the JWKS file or URL
+        itself is read when the broker builds the listener (server/security.py)."""
+        prefix = f"listener.name.{listener.name.lower()}.oauthbearer."
+        if self.jaas_config(listener.name, "OAUTHBEARER") is None:
+            raise ConfigError(
+                f"listener {listener.name} enables OAUTHBEARER but sets no {prefix}sasl.jaas.config "
+                "(org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ...;)")
+
+        def value(name: str) -> Any:
+            return self.mechanism_value(listener.name, "OAUTHBEARER", name)
+        for name in OAUTHBEARER_KEYS:  # parsed now: a bad value fails the start, not a login
+            value(name)
+        handler = value(CALLBACK_HANDLER_KEY)
+        if handler not in (None, UNSECURED_VALIDATOR_CLASS, *JWT_VALIDATOR_CLASSES):
+            raise ConfigError(f"{prefix}{CALLBACK_HANDLER_KEY} {handler}: kcore validates OAUTHBEARER "
+                              f"tokens with {UNSECURED_VALIDATOR_CLASS} (the default) or "
+                              f"{JWT_VALIDATOR_CLASSES[0]}")
+        if handler in JWT_VALIDATOR_CLASSES and value("sasl.oauthbearer.jwks.endpoint.url") is None:
+            raise ConfigError(f"listener {listener.name}: {handler} needs "
+                              "sasl.oauthbearer.jwks.endpoint.url (a file: or http(s): URL)")
+        backoff = value("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms")
+        if value("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms") < backoff:
+            raise ConfigError(f"listener {listener.name}: sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms "
+                              f"is less than sasl.oauthbearer.jwks.endpoint.retry.backoff.ms ({backoff})")
 
     def _validate_ssl(self, listener: Listener) -> None:
         def value(name: str) -> Any:

@@ -188,6 +188,8 @@ class Broker:
             self._servers.append(server)
             log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
                      listener.security_protocol)
+        for settings in self._sasl_settings.values():
+            self._tasks.extend(loop.create_task(job()) for job in settings.background)
         await self.http.start(self.config["http.listeners"])
         if self.config["http.listeners"]:
             self.history.sample()  # the zero the first second's rates start from
