@@ -9,9 +9,9 @@ import re
 from typing import Any
 
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource, body_object, error_name, int_arg, unknown_topic
-from kcore.controller.metadata import TopicError, TopicInfo
 from kcore.handlers import configs
 from kcore.handlers.topics import create_topic, delete_topic, set_topic_configs, wait_for_leaders
+from kcore.metadata import TopicError, TopicInfo
 from kcore.protocol.errors import ErrorCode
 
 # A list answer names at most this many topics (~200 bytes each): a cluster

@@ -41,9 +41,9 @@ from kcore.controller import election, wire, zk_state
 from kcore.controller import zk_paths as paths
 from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
-from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
 from kcore.controller.reassignment import ReplicaAssignment, reassignment_leader, validate_target
-from kcore.controller.zk_client import NoNodeError, Watch, ZkClient
+from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.metadata_store.zk_client import NoNodeError, Watch, ZkClient
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 

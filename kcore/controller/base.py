@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
 from kcore.controller.reassignment import ReplicaAssignment
+from kcore.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
 
 if TYPE_CHECKING:  # active.py imports this module
     from kcore.controller.active import ActiveController

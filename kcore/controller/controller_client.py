@@ -29,9 +29,9 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.inter_broker import inter_broker_security
 from kcore.controller import zk_paths as paths
-from kcore.controller.metadata import TopicPartition
 from kcore.controller.reassignment import ReplicaAssignment
-from kcore.controller.zk_client import NoNodeError
+from kcore.metadata import TopicPartition
+from kcore.metadata_store.zk_client import NoNodeError
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 

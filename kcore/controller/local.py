@@ -26,17 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from kcore.controller.base import ControllerEvents, StopReplicaPartition
-from kcore.controller.metadata import (
+from kcore.controller.placement import validate_counts
+from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
+from kcore.metadata import (
     BrokerInfo,
     PartitionState,
     TopicError,
     TopicInfo,
     TopicPartition,
-    validate_counts,
     validate_topic_name,
 )
-from kcore.controller.node_store import NodeStore, atomic_write
-from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
+from kcore.metadata_store.node_file import NodeStore, atomic_write
 from kcore.protocol.errors import ErrorCode
 
 META_PROPERTIES = "meta.properties"

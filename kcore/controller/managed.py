@@ -1,7 +1,7 @@
 """The controller seam of one broker process of a multi-process node
 (``num.processes`` > 1, no ZooKeeper).
 
-The node's metadata file (node_store.py) plays ZooKeeper's part: like a
+The node's metadata file (kcore/metadata_store/node_file.py) plays ZooKeeper's part: like a
 Kafka broker writing ``/brokers/topics/T``, a process writes topic changes
 into it under its lock, then wakes the node's supervisor (SIGUSR1), the
 node's controller (node.py), which tells every process what changed with
@@ -28,10 +28,10 @@ from typing import Any
 
 from kcore.controller.base import ControllerEvents
 from kcore.controller.local import META_PROPERTIES, read_meta_properties
-from kcore.controller.metadata import BrokerInfo, TopicError, TopicInfo, TopicPartition, validate_topic_name
-from kcore.controller.node_store import NodeState, NodeStore
 from kcore.controller.placement import assign_replicas
 from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
+from kcore.metadata import BrokerInfo, TopicError, TopicInfo, TopicPartition, validate_topic_name
+from kcore.metadata_store.node_file import NodeState, NodeStore
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)

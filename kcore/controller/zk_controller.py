@@ -19,7 +19,7 @@ Every broker of a cluster has one ``ZkController``. It:
   the Kafka protocol (controller_client.py), itself included.
 
 Not thread-safe: owned by the broker's event loop; ZooKeeper callbacks
-arrive there (zk_client.py).
+arrive there (kcore/metadata_store/zk_client.py).
 """
 from __future__ import annotations
 
@@ -36,17 +36,24 @@ from kcore.controller.active import ActiveController, ControllerConfig
 from kcore.controller.base import ControllerEvents
 from kcore.controller.controller_client import ControllerClient
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, read_meta_properties, write_meta_properties
-from kcore.controller.metadata import (
+from kcore.controller.placement import assign_replicas, validate_counts
+from kcore.controller.reassignment import ReplicaAssignment
+from kcore.metadata import (
     BrokerInfo,
     TopicError,
     TopicInfo,
     TopicPartition,
-    validate_counts,
     validate_topic_name,
 )
-from kcore.controller.placement import assign_replicas
-from kcore.controller.reassignment import ReplicaAssignment
-from kcore.controller.zk_client import CreateOp, NodeExistsError, NoNodeError, SessionEvent, Watch, ZkClient, ZkError
+from kcore.metadata_store.zk_client import (
+    CreateOp,
+    NodeExistsError,
+    NoNodeError,
+    SessionEvent,
+    Watch,
+    ZkClient,
+    ZkError,
+)
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)

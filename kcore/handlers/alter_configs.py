@@ -2,11 +2,11 @@
 broker's (or the cluster default's) dynamic configs (broker_configs.py)."""
 from __future__ import annotations
 
-from kcore.controller.metadata import TopicError
 from kcore.handlers import broker_configs, configs
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import set_topic_configs
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 

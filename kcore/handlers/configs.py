@@ -30,9 +30,9 @@ from typing import Any
 
 from kcore.config import BROKER_KEYS, SENSITIVE_KEYS, TOPIC_KEYS, BrokerConfig
 from kcore.config_def import ConfigType
-from kcore.controller.metadata import TopicInfo
 from kcore.dynamic_config import DEFAULT_ENTITY, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DynamicBrokerConfig
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicInfo
 
 TOPIC = 2
 BROKER = 4

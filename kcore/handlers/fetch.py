@@ -43,9 +43,9 @@ import asyncio
 import time
 from dataclasses import dataclass, replace
 
-from kcore.controller.metadata import TopicPartition
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import (
     FINAL_EPOCH,

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 
-from kcore.controller.metadata import TopicError
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC
 from kcore.handlers.authz import group_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kcore.controller.metadata import TopicPartition
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 

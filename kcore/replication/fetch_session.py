@@ -49,7 +49,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kcore.controller.metadata import TopicPartition
+from kcore.metadata import TopicPartition
 from kcore.replication.partition import Partition
 
 INVALID_SESSION_ID = 0

@@ -52,8 +52,8 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.fetch_session import FetchSessionHandler, FetchState
 from kcore.client.inter_broker import inter_broker_security
-from kcore.controller.metadata import BrokerInfo, TopicPartition
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metadata import BrokerInfo, TopicPartition
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError

@@ -48,13 +48,13 @@ from typing_extensions import Buffer
 from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK
 from kcore._native.records import BatchHeader
-from kcore.controller.metadata import PartitionState
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.log import AppendInfo, Log
 from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
+from kcore.metadata import PartitionState
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters

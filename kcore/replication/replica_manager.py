@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from kcore.controller.base import StopReplicaPartition
-from kcore.controller.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.log.manager import LogManager
+from kcore.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.metadata_cache import MetadataCache

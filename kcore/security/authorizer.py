@@ -12,7 +12,7 @@ grants it. A resource no ACL covers is allowed only with
 Decisions are cached per (principal, host, operation, resource) until the
 ACLs change: a produce of one topic costs one dict lookup, not a scan of
 the prefixed ACLs (bench/bench_authorizer.py). The ACLs themselves live in
-an ``AclStore`` (store.py) that persists them and tells every broker.
+a ``SecurityStore`` (kcore/metadata_store/) that persists them and tells every broker.
 
 Not thread-safe: owned by the broker's event loop.
 """

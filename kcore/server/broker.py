@@ -24,9 +24,6 @@ from kcore.console.history import SAMPLE_INTERVAL_S, ConsoleHistory
 from kcore.controller.active import ControllerConfig
 from kcore.controller.local import LocalController
 from kcore.controller.managed import ManagedController
-from kcore.controller.metadata import BrokerInfo
-from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
-from kcore.controller.scram_store import CredentialStore, FileCredentialStore, ZkCredentialStore
 from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
@@ -40,6 +37,10 @@ from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
 from kcore.log.relocate import find_partitions, relocate
+from kcore.metadata import BrokerInfo
+from kcore.metadata_store.base import CredentialStore, QuotaConfigs, SecurityStore
+from kcore.metadata_store.file import FileCredentialStore, FileProducerIdManager, FileSecurityStore
+from kcore.metadata_store.zookeeper import ZkCredentialStore, ZkProducerIdManager, ZkSecurityStore
 from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
@@ -47,8 +48,6 @@ from kcore.replication.replica_manager import ReplicaManager
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
-from kcore.security.store import LocalSecurityStore, QuotaConfigs, SecurityStore
-from kcore.security.zk_store import ZkSecurityStore
 from kcore.server import idle, request_quota
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
@@ -116,7 +115,7 @@ class Broker:
             set_inter_broker_security(broker_security)
         self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
                              if isinstance(self.controller, ZkController)
-                             else ProducerIdManager(managed_node_dir() or self.data_dir))
+                             else FileProducerIdManager(managed_node_dir() or self.data_dir))
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
             GroupMetadataManager(self.controller, self.replica_manager,
@@ -140,7 +139,7 @@ class Broker:
         self._warn_if_brokers_are_refused(broker_security)
         self.security_store: SecurityStore = (
             ZkSecurityStore(self.controller.zk) if isinstance(self.controller, ZkController)
-            else LocalSecurityStore(managed_node_dir() or self.data_dir))
+            else FileSecurityStore(managed_node_dir() or self.data_dir))
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.

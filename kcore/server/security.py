@@ -27,8 +27,8 @@ from typing import Any
 
 from kcore.client.security import ClientSecurity
 from kcore.config import BrokerConfig, ConfigError
-from kcore.controller.scram_store import CredentialStore
 from kcore.listener_config import Listener
+from kcore.metadata_store.base import CredentialStore
 from kcore.security.jaas import JaasError, parse_jaas_config
 from kcore.server import pkcs12
 from kcore.server.sasl import SaslSettings
