@@ -29,6 +29,7 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.inter_broker import inter_broker_security
 from kcore.controller import zk_paths as paths
+from kcore.controller.base import IsrChange
 from kcore.controller.reassignment import ReplicaAssignment
 from kcore.metadata import TopicPartition
 from kcore.metadata_store.zk_client import NoNodeError
@@ -111,8 +112,7 @@ class ControllerClient:
                 pass
 
     # -- the requests -------------------------------------------------------------------------
-    async def alter_partition(self, broker_epoch: int,
-                              items: list[tuple[TopicPartition, int, list[int], int]]
+    async def alter_partition(self, broker_epoch: int, items: Sequence[IsrChange]
                               ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
         """(top-level error, per partition (error, response entry))."""
         topics: dict[str, list[dict]] = {}

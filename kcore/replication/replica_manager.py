@@ -10,7 +10,7 @@ state that is not newer than the one known (leader epoch, then partition
 epoch) is refused per partition with STALE_CONTROLLER_EPOCH, as Kafka does.
 
 Followers replicate through the fetcher manager (fetcher.py); leaders
-propose ISR changes through ``alter_partition`` (the controller decides).
+propose ISR changes through ``alter_partition.py`` (the controller decides).
 Leadership changes are announced to ``leadership_listeners`` (the group
 coordinator loads or unloads the groups of a ``__consumer_offsets``
 partition). High watermarks are checkpointed to each log dir's

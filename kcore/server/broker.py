@@ -247,7 +247,7 @@ class Broker:
             controlled_shutdown=config["controlled.shutdown.enable"],
             controlled_shutdown_retries=config["controlled.shutdown.max.retries"],
             controlled_shutdown_backoff_s=config["controlled.shutdown.retry.backoff.ms"] / 1000)
-        self.alter_partitions = AlterPartitionManager(controller.alter_partition)
+        self.alter_partitions = AlterPartitionManager(controller.send_alter_partition)
         self.replica_manager.isr_change_handler = self.alter_partitions.submit
         return controller
 
