@@ -23,9 +23,10 @@ from kcore import protocol
 from kcore.client.inter_broker import set_inter_broker_security
 from kcore.client.security import ClientSecurity
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
-from kcore.console.end_offsets import RemoteEndOffsets
-from kcore.console.history import SAMPLE_INTERVAL_S, ConsoleHistory
+from kcore.console.history import ConsoleHistory
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from kcore.coordinator.group.end_offsets import RemoteEndOffsets
+from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
@@ -111,10 +112,11 @@ class Broker:
         self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
-        # The console's charts: the counters above, sampled (console/history.py).
-        self.end_offsets = RemoteEndOffsets(config.broker_id, self.replica_manager.metadata_cache)
-        self.history = ConsoleHistory(self.stats, self.replica_manager, self.group_coordinator,
-                                      remote=self.end_offsets)
+        # /metrics and the console: group lag, and the counters above sampled
+        # for the console's charts.
+        self.consumer_lag = ConsumerLag(self.replica_manager, self.group_coordinator, RemoteEndOffsets(
+            config.broker_id, self.replica_manager.metadata_cache))
+        self.history = ConsoleHistory(self.stats)
         self.http = HttpListeners(self)
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
@@ -180,8 +182,8 @@ class Broker:
         await self._listen(loop)
         await self.http.start(self.config["http.listeners"])
         if self.config["http.listeners"]:
-            self.history.sample()  # the zero the first second's rates start from
-            self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self.history.sample)))
+            self._sample()  # the zero the first second's rates start from
+            self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self._sample)))
         await self.controller.register()
         self._start_idle_sweep(loop)
         self._tasks.append(loop.create_task(self._every(
@@ -300,7 +302,7 @@ class Broker:
         for server in self._servers:
             server.close()
         self.http.close()
-        self.end_offsets.close()
+        self.consumer_lag.close()
         for connection in list(self._connections):
             connection.close()
         for task in self._tasks:
@@ -313,6 +315,10 @@ class Broker:
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)
+
+    def _sample(self) -> None:
+        self.history.sample()
+        self.consumer_lag.sample()
 
     def _flush_check_interval_s(self) -> float:
         """flush.ms is checked, rolled segments fsynced and the recovery
