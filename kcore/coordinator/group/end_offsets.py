@@ -25,16 +25,16 @@ from collections.abc import Iterable
 
 from kcore.client.broker_pool import BrokerPool
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.constants import CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, READ_UNCOMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 REQUEST_TIMEOUT_S = 2.0
-LATEST_TIMESTAMP = -1
 # The lag history samples once a second; asking every leader that often for
 # every tracked group's partitions would be most of the inter-broker traffic
 # of a console left open.
@@ -90,7 +90,7 @@ class RemoteEndOffsets:
         topics: dict[str, list[int]] = {}
         for topic, index in partitions:
             topics.setdefault(topic, []).append(index)
-        body = {"replica_id": -1, "isolation_level": 0, "topics": [
+        body = {"replica_id": CONSUMER_REPLICA_ID, "isolation_level": READ_UNCOMMITTED, "topics": [
             {"name": topic, "partitions": [{"partition_index": index, "timestamp": LATEST_TIMESTAMP}
                                            for index in indexes]}
             for topic, indexes in topics.items()]}
