@@ -43,12 +43,14 @@ system-deps:
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
 
-# Static checks: ruff (lint + import order), mypy on kcore/ and stubtest of
-# the .pyi stubs against the built kernels; see pyproject.toml.
+# Static checks: ruff (lint + import order), mypy on kcore/, stubtest of
+# the .pyi stubs against the built kernels, and the layer map as import
+# contracts (lint-imports); see pyproject.toml.
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest kcore._native
+	$(BIN)/lint-imports
 
 # The static checks run first: a lint or type regression fails CI before
 # the ~10 minutes of tests.
