@@ -93,23 +93,9 @@ class Broker:
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
         self.stats = BrokerStats()
-        backend = self.mode.build(self.broker_info(), self.replica_manager)
-        self.controller = backend.controller
-        self.scram_credentials = backend.scram_credentials
-        self.producer_ids = backend.producer_ids
-        self.security_store = backend.security_store
-        self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
-        if self.mode.replicated:
-            self.alter_partitions = AlterPartitionManager(self.controller.send_alter_partition)
-            self.replica_manager.isr_change_handler = self.alter_partitions.submit
+        self._open_backend()
         broker_security = self._prepare_security()
-        self.group_coordinator = GroupCoordinator(
-            GroupConfig.from_broker_config(config),
-            GroupMetadataManager(self.controller, self.replica_manager,
-                                 config["offsets.topic.num.partitions"],
-                                 config["offsets.topic.replication.factor"]))
-        self.replica_manager.leadership_listeners.append(self.group_coordinator.on_leadership_change)
-        self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
+        self.group_coordinator = self._make_group_coordinator()
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
         # /metrics and the console: group lag, and the counters above sampled
@@ -133,6 +119,30 @@ class Broker:
         self._connection_ids = itertools.count()
         self._stopped = asyncio.Event()
         self.log_syncer: GroupCommitSyncer | None = None  # flush.messages=1 group commit, made in start()
+
+    def _open_backend(self) -> None:
+        """What the cluster mode decides, built once (server/backend.py);
+        in a cluster, leaders propose their ISR changes to the controller."""
+        backend = self.mode.build(self.broker_info(), self.replica_manager)
+        self.controller = backend.controller
+        self.scram_credentials = backend.scram_credentials
+        self.producer_ids = backend.producer_ids
+        self.security_store = backend.security_store
+        self.alter_partitions: AlterPartitionManager | None = None
+        if self.mode.replicated:
+            self.alter_partitions = AlterPartitionManager(self.controller.send_alter_partition)
+            self.replica_manager.isr_change_handler = self.alter_partitions.submit
+
+    def _make_group_coordinator(self) -> GroupCoordinator:
+        config = self.config
+        coordinator = GroupCoordinator(
+            GroupConfig.from_broker_config(config),
+            GroupMetadataManager(self.controller, self.replica_manager,
+                                 config["offsets.topic.num.partitions"],
+                                 config["offsets.topic.replication.factor"]))
+        self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+        self.replica_manager.deleted_topic_listeners.append(coordinator.on_topics_deleted)
+        return coordinator
 
     def _prepare_security(self) -> ClientSecurity | None:
         """TLS contexts, SASL settings, the authorizer and quotas, built
