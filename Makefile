@@ -63,12 +63,14 @@ $(KAFKAJS_STAMP): $(KAFKAJS)/package.json $(KAFKAJS)/package-lock.json | system-
 
 kafkajs-deps: $(KAFKAJS_STAMP)
 
-# Static checks: ruff (lint + import order), mypy on kcore/ and stubtest of
-# the .pyi stubs against the built kernels; see pyproject.toml.
+# Static checks: ruff (lint + import order), mypy on kcore/, stubtest of
+# the .pyi stubs against the built kernels, and the layer map as import
+# contracts (lint-imports); see pyproject.toml.
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest kcore._native
+	$(BIN)/lint-imports
 
 # The static checks run first: a lint or type regression fails CI before
 # the ~10 minutes of tests.

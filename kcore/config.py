@@ -42,11 +42,11 @@ from kcore.listener_config import (
     parse_protocol_map,
     split_prefixed,
 )
+from kcore.protocol.constants import INT32_MAX, INT64_MAX
 from kcore.topic_config import TOPIC_KEYS, check_combination, topic_defaults
 from kcore.topic_config import parse_topic_configs as parse_topic_configs
 
-LONG_MAX = 2**63 - 1
-__all__ = ["BROKER_KEYS", "SENSITIVE_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey", "LONG_MAX",
+__all__ = ["BROKER_KEYS", "SENSITIVE_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey",
            "check_combination", "parse_properties", "parse_topic_configs"]
 
 
@@ -339,10 +339,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.index.interval.bytes", _at_least(0), 4096, "Bytes between sparse index entries."),
     _key("num.recovery.threads.per.data.dir", _at_least(1), 1,
          "Threads per log dir that open the partition logs at start and recover them after a crash."),
-    _key("log.flush.interval.messages", _at_least(1), LONG_MAX,
+    _key("log.flush.interval.messages", _at_least(1), INT64_MAX,
          "Messages between forced flushes (1 = sync every message before ack)."),
     _key("log.flush.interval.ms", int, None, "Maximum time data waits in the page cache before a flush."),
-    _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
+    _key("log.flush.scheduler.interval.ms", int, INT64_MAX, "How often the flusher checks log.flush.interval.ms."),
     _key("log.flush.offset.checkpoint.interval.ms", _at_least(1), 60000,
          "How often rolled segments are fsynced and the recovery point is checkpointed."),
     _key("log.flush.journal.bytes", _journal_bytes, 67108864,
@@ -355,17 +355,17 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.cleaner.delete.retention.ms", int, _DAY_MS, "How long tombstones stay after compaction."),
     _key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "Dirty ratio above which a log is compacted."),
     _key("log.cleaner.min.compaction.lag.ms", int, 0, "Minimum age of a record before it may be compacted."),
-    _key("log.cleaner.max.compaction.lag.ms", _like("max.compaction.lag.ms"), LONG_MAX,
+    _key("log.cleaner.max.compaction.lag.ms", _like("max.compaction.lag.ms"), INT64_MAX,
          "Longest time a record of a compacted topic stays uncompacted."),
     _key("log.segment.delete.delay.ms", int, 60000, "Delay between renaming a segment .deleted and removing it."),
     _key("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime",
          "Timestamp stored in batches."),
-    _key("log.message.timestamp.before.max.ms", _like("message.timestamp.before.max.ms"), LONG_MAX,
+    _key("log.message.timestamp.before.max.ms", _like("message.timestamp.before.max.ms"), INT64_MAX,
          "With CreateTime, how far in the past a record's timestamp may be."),
-    _key("log.message.timestamp.after.max.ms", _like("message.timestamp.after.max.ms"), LONG_MAX,
+    _key("log.message.timestamp.after.max.ms", _like("message.timestamp.after.max.ms"), INT64_MAX,
          "With CreateTime, how far in the future a record's timestamp may be."),
     _key("log.message.timestamp.difference.max.ms", _like("message.timestamp.difference.max.ms"),
-         LONG_MAX, "Deprecated bound standing in for the before/after bounds left at their default."),
+         INT64_MAX, "Deprecated bound standing in for the before/after bounds left at their default."),
     _key("log.message.format.version", _like("message.format.version"), "3.0-IV1",
          "Deprecated; accepted and ignored: batches are always stored as v2."),
     _key("log.message.downconversion.enable", _bool, True,
@@ -397,11 +397,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("max.incremental.fetch.session.cache.slots", _at_least(0), 1000,
          "Incremental fetch sessions (KIP-227) kept; 0 answers every fetch without a session."),
     _key("broker.rack", str, None, "Rack of this broker: replicas of a partition go to distinct racks first."),
-    _key("leader.replication.throttled.rate", _at_least(0), LONG_MAX,
+    _key("leader.replication.throttled.rate", _at_least(0), INT64_MAX,
          "Bytes/s a leader sends to followers, summed over the replicas named in the topics' "
          "leader.replication.throttled.replicas (followers in the ISR are never held back); "
          "dynamic (kcore configs --entity-type brokers)."),
-    _key("follower.replication.throttled.rate", _at_least(0), LONG_MAX,
+    _key("follower.replication.throttled.rate", _at_least(0), INT64_MAX,
          "Bytes/s a follower fetches, summed over the replicas named in the topics' "
          "follower.replication.throttled.replicas (replicas in the ISR are never held back); "
          "dynamic (kcore configs --entity-type brokers)."),
@@ -439,7 +439,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Wait for more members before the first rebalance of an empty group."),
     _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
     _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
-    _key("group.max.size", _at_least(1), 2**31 - 1, "Most members in one group."),
+    _key("group.max.size", _at_least(1), INT32_MAX, "Most members in one group."),
 ]}
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs never returns their values.

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from kcore.cli.client_commands import EXIT_ERROR, EXIT_USAGE, _client, _run, connection_arguments
 from kcore.cli.reassign_throttle import clear_throttles, set_throttles
 from kcore.client import Admin
-from kcore.controller.metadata import BrokerInfo, TopicError
 from kcore.controller.placement import assign_replicas
+from kcore.metadata import BrokerInfo, TopicError
 from kcore.protocol.errors import ErrorCode
 
 Partition = tuple[str, int]

@@ -42,7 +42,7 @@ def list_groups(broker: ConsoleSource, request: ApiRequest) -> dict:
             continue
         groups.append({"group_id": group_id, "state": group.state.kafka_name,
                        "protocol_type": group.protocol_type or "", "members": len(group.members),
-                       "partitions": len(group.offsets), "lag": broker.history.group_lag(group.offsets)})
+                       "partitions": len(group.offsets), "lag": broker.consumer_lag.group_lag(group.offsets)})
     return {"groups": groups, "truncated": len(coordinator.groups) > MAX_GROUPS_LISTED}
 
 
@@ -83,10 +83,10 @@ async def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
     offsets = []
     partitions = sorted(set(group.offsets) | set(owners))
     shown = partitions[:MAX_GROUP_PARTITIONS]
-    await broker.end_offsets.fetch(shown)  # those led elsewhere, from their leaders
+    await broker.consumer_lag.fetch_end_offsets(shown)  # those led elsewhere, from their leaders
     for topic, index in shown:
         committed = group.offsets.get((topic, index))
-        end = broker.history.end_offset((topic, index))
+        end = broker.consumer_lag.end_offset((topic, index))
         offsets.append({"topic": topic, "partition": index,
                         "committed_offset": committed.offset if committed else None,
                         "end_offset": end,
@@ -96,7 +96,7 @@ async def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
             "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
             "generation_id": group.generation_id, "leader_id": group.leader_id,
             "members": members, "offsets": offsets, "truncated": len(partitions) > MAX_GROUP_PARTITIONS,
-            "lag_history": broker.history.lag_history(group_id)}
+            "lag_history": broker.consumer_lag.lag_history(group_id)}
 
 
 def _target(partition, strategy: str, value: int | None, committed: int | None) -> int:

@@ -9,7 +9,7 @@ cluster state, elects leaders where the old ones are gone and tells every
 broker everything (UpdateMetadata to all, LeaderAndIsr to every replica).
 
 Then it reacts to events, one at a time in arrival order (Kafka's
-single-threaded ControllerEventManager): brokers joining, leaving or
+single-threaded ControllerEventManager, event_manager.py): brokers joining, leaving or
 restarting (``/brokers/ids``), topics created (``/brokers/topics``),
 partitions added (a topic's assignment znode), topics to delete
 (``/admin/delete_topics``; a topic with a partition being reassigned
@@ -35,15 +35,15 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from kcore.controller import election, wire, zk_state
 from kcore.controller import zk_paths as paths
-from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
+from kcore.controller.base import PREFERRED_ELECTION, IsrChange, StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
-from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.controller.event_manager import ControllerEventManager
 from kcore.controller.reassignment import ReplicaAssignment, reassignment_leader, validate_target
-from kcore.controller.zk_client import NoNodeError, Watch, ZkClient
+from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.metadata_store.zk_client import NoNodeError, Watch, ZkClient
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 
@@ -95,8 +95,7 @@ class ActiveController:
         self.epoch = zk_state.ControllerEpoch(0, -1)
         self.channel = ControllerChannel(broker_id)
         self.writer: zk_state.StateWriter | None = None
-        self._events: asyncio.Queue[tuple[str, tuple, asyncio.Future | None]] = asyncio.Queue()
-        self._task: asyncio.Task | None = None
+        self._events = ControllerEventManager(self._resign)
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
         self.active = False
@@ -114,8 +113,8 @@ class ActiveController:
         self.writer = zk_state.StateWriter(self.zk, self.epoch)
         self.active = True
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch.epoch)
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        self.post("startup")
+        self._events.start()
+        self._events.post(self._on_startup)
 
     def stop(self) -> None:
         """Leave office: no more decisions, no more requests."""
@@ -125,47 +124,35 @@ class ActiveController:
         for watch in [*self._watches, *self._topic_watches.values()]:
             watch.cancel()
         self._watches, self._topic_watches = [], {}
-        if self._task is not None:
-            self._task.cancel()
+        self._events.close()
         self.channel.close()
-        while not self._events.empty():
-            _, _, future = self._events.get_nowait()
-            if future is not None and not future.done():
-                future.set_exception(zk_state.ControllerMovedError("the controller moved"))
         log.info("broker %d is no longer the controller", self.broker_id)
 
-    def post(self, name: str, *args: Any) -> None:
-        if self.active:
-            self._events.put_nowait((name, args, None))
+    # -- requests from brokers, each an event awaited by its caller ----------------------------
+    async def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        return await self._events.call(self._on_alter_partition, broker_id, broker_epoch, items)
 
-    async def call(self, name: str, *args: Any) -> Any:
-        """Queue an event whose handler's result the caller awaits."""
-        if not self.active:
-            raise zk_state.ControllerMovedError("not the controller")
-        future = asyncio.get_running_loop().create_future()
-        self._events.put_nowait((name, args, future))
-        return await future
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                  ) -> tuple[int, list[TopicPartition]]:
+        return await self._events.call(self._on_controlled_shutdown, broker_id, broker_epoch)
 
-    async def _run(self) -> None:
-        while True:
-            name, args, future = await self._events.get()
-            try:
-                result = await getattr(self, f"_on_{name}")(*args)
-            except zk_state.ControllerMovedError as exc:
-                log.warning("controller %d resigns: %s", self.broker_id, exc)
-                if future is not None and not future.done():
-                    future.set_exception(exc)
-                self._resign()
-                return
-            except Exception as exc:
-                log.exception("controller event %s failed", name)
-                if future is not None and not future.done():
-                    future.set_exception(exc)
-                continue
-            if future is not None and not future.done():
-                future.set_result(result)
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition] | None
+                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        return await self._events.call(self._on_elect_leaders, election_type, partitions)
 
-    def _resign(self) -> None:
+    async def alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+                                  allow_replication_factor_change: bool = True
+                                  ) -> dict[TopicPartition, tuple[int, str | None]]:
+        return await self._events.call(self._on_alter_reassignments, items,
+                                       allow_replication_factor_change)
+
+    async def list_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                 ) -> dict[TopicPartition, ReplicaAssignment]:
+        return await self._events.call(self._on_list_reassignments, partitions)
+
+    def _resign(self, reason: zk_state.ControllerMovedError) -> None:
+        log.warning("controller %d resigns: %s", self.broker_id, reason)
         callback = self.on_resign
         self.stop()
         if callback is not None:
@@ -174,11 +161,11 @@ class ActiveController:
     # -- startup (failover) ------------------------------------------------------------------
     async def _on_startup(self) -> None:
         self._watches.append(await self.zk.watch_children(
-            paths.BROKER_IDS, lambda children: self.post("broker_change")))
+            paths.BROKER_IDS, lambda children: self._events.post(self._on_broker_change)))
         self._watches.append(await self.zk.watch_children(
-            paths.TOPICS, lambda children: self.post("topic_change")))
+            paths.TOPICS, lambda children: self._events.post(self._on_topic_change)))
         self._watches.append(await self.zk.watch_children(
-            paths.DELETE_TOPICS, lambda children: self.post("topic_deletion")))
+            paths.DELETE_TOPICS, lambda children: self._events.post(self._on_topic_deletion)))
         self.brokers = await zk_state.read_brokers(self.zk)
         for broker in self.brokers.values():
             self.channel.add_broker(broker)
@@ -202,7 +189,7 @@ class ActiveController:
         self.states.update(await zk_state.read_partition_states(self.zk, topic))
         if name not in self._topic_watches:
             self._topic_watches[name] = await self.zk.watch_data(
-                paths.topic_path(name), lambda data, stat: self.post("partition_change", name))
+                paths.topic_path(name), lambda data, stat: self._events.post(self._on_partition_change, name))
 
     # -- brokers -------------------------------------------------------------------------------
     async def _on_broker_change(self) -> None:
@@ -370,8 +357,7 @@ class ActiveController:
             watch.cancel()
 
     # -- requests from brokers -----------------------------------------------------------------
-    async def _on_alter_partition(self, broker_id: int, broker_epoch: int,
-                                  items: list[tuple[TopicPartition, int, list[int], int]]
+    async def _on_alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
                                   ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
         """(top-level error, per partition (error, state as now))."""
         broker = self.brokers.get(broker_id)
@@ -572,7 +558,7 @@ class ActiveController:
             # A later event, so this one's requests (which name the
             # partition) reach the brokers before the StopReplicas that
             # delete it.
-            self.post("topic_deletion")
+            self._events.post(self._on_topic_deletion)
 
     def _moved_state(self, state: PartitionState, replicas: tuple[int, ...],
                      may_lead: tuple[int, ...]) -> PartitionState:
@@ -625,7 +611,7 @@ class ActiveController:
 
     def _rebalance_due(self) -> None:
         if self.active:
-            self.post("auto_rebalance")
+            self._events.post(self._on_auto_rebalance)
             self._schedule_rebalance()
 
     async def _on_auto_rebalance(self) -> None:

@@ -24,7 +24,7 @@ import time
 import uuid
 from typing import Any
 
-from kcore.controller.metadata import BrokerInfo
+from kcore.metadata import BrokerInfo
 
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"

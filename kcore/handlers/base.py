@@ -12,28 +12,20 @@ from typing import Protocol
 
 from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
-from kcore.controller.scram_store import CredentialStore
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.dynamic_config import DynamicBrokerConfig
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metadata_store.base import CredentialStore, ProducerIdSource, SecurityStore
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
-from kcore.security.store import SecurityStore
 
 
 class CloseConnection(Exception):
     """Drop this connection without answering (acks=0 produce errors)."""
-
-
-class ProducerIds(Protocol):
-    """Hands out producer ids (InitProducerId): a file on a single node,
-    a ZooKeeper block in a cluster (kcore.controller.producer_ids)."""
-
-    async def next_id(self) -> int: ...
 
 
 class BrokerFacade(Protocol):
@@ -46,7 +38,7 @@ class BrokerFacade(Protocol):
     @property
     def replica_manager(self) -> ReplicaManager: ...
     @property
-    def producer_ids(self) -> ProducerIds: ...
+    def producer_ids(self) -> ProducerIdSource: ...
     @property
     def group_coordinator(self) -> GroupCoordinator: ...
     @property

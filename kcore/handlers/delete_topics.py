@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
-from kcore.controller.metadata import TopicError
 from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import delete_topic
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 

@@ -43,14 +43,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 
-from kcore.controller.metadata import TopicPartition
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicPartition
+from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID, READ_COMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import (
     FINAL_EPOCH,
-    INITIAL_EPOCH,
-    INVALID_SESSION_ID,
     CachedPartition,
     FetchSession,
     FetchSessionCache,
@@ -61,7 +60,6 @@ from kcore.replication.replication_quota import ReplicationQuota
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
-READ_COMMITTED = 1
 SESSIONS_VERSION = 7
 
 
@@ -81,7 +79,7 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
-    limits = _Limits(body.max_bytes if request.api_version >= 3 else 2**31 - 1,
+    limits = _Limits(body.max_bytes if request.api_version >= 3 else INT32_MAX,
                      max(body.min_bytes, 1),
                      request.api_version >= 4 and body.isolation_level == READ_COMMITTED,
                      body.replica_id)

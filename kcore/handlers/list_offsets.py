@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.protocol.constants import READ_COMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
-
-READ_COMMITTED = 1
 
 
 async def handle(broker: BrokerFacade, context, request):

@@ -28,7 +28,6 @@ without an authorizer, every operation of the resource type.
 """
 from __future__ import annotations
 
-from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
 from kcore.handlers.authz import (
     AUTHORIZED_OPERATIONS_OMITTED,
     allowed_topics,
@@ -38,6 +37,7 @@ from kcore.handlers.authz import (
 )
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
+from kcore.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.frames import encode_body

@@ -31,7 +31,7 @@ from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.partition import Partition, PartitionError, ProduceResult
+from kcore.replication.partition import LogAppendResult, Partition, PartitionError
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import PRODUCER_BYTE_RATE, user_of
 
@@ -173,7 +173,7 @@ class AppendOutcome(NamedTuple):
 
     error_code: int
     error_message: str | None = None
-    result: ProduceResult | None = None
+    result: LogAppendResult | None = None
     partition: Partition | None = None
     record_errors: Sequence[tuple[int, str]] = ()
 

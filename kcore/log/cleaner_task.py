@@ -77,6 +77,7 @@ from kcore.log.cleaner_records import (
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import CLEANED_SUFFIX, Log
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
+from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.records import ControlType, RecordBatch
 
 # Keys in the offset map before a pass stops at the next segment boundary.
@@ -90,7 +91,6 @@ READ_CHUNK = 1 << 20
 WRITE_CHUNK = 1 << 20
 # Batch headers fetched per native call in the producer scan.
 HEADER_WALK_BATCHES = 4096
-INT32_MAX = 2**31 - 1
 
 
 class CleaningAbortedError(Exception):

@@ -51,13 +51,13 @@ from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 from kcore.log.txn_index import AbortedTxn
 from kcore.metrics import LOG_FLUSH_STATS
+from kcore.protocol.constants import INT32_MAX
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 # The .log goes last in each rename round: loader.py reads a ``.log.swap``
 # as "this swap was decided", anything else as leftovers.
 _SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
-_INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
 # ``batch_headers`` reads the log in chunks of this size: large enough that
 # a 1 MiB batch header walk needs few preads, small enough to not matter.
 REPLAY_CHUNK = 4 * 1024 * 1024
@@ -318,7 +318,7 @@ class Log:
         max.compaction.lag.ms) less the segment's random jitter, a full
         index, or a last offset beyond the int32 range of the segment's base."""
         segment = self._segments[-1]
-        fits_offsets = 0 <= last_offset - segment.base_offset <= _INT32_MAX
+        fits_offsets = 0 <= last_offset - segment.base_offset <= INT32_MAX  # relative offsets in the index
         if segment.size == 0:
             if fits_offsets and segment.base_offset <= first_offset:
                 return segment

@@ -41,9 +41,9 @@ from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE
 from kcore._native.records import BatchHeader
 from kcore.log.cleaner_records import records_section
+from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.errors import ErrorCode
 
-LONG_MAX = 2**63 - 1
 NO_TIMESTAMP = -1
 # Kafka's top-level message lists at most this many record errors.
 MESSAGE_RECORD_ERRORS = 3
@@ -71,19 +71,19 @@ class RecordPolicy:
 
     @classmethod
     def from_configs(cls, configs: Mapping[str, Any]) -> RecordPolicy:
-        difference = configs.get("message.timestamp.difference.max.ms", LONG_MAX)
-        before = configs.get("message.timestamp.before.max.ms", LONG_MAX)
-        after = configs.get("message.timestamp.after.max.ms", LONG_MAX)
+        difference = configs.get("message.timestamp.difference.max.ms", INT64_MAX)
+        before = configs.get("message.timestamp.before.max.ms", INT64_MAX)
+        after = configs.get("message.timestamp.after.max.ms", INT64_MAX)
         policies = str(configs.get("cleanup.policy", "delete")).split(",")
         return cls(keys_required="compact" in policies,
                    log_append_time=configs.get("message.timestamp.type") == "LogAppendTime",
-                   before_max_ms=difference if before == LONG_MAX else before,
-                   after_max_ms=difference if after == LONG_MAX else after)
+                   before_max_ms=difference if before == INT64_MAX else before,
+                   after_max_ms=difference if after == INT64_MAX else after)
 
     @property
     def bounds_timestamps(self) -> bool:
-        return not self.log_append_time and (self.before_max_ms < LONG_MAX
-                                             or self.after_max_ms < LONG_MAX)
+        return not self.log_append_time and (self.before_max_ms < INT64_MAX
+                                             or self.after_max_ms < INT64_MAX)
 
     @property
     def reads_records(self) -> bool:
@@ -92,7 +92,7 @@ class RecordPolicy:
 
     def timestamp_range(self, now: int) -> tuple[int, int]:
         """[earliest, latest] accepted at ``now``, clamped to int64."""
-        return max(now - self.before_max_ms, -LONG_MAX - 1), min(now + self.after_max_ms, LONG_MAX)
+        return max(now - self.before_max_ms, -INT64_MAX - 1), min(now + self.after_max_ms, INT64_MAX)
 
 
 def validate_records(batch: Buffer, header: BatchHeader, policy: RecordPolicy, now: int,

@@ -55,6 +55,7 @@ from kcore.log.config import LogConfig
 from kcore.log.errors import KafkaStorageError
 from kcore.log.journal import replay as replay_journal
 from kcore.log.log import Log
+from kcore.metadata import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,6 @@ _DELETED_DIR_SUFFIX = "-delete"
 # Distinct topic configs kept parsed (_config_of); a broker has a few.
 _CONFIGS_CACHED = 1024
 
-TopicPartition = tuple[str, int]
 
 
 class _LogToOpen(NamedTuple):

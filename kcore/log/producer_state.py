@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcore._native.records import crc32c
+from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.errors import ErrorCode
 
 BATCHES_TO_RETAIN = 5
-INT32_MAX = 2**31 - 1
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 2
 _HEADER = struct.Struct(">hIi")

@@ -48,10 +48,11 @@ from kcore.protocol.compression import (
     compress,
     decompress,
 )
+from kcore.protocol.constants import INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 __all__ = [
     "CorruptBatchError",
-    "CorruptRecordError",
+    "InvalidRecordError",
     "TimestampType",
     "ControlType",
     "Record",
@@ -63,11 +64,8 @@ __all__ = [
     "recompress_batch",
 ]
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
-INT32_MAX = 2**31 - 1
 
 # Header fields after the CRC, packed in one call by the builder.
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
@@ -78,8 +76,9 @@ _CONTROL_VALUE = struct.Struct(">hi")
 _CONTROL_RECORD_VERSION = 0
 
 
-class CorruptRecordError(CorruptBatchError):
-    """A batch whose records section cannot be decoded (Kafka CorruptRecordException).
+class InvalidRecordError(CorruptBatchError):
+    """A batch whose records section cannot be decoded (Kafka's InvalidRecordException,
+    which DefaultRecord throws for a record it cannot read).
 
     A CorruptBatchError with reason 'records', so one except clause covers both.
     """
@@ -238,19 +237,19 @@ class RecordBatch:
         """ABORT or COMMIT, from the control record's key (control batches only)."""
         key, _ = self._control_record()
         if key is None or len(key) < _CONTROL_KEY.size:
-            raise CorruptRecordError("control record key is shorter than version + type")
+            raise InvalidRecordError("control record key is shorter than version + type")
         _version, control_type = _CONTROL_KEY.unpack_from(key)
         try:
             return ControlType(control_type)
         except ValueError:
-            raise CorruptRecordError(f"unknown control record type {control_type}") from None
+            raise InvalidRecordError(f"unknown control record type {control_type}") from None
 
     @property
     def coordinator_epoch(self) -> int:
         """The transaction coordinator's epoch from the marker value (control batches only)."""
         _, value = self._control_record()
         if value is None or len(value) < _CONTROL_VALUE.size:
-            raise CorruptRecordError("control record value is shorter than version + epoch")
+            raise InvalidRecordError("control record value is shorter than version + epoch")
         return _CONTROL_VALUE.unpack_from(value)[1]
 
     def _control_record(self) -> tuple[bytes | None, bytes | None]:
@@ -258,7 +257,7 @@ class RecordBatch:
             raise ValueError(f"batch at offset {self.base_offset} is not a control batch")
         records = self._decode_records()
         if not records:
-            raise CorruptRecordError("control batch without a record")
+            raise InvalidRecordError("control batch without a record")
         return records[0].key, records[0].value
 
     def _records_section(self) -> memoryview | bytes:
@@ -269,13 +268,13 @@ class RecordBatch:
         try:
             return decompress(codec, section)
         except ValueError as exc:
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): cannot "
                 f"decompress records: {exc}", self.position) from exc
 
     def _decode_records(self) -> list[Record]:
         if self.records_count < 0:
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"negative records count {self.records_count}", self.position)
         if self.records_count == 0:
             return []
@@ -287,12 +286,12 @@ class RecordBatch:
                     section, position, self.base_offset, self.base_timestamp)
                 records.append(record)
         except (IndexError, ValueError, UnicodeDecodeError) as exc:
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): record "
                 f"{len(records)} of {self.records_count} is malformed: {exc}",
                 self.position) from exc
         if position != len(section):
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): "
                 f"{len(section) - position} bytes left after {self.records_count} records",
                 self.position)
@@ -327,7 +326,7 @@ def _decode_record(section, position: int, base_offset: int,
     length, position = decode_varint(section, position)
     end = position + length
     if length < 1 or end > len(section):
-        raise CorruptRecordError(
+        raise InvalidRecordError(
             f"record length {length} at {position} overruns the {len(section)}-byte section")
     attributes = section[position]
     timestamp_delta, position = decode_varint(section, position + 1)
@@ -336,16 +335,16 @@ def _decode_record(section, position: int, base_offset: int,
     value, position = _read_nullable_bytes(section, position, end)
     header_count, position = decode_varint(section, position)
     if header_count < 0:
-        raise CorruptRecordError(f"negative header count {header_count}")
+        raise InvalidRecordError(f"negative header count {header_count}")
     headers = []
     for _ in range(header_count):
         header_key, position = _read_nullable_bytes(section, position, end)
         if header_key is None:
-            raise CorruptRecordError("null header key")
+            raise InvalidRecordError("null header key")
         header_value, position = _read_nullable_bytes(section, position, end)
         headers.append((header_key.decode("utf-8"), header_value))
     if position != end:
-        raise CorruptRecordError(
+        raise InvalidRecordError(
             f"record declares {length} bytes but its fields end {position - end:+d} bytes off")
     record = Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value,
                     headers, attributes)
@@ -356,10 +355,10 @@ def _read_nullable_bytes(section, position: int, end: int) -> tuple[bytes | None
     length, position = decode_varint(section, position)
     if length < 0:
         if length != -1:
-            raise CorruptRecordError(f"invalid length {length}")
+            raise InvalidRecordError(f"invalid length {length}")
         return None, position
     if position + length > end:
-        raise CorruptRecordError(f"field of {length} bytes at {position} overruns its record")
+        raise InvalidRecordError(f"field of {length} bytes at {position} overruns its record")
     return bytes(section[position:position + length]), position + length
 
 

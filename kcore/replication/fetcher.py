@@ -52,9 +52,10 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.fetch_session import FetchSessionHandler, FetchState
 from kcore.client.inter_broker import inter_broker_security
-from kcore.controller.metadata import BrokerInfo, TopicPartition
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metadata import BrokerInfo, TopicPartition
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.constants import READ_UNCOMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
 from kcore.replication.replication_quota import ReplicationQuota
@@ -324,7 +325,7 @@ class LeaderFetcher:
         response = await connection.request(ApiKey.FETCH, {
             "replica_id": config.broker_id, "max_wait_ms": config.max_wait_ms,
             "min_bytes": config.min_bytes, "max_bytes": config.max_bytes,
-            "isolation_level": 0, "session_id": request.session_id,
+            "isolation_level": READ_UNCOMMITTED, "session_id": request.session_id,
             "session_epoch": request.session_epoch,
             "topics": [{"topic": topic, "partitions": [{
                 "partition": index, "current_leader_epoch": state.current_leader_epoch,

@@ -56,13 +56,13 @@ from kcore._native import records as native_records
 from kcore._native.batch_layout import COMPRESSION_CODEC_MASK
 from kcore._native.records import BatchHeader
 from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
-from kcore.controller.metadata import PartitionState
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.log import AppendInfo, Log
 from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
+from kcore.metadata import PartitionState
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters, low_watermark
@@ -91,7 +91,9 @@ class PartitionError(Exception):
 
 
 @dataclass
-class ProduceResult:
+class LogAppendResult:
+    """A leader's append as the produce path answers it (Kafka's
+    LogAppendResult); ``kcore.client.ProduceResult`` is the client's."""
     base_offset: int
     log_append_time: int
     log_start_offset: int
@@ -241,7 +243,7 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
-                                 syncer: GroupCommitSyncer | None = None) -> ProduceResult:
+                                 syncer: GroupCommitSyncer | None = None) -> LogAppendResult:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
         on disk; without a syncer the log is fsynced here, before return."""
@@ -268,7 +270,7 @@ class Partition:
             if original is not None:
                 self._validate(records, check_crc=True)
                 # The original may still wait for its fsync or its replicas.
-                return ProduceResult(original.first_offset, -1, self.log.log_start_offset, True,
+                return LogAppendResult(original.first_offset, -1, self.log.log_start_offset, True,
                                      self._make_durable(syncer), original.last_offset + 1)
         converted = self._must_convert(batch.attributes)
         if converted:
@@ -284,7 +286,7 @@ class Partition:
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
                                   info.first_offset, batch.max_timestamp, batch.is_transactional)
         self._wake_replica_waiters()
-        result = ProduceResult(info.first_offset, log_append_time, self.log.log_start_offset,
+        result = LogAppendResult(info.first_offset, log_append_time, self.log.log_start_offset,
                                required_offset=info.last_offset + 1)
         if not durable:
             self._synced_offset = self.log.log_end_offset
@@ -413,7 +415,7 @@ class Partition:
         try:
             commit = batch.control_type is record_codec.ControlType.COMMIT
             coordinator_epoch = batch.coordinator_epoch
-        except record_codec.CorruptRecordError as exc:
+        except record_codec.InvalidRecordError as exc:
             logger.warning("%s-%d: unreadable marker at offset %d: %s", self.topic, self.index,
                            header.base_offset, exc)
             return
@@ -422,7 +424,7 @@ class Partition:
 
     # -- transactions ------------------------------------------------------------------
     def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                          commit: bool, syncer: GroupCommitSyncer | None = None) -> ProduceResult:
+                          commit: bool, syncer: GroupCommitSyncer | None = None) -> LogAppendResult:
         """WriteTxnMarkers on the leader: end ``producer_id``'s transaction
         here with a COMMIT or ABORT control batch. Raises PartitionError
         (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH,
@@ -450,7 +452,7 @@ class Partition:
         self._complete_transaction(producer_id, producer_epoch, coordinator_epoch,
                                    info.first_offset, commit, timestamp)
         self._wake_replica_waiters()
-        result = ProduceResult(info.first_offset, -1, self.log.log_start_offset,
+        result = LogAppendResult(info.first_offset, -1, self.log.log_start_offset,
                                required_offset=info.last_offset + 1)
         if not durable:
             self._synced_offset = self.log.log_end_offset

@@ -10,7 +10,7 @@ state that is not newer than the one known (leader epoch, then partition
 epoch) is refused per partition with STALE_CONTROLLER_EPOCH, as Kafka does.
 
 Followers replicate through the fetcher manager (fetcher.py); leaders
-propose ISR changes through ``alter_partition`` (the controller decides).
+propose ISR changes through ``alter_partition.py`` (the controller decides).
 Leadership changes are announced to ``leadership_listeners`` (the group
 coordinator loads or unloads the groups of a ``__consumer_offsets``
 partition). High watermarks are checkpointed to each log dir's
@@ -30,8 +30,8 @@ from typing import Any, Protocol
 
 from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.controller.base import StopReplicaPartition
-from kcore.controller.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.log.manager import LogManager
+from kcore.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.metadata_cache import MetadataCache

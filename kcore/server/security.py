@@ -28,8 +28,8 @@ from typing import Any
 
 from kcore.client.security import ClientSecurity
 from kcore.config import BrokerConfig, ConfigError
-from kcore.controller.scram_store import CredentialStore
 from kcore.listener_config import CALLBACK_HANDLER_KEY, JWT_VALIDATOR_CLASSES, Listener
+from kcore.metadata_store.base import CredentialStore
 from kcore.security.jaas import JaasError, parse_jaas_config
 from kcore.security.jwks import JwtSettings, JwtValidator
 from kcore.security.oauthbearer import OAuthBearerConfigError, TokenValidator, UnsecuredValidator

@@ -144,7 +144,7 @@ def test_a_follower_with_flush_messages_1_syncs_before_its_high_watermark_moves(
     """A follower's copy is durable before the fetcher reports it (it awaits
     the future returned here), and the leader's HW it learns never passes
     what it has synced."""
-    from kcore.controller.metadata import PartitionState
+    from kcore.metadata import PartitionState
 
     async def main():
         syncer = make_syncer(kind)

@@ -1,6 +1,7 @@
 import pytest
 
-from kcore.log.producer_state import BATCHES_TO_RETAIN, INT32_MAX, ProducerStateError, ProducerStateManager
+from kcore.log.producer_state import BATCHES_TO_RETAIN, ProducerStateError, ProducerStateManager
+from kcore.protocol.constants import INT32_MAX
 
 
 def appended(state, pid, epoch, seq, count, offset):

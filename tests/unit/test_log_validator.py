@@ -7,13 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcore._native import records as native_records
-from kcore.log.log_validator import LONG_MAX, RecordPolicy, RecordValidationError, validate_records
+from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
+from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.records import CompressionType, Record, TimestampType, build_batch
 
 NOW = 1_700_000_000_000
 COMPACTED = RecordPolicy(keys_required=True, log_append_time=False,
-                         before_max_ms=LONG_MAX, after_max_ms=LONG_MAX)
+                         before_max_ms=INT64_MAX, after_max_ms=INT64_MAX)
 HOUR_BOUNDS = RecordPolicy(keys_required=False, log_append_time=False,
                            before_max_ms=3_600_000, after_max_ms=60_000)
 
@@ -92,6 +93,6 @@ def test_difference_max_ms_stands_in_for_bounds_left_at_their_default():
 
 
 def test_unbounded_policies_do_not_read_records():
-    policy = RecordPolicy(False, False, LONG_MAX, LONG_MAX)
+    policy = RecordPolicy(False, False, INT64_MAX, INT64_MAX)
     assert check(build_batch([Record(timestamp=-(2**62), key=None, value=b"v")]), policy) is None
-    assert policy.timestamp_range(NOW) == (NOW - LONG_MAX, LONG_MAX)
+    assert policy.timestamp_range(NOW) == (NOW - INT64_MAX, INT64_MAX)

@@ -9,7 +9,7 @@ from kcore.protocol.compression import CompressionType, UnsupportedCodecError
 from kcore.protocol.records import (
     BATCH_HEADER_SIZE,
     ControlType,
-    CorruptRecordError,
+    InvalidRecordError,
     Record,
     RecordBatch,
     TimestampType,
@@ -73,7 +73,7 @@ def test_control_fields_on_a_data_batch_raise():
 
 
 def test_unknown_control_type_is_corrupt():
-    with pytest.raises(CorruptRecordError, match="unknown control record type 7"):
+    with pytest.raises(InvalidRecordError, match="unknown control record type 7"):
         _ = RecordBatch(java_style_marker(7, 0)).control_type
 
 

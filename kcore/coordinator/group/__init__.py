@@ -8,6 +8,8 @@
 - manager.py: GroupMetadataManager, the __consumer_offsets topic
 - records.py: __consumer_offsets key/value formats, partition_for
 - consumer_protocol.py: topics of a consumer subscription
+- lag.py: ConsumerLag, the groups' lag and its history, read by /metrics
+  and the console; end_offsets.py: end offsets of partitions led elsewhere
 """
 from kcore.coordinator.group.coordinator import GroupConfig, GroupCoordinator, JoinRequest
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager

@@ -36,6 +36,7 @@ from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.coordinator.internal_log import StoreError
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:  # coordinator.py imports this module
@@ -43,7 +44,6 @@ if TYPE_CHECKING:  # coordinator.py imports this module
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 # storeOffsets error translation (Kafka GroupMetadataManager.storeOffsets).
 _STORE_OFFSETS_ERRORS: dict[int, int] = {

@@ -41,13 +41,12 @@ from kcore.coordinator.txn.manager import (
 from kcore.coordinator.txn.markers import MarkerSender, TxnMarker
 from kcore.coordinator.txn.metadata import (
     LAST_FENCE_EPOCH,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    TopicPartition,
     TransactionMetadata,
     is_epoch_exhausted,
 )
 from kcore.coordinator.txn.state import IllegalStateError, TransactionState
+from kcore.metadata import TopicPartition
+from kcore.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 
