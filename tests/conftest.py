@@ -1,7 +1,20 @@
+"""Fixtures shared by every suite.
+
+Every encoder built in this process, and in every broker, worker or client
+process a test starts (they inherit the environment), refuses dict keys
+that no version of their struct defines (KCORE_STRICT_KEYS, see
+kcore/protocol/encoder.py): a misspelt key in an answer fails the test
+instead of sending a default. Encoders read the variable when first built,
+after this module is imported."""
+import os
+
 import pytest
 
+from kcore.protocol.encoder import STRICT_KEYS_ENV
 from tests.support import BrokerProcess
 from tests.support.zookeeper import ZooKeeperServer
+
+os.environ[STRICT_KEYS_ENV] = "1"
 
 
 @pytest.fixture
