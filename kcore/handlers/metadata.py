@@ -41,6 +41,11 @@ from kcore.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.frames import encode_body
+from kcore.protocol.messages.metadata import (
+    MetadataResponseDict,
+    MetadataResponsePartitionDict,
+    MetadataResponseTopicDict,
+)
 from kcore.security.acl import AclOperation, ResourceType
 
 # Distinct requests (version, topic list) answered from memory; clients
@@ -83,7 +88,8 @@ def _operations_asked(request) -> tuple[bool, bool]:
     return body.include_cluster_authorized_operations, body.include_topic_authorized_operations
 
 
-def _response(broker: BrokerFacade, context, request, cache, topics: list[dict]) -> dict:
+def _response(broker: BrokerFacade, context, request, cache,
+              topics: list[MetadataResponseTopicDict]) -> MetadataResponseDict:
     cluster_asked, topics_asked = _operations_asked(request)
     if topics_asked:
         for topic in topics:
@@ -105,12 +111,12 @@ def _response(broker: BrokerFacade, context, request, cache, topics: list[dict])
 
 
 async def _describe_authorized(broker, context, cache, names: list[str], all_topics: bool,
-                               allow_create: bool) -> list[dict]:
+                               allow_create: bool) -> list[MetadataResponseTopicDict]:
     """Only topics the principal may DESCRIBE: the others are left out of
     an all-topics answer and refused by name otherwise. Creating one needs
     CREATE on the cluster or on the topic (Kafka's KafkaApis)."""
     describable = allowed_topics(broker, context, AclOperation.DESCRIBE, names)
-    topics = []
+    topics: list[MetadataResponseTopicDict] = []
     for name in names:
         if name not in describable:
             if not all_topics:
@@ -125,7 +131,7 @@ async def _describe_authorized(broker, context, cache, names: list[str], all_top
     return topics
 
 
-async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
+async def _describe_topic(broker, cache, name: str, allow_create: bool) -> MetadataResponseTopicDict:
     if not cache.contains(name):
         if broker.controller.topic(name) is not None:
             return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
@@ -142,7 +148,7 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
                 return _topic_error(name, exc.error_code)
         if not cache.contains(name):
             return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
-    partitions = []
+    partitions: list[MetadataResponsePartitionDict] = []
     for index, state in sorted(cache.partitions(name).items()):
         leader = state.leader if cache.broker(state.leader) is not None else -1
         partitions.append({
@@ -163,6 +169,6 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
     }
 
 
-def _topic_error(name: str, code: int) -> dict:
+def _topic_error(name: str, code: int) -> MetadataResponseTopicDict:
     return {"error_code": code, "name": name, "is_internal": name in INTERNAL_TOPICS,
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

@@ -25,12 +25,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
+from kcore.protocol.messages.produce import (
+    PartitionProduceResponseDict,
+    ProduceResponseDict,
+    TopicProduceResponseDict,
+)
 from kcore.replication.partition import LogAppendResult, Partition, PartitionError
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import PRODUCER_BYTE_RATE, user_of
@@ -39,16 +44,16 @@ log = logging.getLogger(__name__)
 FIRST_V2_VERSION = 3
 
 
-async def handle(broker: BrokerFacade, context, request):
+async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict | None:
     body = request.body
     acks = body.acks
-    responses = []
+    responses: list[TopicProduceResponseDict] = []
     failed = False
-    durable: list[tuple[dict, asyncio.Future]] = []
-    replicated: list[tuple[dict, object, int]] = []
+    durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]] = []
+    replicated: list[tuple[PartitionProduceResponseDict, Any, int]] = []  # (entry, Partition, offset)
     denied = None if broker.authorizer is None else _denial(broker, context, body)
     for topic in body.topic_data:
-        results = []
+        results: list[PartitionProduceResponseDict] = []
         refused = denied(topic.name) if denied is not None else None
         for data in topic.partition_data:
             outcome = (_append(broker, request.api_version, acks, topic.name, data)
@@ -111,7 +116,7 @@ def _throttle(broker: BrokerFacade, context, request) -> int:
     return throttle_ms
 
 
-async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
+async def _wait_durable(durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]]) -> None:
     """Wait for every partition's group-commit fsync (one after the other:
     cheaper than asyncio.wait, and they complete together anyway); a
     partition whose fsync failed answers KAFKA_STORAGE_ERROR. If this
@@ -125,7 +130,8 @@ async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
             log.error("produce: %s", entry["error_message"])
 
 
-async def _wait_replicated(replicated: list, timeout_s: float) -> None:
+async def _wait_replicated(replicated: list[tuple[PartitionProduceResponseDict, Any, int]],
+                           timeout_s: float) -> None:
     """acks=all: wait until each partition's high watermark passes its
     batch, all partitions sharing the request's timeout_ms."""
     waits = []
@@ -153,7 +159,7 @@ async def _wait_replicated(replicated: list, timeout_s: float) -> None:
                   "the in-sync replicas did not all copy the batch within timeout_ms")
 
 
-def _fail(entry: dict, code: int, message: str | None) -> None:
+def _fail(entry: PartitionProduceResponseDict, code: int, message: str | None) -> None:
     entry["error_code"] = code
     entry["error_message"] = message
     entry["base_offset"] = -1

@@ -8,9 +8,10 @@ import asyncio
 import pytest
 
 from kcore.config import BrokerConfig
-from kcore.log.durability import GroupCommitSyncer, IoUringBackend, ThreadBackend
+from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
 from kcore.log.log import Log
+from kcore.log.sync_backends import IoUringBackend, ThreadBackend
 from kcore.replication.partition import Partition
 from tests.support.batches import make_batch
 from tests.support.log import segment_fd_on_a_pipe

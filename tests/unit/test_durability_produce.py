@@ -13,8 +13,9 @@ from kcore import protocol
 from kcore.config import BrokerConfig
 from kcore.controller.local import LocalController
 from kcore.handlers import produce
-from kcore.log.durability import GroupCommitSyncer, IoUringBackend
+from kcore.log.durability import GroupCommitSyncer
 from kcore.log.manager import LogManager
+from kcore.log.sync_backends import IoUringBackend
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
