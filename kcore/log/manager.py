@@ -7,6 +7,7 @@ Per log dir (Kafka's layout)::
     recovery-point-offset-checkpoint    topic partition offset (checkpoints.py)
     log-start-offset-checkpoint
     <topic>-<partition>/                one Log each (log.py)
+    <topic>-<partition>.<id>-stray/     a log of a deleted topic, set aside
 
 At start every partition directory is opened: after a clean shutdown its
 state is trusted (indexes are still sanity-checked); otherwise each log is
@@ -62,6 +63,7 @@ log = logging.getLogger(__name__)
 LOCK_FILE = ".lock"
 _PARTITION_DIR = re.compile(r"^.+-\d+$")
 _DELETED_DIR_SUFFIX = "-delete"
+STRAY_DIR_SUFFIX = "-stray"
 # Distinct topic configs kept parsed (_config_of); a broker has a few.
 _CONFIGS_CACHED = 1024
 
@@ -146,6 +148,9 @@ class LogManager:
             path = Path(entry.path)
             if entry.name.endswith(_DELETED_DIR_SUFFIX):
                 _remove_tree(path)
+            elif entry.name.endswith(STRAY_DIR_SUFFIX):
+                log.warning("%s: a stray log of a deleted topic, not served; remove it when "
+                            "it is not needed", path)
             elif _PARTITION_DIR.match(entry.name):
                 key = _key_of(path)
                 found.append(_LogToOpen(directory, path, recovery_points.get(key, 0),
@@ -256,20 +261,33 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log (renamed ``*-delete`` first, so
         a crash mid-way finishes the removal at the next start)."""
+        doomed = self._close_and_rename(topic, partition, _DELETED_DIR_SUFFIX)
+        if doomed is None:
+            return False
+        _remove_tree(doomed)
+        return True
+
+    def set_aside_stray(self, topic: str, partition: int) -> Path | None:
+        """Close a partition's log that belongs to a deleted topic (a stray)
+        and rename its directory ``<topic>-<partition>.<unique id>-stray``,
+        out of the name's way: kept for an operator to look at and remove,
+        as Kafka keeps its stray logs. Returns the new path."""
+        return self._close_and_rename(topic, partition, STRAY_DIR_SUFFIX)
+
+    def _close_and_rename(self, topic: str, partition: int, suffix: str) -> Path | None:
         key = (topic, partition)
         existing = self.logs.pop(key, None)
         if existing is None:
-            return False
+            return None
         for hook in self.before_delete:
             hook(existing)
         directory = self._dir_of.pop(key)
         self._logs_in[directory] -= 1
         existing.close()
-        doomed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{_DELETED_DIR_SUFFIX}"
-        os.replace(existing.dir, doomed)
+        renamed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{suffix}"
+        os.replace(existing.dir, renamed)
         fsync_dir(directory)
-        _remove_tree(doomed)
-        return True
+        return renamed
 
     def all_logs(self) -> Iterator[Log]:
         return iter(list(self.logs.values()))

@@ -16,8 +16,9 @@ AlterPartition) are pinned: kcore brokers and controllers send only the
 version in ``INTER_BROKER_VERSIONS``: the first flexible one, or the
 first with a field the design needs (StopReplica v3: per-partition
 leader_epoch and delete_partition; AlterPartition v1:
-leader_recovery_state). The transaction coordinator sends WriteTxnMarkers
-v1 (flexible) to partition leaders. The older versions in ``SUPPORTED_VERSIONS``
+leader_recovery_state; LeaderAndIsr v5 and UpdateMetadata v7: topic
+ids). The transaction coordinator sends WriteTxnMarkers v1 (flexible) to
+partition leaders. The older versions in ``SUPPORTED_VERSIONS``
 decode and encode but nothing sends them. A key is
 advertised only once the broker has a handler for it (server/broker.py),
 so a range here without a handler is not offered to clients.
@@ -113,9 +114,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 5),
     ApiKey.METADATA: (0, 8),
-    ApiKey.LEADER_AND_ISR: (0, 4),
+    ApiKey.LEADER_AND_ISR: (0, 5),
     ApiKey.STOP_REPLICA: (0, 3),
-    ApiKey.UPDATE_METADATA: (0, 6),
+    ApiKey.UPDATE_METADATA: (0, 7),
     ApiKey.CONTROLLED_SHUTDOWN: (0, 3),
     ApiKey.OFFSET_COMMIT: (2, 7),
     ApiKey.OFFSET_FETCH: (1, 5),
@@ -164,9 +165,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 
 # The one version each broker-to-broker request is sent at (module docstring).
 INTER_BROKER_VERSIONS: dict[ApiKey, int] = {
-    ApiKey.LEADER_AND_ISR: 4,
+    ApiKey.LEADER_AND_ISR: 5,
     ApiKey.STOP_REPLICA: 3,
-    ApiKey.UPDATE_METADATA: 6,
+    ApiKey.UPDATE_METADATA: 7,
     ApiKey.CONTROLLED_SHUTDOWN: 3,
     ApiKey.ALTER_PARTITION: 1,
     ApiKey.WRITE_TXN_MARKERS: 1,

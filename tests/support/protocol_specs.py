@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from importlib import resources
 from pathlib import Path
 
@@ -94,4 +95,6 @@ def schema_view(struct: Struct, version: int) -> list[tuple]:
 
 def _comparable_default(field: Field) -> object:
     value = field.default_value()
-    return None if field.kind in ("bytes", "records", "uuid") and not value else value
+    if field.kind == "uuid":  # a UUID is never falsy: the zero UUID is the unset default
+        return None if value == uuid.UUID(int=0) else value
+    return None if field.kind in ("bytes", "records") and not value else value
