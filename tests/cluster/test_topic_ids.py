@@ -63,12 +63,16 @@ def produce(cluster, topic: str, values: list[str], partitions: int) -> None:
     assert producer.flush(30) == 0
 
 
-def test_every_replica_records_the_id_zookeeper_holds(cluster):
+def test_every_replica_records_the_id_zookeeper_holds_and_every_broker_answers(cluster):
     cluster.create_topic("ids", 2, 3)
     topic_id = zookeeper_topic_id(cluster, "ids")
     assert topic_id is not None
     cluster.wait_for(lambda: recorded_ids(cluster, "ids", 2) == {
         (b, p): topic_id for b in (1, 2, 3) for p in range(2)}, "each replica recorded the id")
+    for broker in cluster.brokers.values():  # each from its own metadata cache
+        with KafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+            (by_id,) = admin.describe_topics([topic_id])
+            assert (by_id["name"], by_id["topic_id"]) == ("ids", str(topic_id))
 
 
 def test_a_topic_written_without_an_id_gets_one_from_the_controller(cluster):
