@@ -73,6 +73,10 @@ def test_every_replica_records_the_id_zookeeper_holds_and_every_broker_answers(c
         with KafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
             (by_id,) = admin.describe_topics([topic_id])
             assert (by_id["name"], by_id["topic_id"]) == ("ids", str(topic_id))
+            page = admin.describe_topic_partitions(["ids"], response_partition_limit=1)
+            assert [(p["partition_index"], p["leader_id"], sorted(p["isr_nodes"]))
+                    for p in page["topics"][0]["partitions"]] == [(0, 1, [1, 2, 3])]
+            assert page["next_cursor"] == {"topic_name": "ids", "partition_index": 1}
 
 
 def test_a_topic_written_without_an_id_gets_one_from_the_controller(cluster):

@@ -323,3 +323,41 @@ def test_delete_topics_v6_names_topics_by_name_or_by_id():
     header = RequestHeader(20, 6, 15, "adminclient-1")
     assert b"".join(encode_response(header, response)) == DELETE_TOPICS_V6_RESPONSE
 
+
+DESCRIBE_TOPIC_PARTITIONS_V0_REQUEST = framed(
+    request_header_v1(75, 0, 16, "adminclient-1"), NO_TAGS,
+    bytes([2]), compact_string("foo") + NO_TAGS,               # topics: one
+    i32(2000),                                                 # response_partition_limit
+    i8(1) + compact_string("foo") + i32(3) + NO_TAGS,          # cursor present: topic, partition
+    NO_TAGS,
+)
+
+DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE = framed(
+    i32(16), NO_TAGS,
+    i32(0),                                                    # throttle_time_ms
+    bytes([2]), i16(0) + compact_string("foo") + TOPIC_ID.bytes + b"\x00"  # error, name, id, is_internal
+    + bytes([2]) + i16(0) + i32(3) + i32(1) + i32(7)           # partition 3: error, index, leader, epoch
+    + bytes([3]) + i32(1) + i32(2) + bytes([2]) + i32(1)       # replicas [1, 2], isr [1]
+    + bytes([1]) + b"\x00" + bytes([2]) + i32(2)               # elr [], last_known_elr null, offline [2]
+    + NO_TAGS + i32(-(2**31)) + NO_TAGS,                       # topic_authorized_operations omitted
+    i8(1) + compact_string("foo") + i32(4) + NO_TAGS,          # next_cursor: foo-4
+    NO_TAGS,
+)
+
+
+def test_describe_topic_partitions_v0_cursors_are_nullable_structs():
+    request = decode_request(memoryview(DESCRIBE_TOPIC_PARTITIONS_V0_REQUEST)[4:])
+    assert (request.body.cursor.topic_name, request.body.cursor.partition_index) == ("foo", 3)
+    body = {"topics": [{"name": "foo"}], "cursor": {"topic_name": "foo", "partition_index": 3}}
+    assert encode_request(75, 0, 16, "adminclient-1", body) == DESCRIBE_TOPIC_PARTITIONS_V0_REQUEST
+    no_cursor = encode_request(75, 0, 16, "adminclient-1", {"topics": []})
+    assert no_cursor.endswith(i32(2000) + b"\xff" + NO_TAGS)  # null struct: int8 -1
+    assert decode_request(memoryview(no_cursor)[4:]).body.cursor is None
+    response = {"topics": [{"name": "foo", "topic_id": TOPIC_ID, "partitions": [
+        {"partition_index": 3, "leader_id": 1, "leader_epoch": 7, "replica_nodes": [1, 2], "isr_nodes": [1],
+         "eligible_leader_replicas": [], "offline_replicas": [2]}]}],
+        "next_cursor": {"topic_name": "foo", "partition_index": 4}}
+    header = RequestHeader(75, 0, 16, "adminclient-1")
+    assert b"".join(encode_response(header, response)) == DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE
+    _, decoded = decode_response(75, 0, DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE[4:])
+    assert decoded.next_cursor.partition_index == 4 and decoded.topics[0].partitions[0].last_known_elr is None

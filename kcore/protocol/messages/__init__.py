@@ -29,6 +29,7 @@ from kcore.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -111,6 +112,7 @@ _MODULES = {
     ApiKey.DESCRIBE_PRODUCERS: describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
     ApiKey.LIST_TRANSACTIONS: list_transactions,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
 }
