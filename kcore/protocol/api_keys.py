@@ -4,10 +4,8 @@
 written from it; docs/protocol.md#client-versions): clients send the
 highest version they know that is <= the advertised max. Produce 0-2 are decodable and advertised (librdkafka's
 compression probe needs min 0) but the Produce handler answers them with
-UNSUPPORTED_VERSION. Produce stops at 8, the first version whose response
-names the records that failed a batch (record_errors, KIP-467): v9 only
-moves to the flexible encoding and v10 adds leader-discovery tags
-(KIP-951) that kcore does not fill. WriteTxnMarkers is broker-to-broker only.
+UNSUPPORTED_VERSION; v10+ answers carry KIP-951's leader hints and v13
+names topics by id (handlers/produce.py). WriteTxnMarkers is broker-to-broker only.
 
 The inter-broker APIs of the ZooKeeper-mode cluster
 (docs/protocol.md#between-brokers:
@@ -110,7 +108,7 @@ class ApiKey(IntEnum):
 
 # (min, max) inclusive, in api key order.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 8),
+    ApiKey.PRODUCE: (0, 13),
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 5),
     ApiKey.METADATA: (0, 13),

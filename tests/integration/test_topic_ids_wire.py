@@ -1,9 +1,9 @@
 """Topic ids (KIP-516) against a real single-node broker: CreateTopics v7
 says the id, Metadata v10+ answers it and v12+ looks topics up by it,
-DeleteTopics v6 deletes by it, and a topic deleted and created again
-under its name is a new id. Exact requests, then the real clients:
-confluent-kafka's describe_topics and delete by id, kafka-python's
-describe_topics, both negotiating the highest versions they know."""
+DeleteTopics v6 deletes by it, Produce v13 appends by it, and a topic
+deleted and created again under its name is a new id. Exact requests,
+then the real clients: confluent-kafka's describe_topics, kafka-python's
+describe_topics by name and by id."""
 from __future__ import annotations
 
 import uuid
@@ -15,7 +15,7 @@ from kafka import KafkaAdminClient
 from kcore.metadata import NO_TOPIC_ID
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, batch
 
 UNKNOWN = uuid.UUID(int=12345)
 
@@ -150,3 +150,28 @@ def test_kafka_python_describes_topics_by_name_and_by_id(broker):
         assert (unknown["name"], unknown["error_code"]) == (None, E.UNKNOWN_TOPIC_ID)
     finally:
         admin.close()
+
+
+def produce_body(topic_data: list[dict], acks: int = -1) -> dict:
+    return {"transactional_id": None, "acks": acks, "timeout_ms": 5000, "topic_data": topic_data}
+
+
+def test_produce_v9_to_v13_append_and_v13_names_topics_by_id(broker):
+    client = WireClient(broker.port)
+    try:
+        topic_id = create(client, "by-id", partitions=1).topic_id
+        for version in (8, 9, 10, 11, 12):
+            answer = client.request(ApiKey.PRODUCE, version, produce_body([
+                {"name": "by-id", "partition_data": [{"index": 0, "records": bytes(batch([b"x"]))}]}]))
+            part = answer.responses[0].partition_responses[0]
+            assert (answer.responses[0].name, part.error_code, part.base_offset) == ("by-id", E.NONE, version - 8)
+        answer = client.request(ApiKey.PRODUCE, 13, produce_body([
+            {"topic_id": topic_id, "partition_data": [{"index": 0, "records": bytes(batch([b"y"]))}]},
+            {"topic_id": UNKNOWN, "partition_data": [{"index": 0, "records": bytes(batch([b"z"]))}]}]))
+        found = {r.topic_id: r.partition_responses[0] for r in answer.responses}
+        assert (found[topic_id].error_code, found[topic_id].base_offset) == (E.NONE, 5)
+        assert found[UNKNOWN].error_code == E.UNKNOWN_TOPIC_ID
+        # A single node leads everything: no leader hints to give.
+        assert answer.node_endpoints == [] and found[topic_id].current_leader.leader_id == -1
+    finally:
+        client.close()

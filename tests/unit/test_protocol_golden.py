@@ -361,3 +361,57 @@ def test_describe_topic_partitions_v0_cursors_are_nullable_structs():
     assert b"".join(encode_response(header, response)) == DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE
     _, decoded = decode_response(75, 0, DESCRIBE_TOPIC_PARTITIONS_V0_RESPONSE[4:])
     assert decoded.next_cursor.partition_index == 4 and decoded.topics[0].partitions[0].last_known_elr is None
+
+
+# -- Produce v10 (KIP-951 leader hints) and v13 (topic ids) -----------------------------------------
+
+PRODUCE_V10_NOT_LEADER_RESPONSE = framed(
+    i32(17), NO_TAGS,
+    bytes([2]), compact_string("foo"),                         # one topic
+    bytes([3]),                                                # two partitions
+    i32(0) + i16(6) + i64(-1) + i64(-1) + i64(-1)              # NOT_LEADER_OR_FOLLOWER, no offsets
+    + bytes([1]) + b"\x00"                                     # record_errors [], error_message null
+    + bytes([1, 0, 9]) + i32(2) + i32(7) + NO_TAGS,            # tag 0 (9 bytes): current_leader 2, epoch 7
+    i32(1) + i16(0) + i64(42) + i64(-1) + i64(0)               # appended: its current_leader is the
+    + bytes([1]) + b"\x00" + NO_TAGS,                          # default (-1, -1), not written
+    NO_TAGS,
+    i32(0),                                                    # throttle_time_ms
+    bytes([1, 0, 14]),                                         # tag 0 (14 bytes): node_endpoints
+    bytes([2]) + i32(2) + compact_string("b2") + i32(9093) + b"\x00" + NO_TAGS,  # node 2, rack null
+)
+
+PRODUCE_V13_REQUEST = framed(
+    request_header_v1(0, 13, 18, "rdkafka"), NO_TAGS,
+    b"\x00", i16(-1), i32(30000),                              # transactional_id null, acks, timeout_ms
+    bytes([2]), TOPIC_ID.bytes,                                # one topic, by id (no name from v13)
+    bytes([2]), i32(0) + bytes([6]) + b"hello" + NO_TAGS,      # partition 0, 5 record bytes
+    NO_TAGS, NO_TAGS,
+)
+
+
+def test_produce_v10_leader_hints_are_tagged_fields_written_only_when_known():
+    body = {"responses": [{"name": "foo", "partition_responses": [
+        {"index": 0, "error_code": 6, "base_offset": -1, "log_start_offset": -1,
+         "current_leader": {"leader_id": 2, "leader_epoch": 7}},
+        {"index": 1, "error_code": 0, "base_offset": 42, "log_start_offset": 0,
+         "current_leader": {"leader_id": -1, "leader_epoch": -1}}]}],
+        "node_endpoints": [{"node_id": 2, "host": "b2", "port": 9093}]}
+    frame = b"".join(encode_response(RequestHeader(0, 10, 17, "rdkafka"), body))
+    assert frame == PRODUCE_V10_NOT_LEADER_RESPONSE
+    _, decoded = decode_response(0, 10, frame[4:])
+    hinted, appended = decoded.responses[0].partition_responses
+    assert (hinted.current_leader.leader_id, hinted.current_leader.leader_epoch) == (2, 7)
+    assert (appended.current_leader.leader_id, appended.current_leader.leader_epoch) == (-1, -1)
+    assert [(n.node_id, n.host, n.port, n.rack) for n in decoded.node_endpoints] == [(2, "b2", 9093, None)]
+    # v9 has neither field: the same answer with empty tag sections (11 and 16 bytes fewer).
+    v9 = b"".join(encode_response(RequestHeader(0, 9, 17, "rdkafka"), body))
+    assert len(v9) == len(frame) - 11 - 16
+
+
+def test_produce_v13_names_topics_by_id():
+    request = decode_request(memoryview(PRODUCE_V13_REQUEST)[4:])
+    topic = request.body.topic_data[0]
+    assert (topic.topic_id, topic.partition_data[0].records.tobytes()) == (TOPIC_ID, b"hello")
+    body = {"acks": -1, "timeout_ms": 30000, "topic_data": [
+        {"topic_id": TOPIC_ID, "partition_data": [{"index": 0, "records": b"hello"}]}]}
+    assert encode_request(0, 13, 18, "rdkafka", body) == PRODUCE_V13_REQUEST
