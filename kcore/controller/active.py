@@ -173,13 +173,27 @@ class ActiveController:
             await self._load_topic(name)
         batch = RequestBatch(metadata_all_to=set(self.brokers))
         await self._create_missing_states(list(self.topics), batch)
-        await self._elect_offline(batch)
+        await self._take_offline_replicas(batch)
         for state in self.states.values():
             batch.tell_replicas(state, self.brokers)
         self._send(batch)
         await self._resume_reassignments()
         if self.config.auto_leader_rebalance:
             self._schedule_rebalance()
+
+    async def _take_offline_replicas(self, batch: RequestBatch) -> None:
+        """Kafka's onControllerFailover: replicas on brokers that are not
+        live are offline. A broker that died before this controller took
+        office (the old controller itself, say) is still in the ISRs
+        ZooKeeper holds: it leaves them, and its leaderships move, as if
+        its death were an event of this office. Left in an ISR, it would
+        count as in sync for a reassignment that moves to it, and for a
+        leader election."""
+        offline = {r for state in self.states.values() for r in state.replicas} - set(self.brokers)
+        if offline:
+            log.info("brokers %s are not live: their replicas are offline", sorted(offline))
+        await self._remove_replicas(offline, batch)
+        await self._elect_offline(batch)
 
     async def _load_topic(self, name: str) -> None:
         topic = await zk_state.read_topic(self.zk, name)
