@@ -255,15 +255,20 @@ class ActiveController:
                              excluded: frozenset[int] | set[int] = frozenset()) -> None:
         """Partitions whose leader is not live (or who have none) get one
         from their live ISR, or unclean where allowed; ``excluded`` brokers
-        count as not live."""
+        count as not live. A leader that is shutting down but still
+        registered is moved if it can be, and otherwise keeps leading (as
+        Kafka's election, failing, writes nothing): a cluster stopping
+        whole keeps its last leaders instead of going offline first."""
         changes = []
-        live = set(self.brokers) - self.shutting_down - set(excluded)
+        registered = set(self.brokers) - set(excluded)
+        live = registered - self.shutting_down
         for state in self.states.values():
             if state.leader in live:
                 continue
             result = election.offline_partition(state.replicas, state.isr, live,
                                                 self.unclean_allowed(state.topic))
-            if result.leader == NO_LEADER and state.leader == NO_LEADER:
+            if result.leader == NO_LEADER and (state.leader == NO_LEADER
+                                               or state.leader in registered):
                 continue
             if result.unclean:
                 log.warning("%s-%d: unclean leader election of %d; acknowledged data may be lost",

@@ -191,6 +191,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._muted = None
         for future in self._pending:
             future.cancel()
+            # A handler may finish after all (one that outlives its
+            # cancellation) and fail: nobody awaits it any more.
+            future.add_done_callback(_consume_outcome)
         self._pending.clear()
         self._wake_sender()
         if self._drained is not None and not self._drained.done():
@@ -394,8 +397,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self.close()
                     return
                 except Exception:
-                    log.exception("handler failed; closing connection %s", self._open_context.peer)
+                    if not self._closed:
+                        log.exception("handler failed; closing connection %s", self._open_context.peer)
                     self.close()
+                    return
+                if self._closed or not self._pending or self._pending[0] is not future:
+                    # The connection was lost while this answer was made:
+                    # connection_lost emptied the queue, and a handler that
+                    # outlived its cancellation (Python 3.11's wait_for
+                    # returns a result that was ready when it was cancelled)
+                    # has nobody to answer.
                     return
                 self._pending.popleft()
                 if chunks is not None:
@@ -572,3 +583,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._closed and self._transport is not None:
             self._closed = True
             self._transport.close()
+
+
+def _consume_outcome(future: asyncio.Future) -> None:
+    """Mark an unawaited handler's outcome as seen, so asyncio does not log
+    "Task exception was never retrieved" for a connection already gone."""
+    if not future.cancelled():
+        future.exception()
