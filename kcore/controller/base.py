@@ -148,3 +148,10 @@ class Controller(Protocol):
         epoch) each) to the active controller; (top-level error, per
         partition (error, answer with leader_epoch, isr, partition_epoch))."""
         ...
+
+    async def propagate_log_dir_event(self) -> None:
+        """A log dir of this broker failed: tell the controller, which asks
+        this broker about its replicas and moves the leadership of those
+        that answer KAFKA_STORAGE_ERROR (Kafka's
+        ``/log_dir_event_notification``). Without peers: nothing to do."""
+        ...

@@ -1,0 +1,173 @@
+"""Moving a replica to another log dir of this broker while it serves
+(AlterReplicaLogDirs, KIP-113): Kafka's ReplicaAlterLogDirsThread.
+
+The future log (``LogManager.create_future_log``) is filled from the
+partition's current log by one asyncio task per moving partition. Each
+step reads whole batches at the future log's end (up to ``STEP_BYTES``),
+appends them unchanged (offsets, leader epochs and CRCs kept, so the
+future log learns the epochs as a follower does) with the aborted
+transactions whose markers they hold, and yields to the event loop:
+produce, fetch and replication go on between steps. The partition applies
+its own truncations to the future log; a log start that moved past the
+copy (retention, DeleteRecords) restarts it there. The future log is
+flushed every ``FLUSH_BYTES`` copied, so the flush at the swap is short.
+
+When the future log ends where the current one does, the swap happens in
+that same step (``LogManager.replace_current_with_future_log``, then
+``Partition.replace_log``): no append can come between the check and the
+swap, so no record is lost or copied twice. It waits while the log cleaner
+is in a pass over the log (passes are short; none starts while the
+replica moves).
+
+An I/O error of either log reports its dir (log_dirs.py) and ends the
+move; the failure handler takes that dir offline.
+
+Not thread-safe: the event loop owns it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+
+from kcore._native import records as native_records
+from kcore.log.errors import KafkaStorageError, LogError
+from kcore.log.log import Log
+from kcore.log.manager import LogManager
+from kcore.replication.partition import Partition
+
+log = logging.getLogger(__name__)
+
+# Bytes copied per step: ~0.5 ms of pread + pwrite from the page cache, so a
+# request waits behind the copy about as long as behind one 1 MiB produce.
+STEP_BYTES = 1 << 20
+# The future log is fsynced each time this much was copied (~10 ms of
+# fsync on the loop), so the swap's final flush covers at most this much.
+FLUSH_BYTES = 8 << 20
+# Caught up but the swap must wait (a cleaner pass is on the log): look again after this.
+RETRY_S = 0.01
+
+TopicPartition = tuple[str, int]
+
+
+class LogDirMover:
+    """One copy task per moving partition (see module doc)."""
+
+    def __init__(self, log_manager: LogManager, busy: Callable[[Log], bool] | None = None):
+        """``busy(log)``: a log cleaner pass is on ``log`` (no swap meanwhile)."""
+        self.log_manager = log_manager
+        self.busy = busy or (lambda item: False)
+        self._tasks: dict[TopicPartition, asyncio.Task] = {}
+        self.completed = 0  # moves that swapped, since start
+
+    def start(self, partition: Partition) -> None:
+        """Copy ``partition.log`` into ``partition.future_log`` (made by
+        the caller), then swap."""
+        key = partition.topic_partition
+        running = self._tasks.get(key)
+        if running is not None and not running.done():
+            return
+        self._tasks[key] = asyncio.get_running_loop().create_task(self._move(partition))
+
+    def cancel(self, key: TopicPartition) -> None:
+        task = self._tasks.pop(key, None)
+        if task is not None:
+            task.cancel()
+
+    def moving(self) -> list[TopicPartition]:
+        return sorted(key for key, task in self._tasks.items() if not task.done())
+
+    def shutdown(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        self._tasks.clear()
+
+    async def _move(self, partition: Partition) -> None:
+        key = partition.topic_partition
+        unflushed = 0
+        try:
+            while partition.future_log is not None:
+                copied = self._step(partition, partition.future_log)
+                if copied < 0:
+                    return
+                unflushed += copied
+                if unflushed >= FLUSH_BYTES and partition.future_log is not None:
+                    self._guarded(partition.future_log, partition.future_log.flush)
+                    unflushed = 0
+                await asyncio.sleep(0 if copied else RETRY_S)
+        except KafkaStorageError as exc:
+            log.error("%s-%d: the move to another log dir stopped: %s", key[0], key[1], exc)
+            future = partition.future_log
+            partition.future_log = None
+            if future is not None and self.log_manager.get_future_log(*key) is future:
+                self.log_manager.remove_future_log(*key)
+        finally:
+            if self._tasks.get(key) is asyncio.current_task():
+                del self._tasks[key]
+
+    def _step(self, partition: Partition, future: Log) -> int:
+        """Copy what the future log lacks (one step's worth), then swap if
+        that caught it up: bytes copied, -1 once swapped."""
+        current = partition.log
+        copied = 0
+        if future.log_end_offset != current.log_end_offset or \
+                future.log_end_offset < current.log_start_offset:
+            copied = self._copy(current, future)
+        if future.log_end_offset == current.log_end_offset and \
+                future.log_end_offset >= current.log_start_offset and not self.busy(current):
+            self._swap(partition)
+            return -1
+        return copied
+
+    def _copy(self, current: Log, future: Log) -> int:
+        position = max(future.log_end_offset, current.log_start_offset)
+        # One append must fit a segment of the future log.
+        limit = min(STEP_BYTES, future.config.segment_bytes)
+        data = self._guarded(current, lambda: _read_batches(current, position, limit))
+        if not data:
+            return 0
+        header = native_records.parse_batch_header(data, 0)
+        if header.base_offset != future.log_end_offset and \
+                (header.base_offset < future.log_end_offset or position > future.log_end_offset):
+            # The copy begins (or, the log start having passed it, begins
+            # again) at the first batch the current log still holds.
+            self._guarded(future, lambda: future.truncate_fully_and_start_at(header.base_offset))
+        info = self._guarded(future, lambda: future.append(data, -1, assign_offsets=False,
+                                                           defer_flush=True))
+        for entry in current.collect_aborted_txns(info.first_offset, info.last_offset + 1):
+            if info.first_offset <= entry.last_offset <= info.last_offset:
+                self._guarded(future, lambda entry=entry: future.append_aborted_txn(entry))
+        return len(data)
+
+    def _swap(self, partition: Partition) -> None:
+        """Raises KafkaStorageError (the log manager reported the failing
+        dir and dropped the future log)."""
+        topic, index = partition.topic_partition
+        try:
+            moved = self.log_manager.replace_current_with_future_log(topic, index)
+        except KafkaStorageError:
+            partition.future_log = None
+            raise
+        partition.replace_log(moved)
+        self.completed += 1
+
+    def _guarded(self, item: Log, action: Callable):
+        """Run ``action`` on ``item``; an I/O error reports the log's dir."""
+        try:
+            return action()
+        except (KafkaStorageError, OSError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.log_manager.dirs.report(item.dir, reason)
+            raise KafkaStorageError(f"{item.dir}: {reason}") from exc
+        except LogError as exc:  # e.g. corrupt data read back: the move cannot go on
+            raise KafkaStorageError(f"{item.dir}: {exc}") from exc
+
+
+def _read_batches(source: Log, offset: int, max_bytes: int) -> bytearray:
+    """Whole batches of ``source`` from the one holding ``offset``, at most
+    ``max_bytes`` (but at least one batch)."""
+    data = bytearray()
+    for piece in source.read(offset, max_bytes, min_one_message=True):
+        data += os.pread(piece.fd, piece.size, piece.position)
+    return data
