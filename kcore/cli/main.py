@@ -1,5 +1,5 @@
 """`kcore` command line: broker, topics, produce, consume, groups, transactions,
-users, acls, quotas, configs, reassign-partitions, status, dump-log, bench."""
+users, acls, quotas, configs, reassign-partitions, log-dirs, status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,7 @@ from kcore.cli import (
     configs,
     dump_log,
     groups,
+    log_dirs,
     quotas,
     reassign,
     status,
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list:
     return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, configs, reassign,
-            status, dump_log, bench]
+            log_dirs, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:
