@@ -472,10 +472,13 @@ class LogManager:
         moved.recovery_point_lowered = self._checkpoint_recovery_point_of
         source.recovery_point_lowered = None
         self._doomed.append((now_ms() + source.config.file_delete_delay_ms, source, doomed))
+        # The target dir's checkpoints name the moved log at once: a crash
+        # before the next pass must neither recover it whole nor lower its
+        # log start offset. The source dir's stale entry names no log there.
         for name, value in ((RECOVERY_POINT_CHECKPOINT, _recovery_point),
                             (LOG_START_OFFSET_CHECKPOINT, _log_start_offset)):
             try:
-                self._checkpoint(name, value, [source_dir, target_dir])
+                self._checkpoint(name, value, [target_dir])
             except (KafkaStorageError, OSError):
                 pass  # reported; the next checkpoint pass writes it
         log.info("%s-%d: moved from %s to %s", topic, partition, source_dir, target_dir)
