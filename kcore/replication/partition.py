@@ -610,6 +610,7 @@ class Partition:
             try:
                 self.log.flush()
             except LogError as exc:
+                self._report_storage_error(f"sync failed: {exc}")
                 self._truncate_unsynced(exc)
                 raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
             self._advance_synced_offset(target)
@@ -636,7 +637,6 @@ class Partition:
         """After a failed fsync nothing past the high watermark is trusted
         (and none of it was acknowledged): cut it off and forget the
         producer state it carried, so retried batches are appended again."""
-        self._report_storage_error(f"sync failed: {cause}")
         if self.log.log_end_offset <= self.high_watermark:
             return
         logger.error("%s-%d: truncating unsynced offsets [%d, %d) after %s", self.topic,
