@@ -150,18 +150,21 @@ class LogDirMover:
         self._guarded(future, future.flush)
 
     def _copy(self, current: Log, future: Log) -> int:
-        position = max(future.log_end_offset, current.log_start_offset)
+        if current.log_start_offset > future.log_end_offset:
+            # The log start passed the copy (retention, DeleteRecords): it
+            # begins again there.
+            self._guarded(future, lambda: future.truncate_fully_and_start_at(
+                current.log_start_offset))
         # One append must fit a segment of the future log.
         limit = min(CHUNK_BYTES, future.config.segment_bytes)
-        data = self._guarded(current, lambda: _read_batches(current, position, limit))
+        data = self._guarded(current, lambda: _read_batches(current, future.log_end_offset, limit))
         if not data:
             return 0
-        header = native_records.parse_batch_header(data, 0)
-        if header.base_offset != future.log_end_offset and \
-                (header.base_offset < future.log_end_offset or position > future.log_end_offset):
-            # The copy begins (or, the log start having passed it, begins
-            # again) at the first batch the current log still holds.
-            self._guarded(future, lambda: future.truncate_fully_and_start_at(header.base_offset))
+        base_offset = native_records.parse_batch_header(data, 0).base_offset
+        if base_offset < future.log_end_offset:
+            # The log start is inside this batch: the copy holds it whole,
+            # as the current log does.
+            self._guarded(future, lambda: future.truncate_fully_and_start_at(base_offset))
         info = self._guarded(future, lambda: future.append(data, -1, assign_offsets=False,
                                                            defer_flush=True))
         for entry in current.collect_aborted_txns(info.first_offset, info.last_offset + 1):

@@ -36,9 +36,10 @@ def lead(manager: ReplicaManager, topic: str, partitions: int = 1, leader: int =
         manager.on_leader_and_isr(1, 1, states, [ME])
 
 
-def produce(manager: ReplicaManager, topic: str, index: int = 0, records: int = 4, **kwargs) -> None:
+def produce(manager: ReplicaManager, topic: str, index: int = 0, records: int = 4,
+            value_bytes: int = 100, **kwargs) -> None:
     manager.get(topic, index).append_records_to_leader(
-        memoryview(make_batch(records, value_bytes=100, **kwargs)), 1)
+        memoryview(make_batch(records, value_bytes=value_bytes, **kwargs)), 1)
 
 
 def offsets_of(data: bytes) -> list[int]:
@@ -68,8 +69,7 @@ def test_a_replica_moves_under_appends_with_every_offset_once(tmp_path):
 
         producer = asyncio.create_task(keep_producing())
         assert manager.alter_replica_log_dirs({("m", 0): str(tmp_path / "b")}) == {("m", 0): E.NONE}
-        await asyncio.sleep(0)
-        future = manager.get("m", 0).future_log
+        future = manager.get("m", 0).future_log  # made now, copied from the next loop turn on
         assert future is not None and future.dir.name.endswith("-future")
         assert 0 < manager.offset_lag("m", 0, future.log_end_offset, True)
         await moved(manager, "m", tmp_path / "b")
@@ -168,19 +168,17 @@ def test_a_follower_truncation_cuts_the_future_log_too(tmp_path):
     async def main():
         manager = replica_manager(tmp_path)
         lead(manager, "f")
-        for _ in range(3000):
-            produce(manager, "f")
+        for _ in range(600):  # ~10 MB: the copy takes several steps
+            produce(manager, "f", records=64, value_bytes=250)
         partition = manager.get("f", 0)
         manager.alter_replica_log_dirs({("f", 0): str(tmp_path / "b")})
-        for _ in range(200):
+        while partition.future_log.log_end_offset <= 200:
             await asyncio.sleep(0)
-            if partition.future_log.log_end_offset > 100:
-                break
-        partition.truncate_to(40)
-        assert partition.future_log is None or partition.future_log.log_end_offset <= 40
+        partition.truncate_to(128)
+        assert partition.future_log.log_end_offset == 128
         await moved(manager, "f", tmp_path / "b")
-        assert partition.log_end_offset == 40
-        assert offsets_of(read_all(partition.log)) == list(range(40))
+        assert partition.log_end_offset == 128
+        assert offsets_of(read_all(partition.log)) == list(range(128))
         manager.shutdown()
     asyncio.run(main())
 
@@ -243,5 +241,39 @@ def test_an_append_that_fails_reports_the_dir(tmp_path):
         assert manager.log_manager.dirs.offline.keys() == {tmp_path / "b"}
         assert manager.partition_error("w", index) == E.KAFKA_STORAGE_ERROR
         produce(manager, "w", 1 - index)
+        manager.shutdown()
+    asyncio.run(main())
+
+
+def test_the_copy_starts_with_the_batch_holding_the_log_start(tmp_path):
+    async def main():
+        manager = replica_manager(tmp_path)
+        lead(manager, "s")
+        for _ in range(300):
+            produce(manager, "s")
+        partition = manager.get("s", 0)
+        partition.log.maybe_increment_log_start_offset(6)  # inside the second batch
+        manager.alter_replica_log_dirs({("s", 0): str(tmp_path / "b")})
+        await moved(manager, "s", tmp_path / "b")
+        assert partition.log.log_start_offset == 6
+        assert offsets_of(read_all(partition.log)) == list(range(4, partition.log_end_offset))
+        manager.shutdown()
+    asyncio.run(main())
+
+
+def test_a_log_start_that_passes_the_copy_restarts_it_there(tmp_path):
+    async def main():
+        manager = replica_manager(tmp_path)
+        lead(manager, "p")
+        for _ in range(300):
+            produce(manager, "p")
+        partition = manager.get("p", 0)
+        manager.alter_replica_log_dirs({("p", 0): str(tmp_path / "b")})
+        end = partition.log_end_offset
+        partition.log.maybe_increment_log_start_offset(end)  # all of it deleted meanwhile
+        await moved(manager, "p", tmp_path / "b")
+        assert (partition.log.log_start_offset, partition.log_end_offset) == (end, end)
+        produce(manager, "p")
+        assert offsets_of(read_all(partition.log)) == list(range(end, end + 4))
         manager.shutdown()
     asyncio.run(main())
