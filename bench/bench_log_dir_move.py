@@ -14,6 +14,10 @@ figure to watch, not the absolute milliseconds.
 
 ``--root`` puts both log dirs there (default: a temp dir; both dirs on one
 file system, so the figure is one disk reading and writing).
+
+Measured on a 2-core machine shared with other work (load ~7), 3 rounds of
+212 MB: 250-290 MB/s; loop gaps idle p99 0.2-1.5 ms, moving p50 0.15-0.8
+ms, p99 10-16 ms, max 13-25 ms.
 """
 from __future__ import annotations
 
