@@ -271,7 +271,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Host names the web console answers besides IP addresses, localhost, this machine's name "
          "and the listeners' hosts (kcore's own setting; * allows any, which gives up the guard "
          "against DNS rebinding)."),
-    _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
+    _key("log.dirs", _list, ["./data"], "Directories holding partition logs, one per disk (docs/log-dirs.md)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,
          "Broker processes of this node (kcore's own setting): each serves its share of the "

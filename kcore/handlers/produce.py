@@ -192,9 +192,7 @@ def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
         return AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}")
     partition = broker.replica_manager.get(topic, data.index)
     if partition is None:
-        if broker.replica_manager.metadata_cache.partition(topic, data.index) is not None:
-            return AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return AppendOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return AppendOutcome(broker.replica_manager.partition_error(topic, data.index))
     if data.records is None or len(data.records) == 0:
         return AppendOutcome(ErrorCode.INVALID_RECORD, "no record batch")
     try:

@@ -48,6 +48,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from typing_extensions import Buffer
@@ -145,6 +146,11 @@ class Partition:
         # (marker offset, first offset) of transactions ended by a marker the
         # HW does not cover yet, in marker order (last_stable_offset).
         self._unreplicated_txns: deque[tuple[int, int]] = deque()
+        # While the replica moves to another log dir: the copy being made
+        # there (replication/log_dir_mover.py), which truncations follow.
+        self.future_log: Log | None = None
+        # Told (log dir path, reason) of an I/O error of the log (log_dirs.py).
+        self.storage_error: Callable[[Path, str], None] | None = None
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
             # the high watermark covers it.
@@ -301,10 +307,18 @@ class Partition:
         try:
             return self.log.append(records, self.leader_epoch, defer_flush=self.durable, **options)
         except LogError as exc:
+            if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                self._report_storage_error(str(exc))
             raise PartitionError(exc.error_code, str(exc)) from exc
         except OSError as exc:
+            self._report_storage_error(f"append failed: {exc.strerror}")
             raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
                                  f"append failed: {exc.strerror}") from exc
+
+    def _report_storage_error(self, reason: str) -> None:
+        """The log's dir may have failed: tell its owner (log_dirs.py)."""
+        if self.storage_error is not None:
+            self.storage_error(self.log.dir, reason)
 
     def wait_for_replicas(self, required_offset: int) -> asyncio.Future | None:
         """acks=all: None when the high watermark is at ``required_offset``
@@ -510,6 +524,8 @@ class Partition:
         if self._syncer is not None:
             self._syncer.forget(self.log)
         self.log.truncate_fully_and_start_at(offset)
+        if self.future_log is not None:
+            self.future_log.truncate_fully_and_start_at(offset)
         self._producers.truncate()  # nothing before the new start is needed
         self._producers_loaded = True
         self.high_watermark = self._synced_offset = offset
@@ -518,6 +534,8 @@ class Partition:
         if self._syncer is not None:
             self._syncer.forget(self.log)  # no journal entry may outlive the cut
         self.log.truncate_to(offset)
+        if self.future_log is not None and self.future_log.log_end_offset > offset:
+            self.future_log.truncate_to(offset)  # the copy follows its source
         self._load_producer_state()
         self._synced_offset = min(self._synced_offset, self.log.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
@@ -639,6 +657,7 @@ class Partition:
             try:
                 self.log.flush()
             except LogError as exc:
+                self._report_storage_error(f"sync failed: {exc}")
                 self._truncate_unsynced(exc)
                 raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
             self._advance_synced_offset(target)
@@ -730,6 +749,8 @@ class Partition:
             return self.log.read(fetch_offset, max_bytes, max_offset=upper,
                                  min_one_message=min_one_message)
         except LogError as exc:
+            if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                self._report_storage_error(str(exc))
             raise PartitionError(exc.error_code, str(exc)) from exc
 
     @property
@@ -799,6 +820,15 @@ class Partition:
         epoch cache: the start of the next epoch, or the log end offset for
         the current one."""
         return self.log.end_offset_for_epoch(epoch)
+
+    def replace_log(self, log: Log) -> None:
+        """The replica moved to another log dir: ``log`` (the future log,
+        which ends where the old one did, renamed into place) replaces it;
+        offsets, batches and producer state are the same."""
+        self.log = log
+        self.future_log = None
+        self._producers.directory = log.dir
+        self._syncer = None  # the next durable append registers the new log
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

@@ -89,6 +89,9 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
+        # A replica moving between log dirs swaps logs only between cleaner passes.
+        self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
+        self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
         self.dynamic_config = DynamicBrokerConfig(config)
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
@@ -339,6 +342,12 @@ class Broker:
         fsyncs on the loop (~8 ms measured), so once a second was too often."""
         return min(self.config["log.flush.scheduler.interval.ms"],
                    self.config["log.flush.offset.checkpoint.interval.ms"]) / 1000
+
+    def _on_log_dir_failure(self, directory: Path) -> None:
+        """A log dir went offline: the controller moves the leadership of
+        its partitions (in a cluster; ZooKeeper's log dir event)."""
+        self._tasks.append(asyncio.get_running_loop().create_task(
+            self.controller.propagate_log_dir_event()))
 
     def _high_watermark_of(self, topic: str, index: int) -> int | None:
         partition = self.replica_manager.get(topic, index)
