@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 
 from kcore.config import BrokerConfig
-from kcore.controller.metadata import BrokerInfo, PartitionState
 from kcore.log.manager import LogManager
+from kcore.metadata import BrokerInfo, PartitionState
 from kcore.replication.replica_manager import ReplicaManager
-from tests.support.batches import random_batch
+from kcore.testing.batches import random_batch
 
 DEFAULTS = BrokerConfig().topic_defaults()
 ME = BrokerInfo(1, "127.0.0.1", 9092)

@@ -12,8 +12,8 @@ import shutil
 
 from kcore._native import records as native_records
 from kcore.config import BrokerConfig
-from kcore.controller.metadata import BrokerInfo, PartitionState
 from kcore.log.manager import LogManager
+from kcore.metadata import BrokerInfo, PartitionState
 from kcore.protocol.errors import ErrorCode as E
 from kcore.replication.replica_manager import ReplicaManager
 from tests.support.batches import make_batch
