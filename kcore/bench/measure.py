@@ -77,6 +77,20 @@ class BrokerSampler:
         self._thread.join(1)
 
 
+def native_dirs(pids: list[int]) -> list[str]:
+    """The directories of the kcore kernels (.so files) mapped into these
+    processes: which build's kernels a broker runs on."""
+    found: set[str] = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        found.update(str(Path(line.split()[-1]).parent) for line in maps.splitlines()
+                     if "/kcore/_native/" in line and ".so" in line)
+    return sorted(found)
+
+
 def machine() -> dict:
     model = ""
     try:

@@ -197,6 +197,9 @@ class Sweep:
             running = environment.start(target, workloads[0])
             for workload in workloads:
                 records.append(self._one(config, target, running, workload, round_index, workdir))
+            kernels = measure.native_dirs(running.pids)
+            for record in records:
+                record["broker_kernels"] = kernels
         except Exception as error:  # noqa: BLE001 - recorded, and the sweep goes on
             status = "skipped" if isinstance(error, Unsupported) else "failed"
             done = {r["workload"]["name"] for r in records}

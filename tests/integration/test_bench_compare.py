@@ -72,6 +72,10 @@ def test_build_a_is_the_ref_from_its_own_tree_and_b_this_checkout(gate):
     marker = json.loads((site.parent / "build.json").read_text())
     assert marker["commit"] == _head() and marker["kernels"].startswith("copied")
     assert build_b["mode"] == "checkout" and build_b["site"] is None and build_b["commit"] == _head()
+    # each build's broker ran on its own kernels (the .so files mapped into it)
+    for record in gate["records"]:
+        expected = site / "kcore" / "_native" if record["build"]["label"] == "A" else REPO / "kcore" / "_native"
+        assert record["broker_kernels"] == [str(expected)], record["broker_kernels"]
     # the worktree is gone once built, and git has no record of it left
     assert not (site.parent / "src").exists()
     worktrees = subprocess.run(["git", "-C", str(REPO), "worktree", "list", "--porcelain"],
