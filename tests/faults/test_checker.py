@@ -155,6 +155,18 @@ def test_nonmonotonic_poll_is_reported():
     assert b.check().counts == {"nonmonotonic-poll": 1}
 
 
+def test_rebalance_inside_a_poll_is_an_event_and_the_poll_still_counts():
+    b = clean_producer_history()
+    poll = b.history.invoke("g1", "poll", [["poll"]], group="g")
+    b.history.record("g1", "ok", "assign", [X], group="g")     # on_assign, inside the poll
+    b.history.complete(poll, "ok", [["poll", {X: [[0, "a"], [1, "b"], [2, "c"]]}]])
+    b.op("g1", "commit", {X: 3}, "ok", group="g")
+    b.history.record("g1", "ok", "assign", [X], group="g", reason="rewind")
+    b.poll({X: [[0, "a"]]}, process="g1", group="g")
+    result = b.check()
+    assert result.valid, result.summary()
+
+
 def test_new_assignment_lets_a_consumer_start_over():
     b = clean_producer_history()
     b.poll({X: [[1, "b"]]}, process="c2")
@@ -262,6 +274,16 @@ def test_history_round_trips_through_json_lines(tmp_path):
     recorder.complete(recorder.invoke("p", "send", [["send", X, "a"]]), "ok", [["send", X, [0, "a"]]])
     recorder.close()
     assert [op["type"] for op in load(tmp_path / "live.jsonl")] == ["invoke", "ok"]
+
+
+def test_sends_in_flight_together_pair_by_id():
+    h = History()
+    first = h.invoke("p", "send", [["send", X, "a"]], id=1)
+    second = h.invoke("p", "send", [["send", X, "b"]], id=2)
+    h.complete(second, "ok", [["send", X, [0, "b"]]])
+    h.complete(first, "fail")
+    found = {inv["id"]: comp["type"] for inv, comp in pairs(h.ops)}
+    assert found == {1: "fail", 2: "ok"}
 
 
 def test_an_operation_without_completion_is_unknown():

@@ -76,8 +76,14 @@ class BrokerProcess:
     same port and data dir, so a test can check what survives."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None,
-                 port: int | None = None):
+                 port: int | None = None, host: str = "127.0.0.1",
+                 prefix: tuple[str, ...] = (), env: dict[str, str] | None = None):
         self.data_dir = Path(data_dir)
+        # A broker in a network namespace listens on that namespace's
+        # address and starts under `prefix` (`ip netns exec NAME`).
+        self.host = host
+        self.prefix = tuple(prefix)
+        self.env = dict(env or {})
         self.overrides = dict(overrides or {})
         # num.processes=N: a supervisor and N broker processes on port..port+N-1.
         self.processes = int(self.overrides.get("num.processes", "1"))
@@ -88,12 +94,12 @@ class BrokerProcess:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def command(self) -> list[str]:
-        settings = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+        settings = {"listeners": f"PLAINTEXT://{self.host}:{self.port}",
                     "log.dirs": str(self.data_dir), **self.overrides}
-        args = [sys.executable, "-m", "kcore.cli.main", "broker"]
+        args = [*self.prefix, sys.executable, "-m", "kcore.cli.main", "broker"]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
         return args
@@ -104,7 +110,7 @@ class BrokerProcess:
         # A session of its own: kill() takes a node's supervisor and its
         # broker processes together.
         self.process = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                                         start_new_session=True)
         log_file.close()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -122,7 +128,7 @@ class BrokerProcess:
         if self.processes > 1:
             return f"serves with {self.processes} processes" in self.log()
         try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            socket.create_connection((self.host, self.port), timeout=0.2).close()
             return True
         except OSError:
             return False

@@ -170,17 +170,20 @@ def check(ops: list[Op]) -> Result:
 def _stats(ops: list[Op], parsed: _Parsed, result: Result) -> None:
     by_type: dict[str, int] = defaultdict(int)
     by_f: dict[str, int] = defaultdict(int)
-    faults = 0
+    faults = client_kills = 0
     for op in ops:
         if op["process"] == "nemesis":
-            faults += op["type"] == INVOKE
+            if op["type"] == INVOKE and op["f"] == "kill-client":
+                client_kills += 1
+            elif op["type"] == INVOKE and not op["f"].startswith("undo-"):
+                faults += 1
             continue
         if op["type"] != INVOKE:
             by_type[op["type"]] += 1
         else:
             by_f[op["f"]] += 1
     result.stats = {"operations": sum(by_f.values()), "by_f": dict(by_f), "completions": dict(by_type),
-                    "faults": faults, "writes": len(parsed.writes),
+                    "faults": faults, "client_kills": client_kills, "writes": len(parsed.writes),
                     "acknowledged_writes": sum(w.type == OK for w in parsed.writes.values()),
                     "reads": len(parsed.reads)}
 

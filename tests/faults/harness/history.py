@@ -86,6 +86,11 @@ class History:
                               if k not in ("index", "time", "process", "type", "f", "value")},
                            **extra)
 
+    @property
+    def base(self) -> float:
+        """The monotonic time this history's ``time`` counts from."""
+        return self._start
+
     def now(self) -> float:
         return time.monotonic() - self._start
 
@@ -108,15 +113,23 @@ def write(path: Path, ops: Iterable[Op]) -> None:
 
 def pairs(ops: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     """(invocation, completion) in invocation order; completion None when
-    the history ends first (the process never answered: unknown)."""
-    open_by_process: dict[str, Op] = {}
+    the history ends first (the process never answered: unknown). A
+    process has one operation open at a time, unless its ops carry an
+    ``id`` (a producer with several sends in flight): then the id pairs
+    them. A completion with no open invocation of its ``f`` is an event
+    (a rebalance seen inside a poll): it comes as (op, op)."""
+    open_ops: dict[str, Op] = {}
     completed: dict[int, Op] = {}
     invocations: list[Op] = []
     for op in ops:
+        slot = f"{op['process']}#{op['id']}" if "id" in op else op["process"]
         if op["type"] == INVOKE:
-            open_by_process[op["process"]] = op
+            open_ops[slot] = op
             invocations.append(op)
-        elif op["process"] in open_by_process:
-            completed[open_by_process.pop(op["process"])["index"]] = op
+        elif slot in open_ops and open_ops[slot]["f"] == op["f"]:
+            completed[open_ops.pop(slot)["index"]] = op
+        else:
+            invocations.append(op)
+            completed[op["index"]] = op
     for invocation in invocations:
         yield invocation, completed.get(invocation["index"])
