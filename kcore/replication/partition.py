@@ -464,8 +464,18 @@ class Partition:
             return
         self._unreplicated_txns.append((marker_offset, first_offset))
         if not commit:
-            self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
-                                                   self._stable_offset_after(marker_offset)))
+            # The marker is in the log and the producer state has moved on:
+            # the entry must reach fetches even when its index file cannot be
+            # written (a full disk), or read_committed consumers would read
+            # the aborted records. It stays in memory; the log's next flush
+            # writes it (txn_index.py).
+            try:
+                self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
+                                                       self._stable_offset_after(marker_offset)))
+            except OSError as exc:
+                logger.warning("%s-%d: aborted transaction of producer %d at %d kept in memory, "
+                               "its index not written yet: %s", self.topic, self.index, producer_id,
+                               marker_offset, exc)
 
     def _stable_offset_after(self, marker_offset: int) -> int:
         """The last stable offset once the transaction ended at

@@ -71,10 +71,19 @@ def test_lost_acknowledged_write_is_reported():
     b = Builder()
     b.send(X, "a", 0)
     b.send(X, "b", 1)
-    b.audit({X: [[0, "a"]]})
+    b.send(X, "c", 2)
+    b.audit({X: [[0, "a"], [2, "c"]]})
     result = b.check()
     assert result.counts == {"lost-write": 1}
     assert result.anomalies["lost-write"][0]["value"] == "b"
+
+
+def test_acknowledged_write_past_the_audit_end_is_unseen():
+    b = Builder()
+    b.send(X, "a", 0)
+    b.send(X, "b", 1)
+    b.op("audit", "poll", [["poll"]], "ok", [["poll", {X: [[0, "a"]]}]], ends={X: 1})
+    assert b.check().counts == {"unseen-at-end": 1}
 
 
 def test_lost_write_without_audit_needs_a_higher_read():

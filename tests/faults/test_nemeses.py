@@ -13,6 +13,9 @@ Needs root (namespaces, tmpfs); skipped otherwise, with the reason.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -33,15 +36,21 @@ KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def fault_cluster(tmp_path_factory):
-    state: dict = {}
+def fault_cluster():
+    """get() -> the module's cluster, started again after a round that
+    left it unhealed. Histories and broker logs live outside pytest's
+    temporary directories (other runs rotate those away): under
+    /tmp/kcore-faults-*, removed at the end unless a round failed."""
+    base = Path(tempfile.mkdtemp(prefix="kcore-faults-"))
+    state: dict = {"base": base, "failed": False, "clusters": 0}
 
     def get() -> FaultCluster:
         if state.get("broken"):
             state.pop("cluster").close()
             state.pop("broken")
         if "cluster" not in state:
-            cluster = FaultCluster(tmp_path_factory.mktemp("faults") / "cluster", brokers=3)
+            state["clusters"] += 1
+            cluster = FaultCluster(base / f"cluster-{state['clusters']}", brokers=3)
             state["cluster"] = cluster.__enter__()
         return state["cluster"]
 
@@ -49,13 +58,16 @@ def fault_cluster(tmp_path_factory):
     yield get
     if "cluster" in state:
         state["cluster"].close()
+    if not state["failed"]:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n.name]))
                                   if n.name in KNOWN else n.name for n in nemeses.ALL])
-def test_nemesis_against_every_workload_leaves_no_anomaly(fault_cluster, tmp_path, name):
+def test_nemesis_against_every_workload_leaves_no_anomaly(fault_cluster, name):
     cluster = fault_cluster()
-    summary = run_round(cluster, nemeses.BY_NAME[name](), tmp_path / name, CONFIG)
+    fault_cluster.state["failed"] = True      # until the round proves otherwise
+    summary = run_round(cluster, nemeses.BY_NAME[name](), fault_cluster.state["base"] / name, CONFIG)
     if not summary["healed"]:
         fault_cluster.state["broken"] = True
     stats = summary["stats"]
@@ -66,3 +78,5 @@ def test_nemesis_against_every_workload_leaves_no_anomaly(fault_cluster, tmp_pat
     assert summary["healed"], f"{name}: the cluster did not heal (broker logs in {summary['directory']})"
     by_f = stats["by_f"]
     assert by_f.get("txn", 0) > 5 and by_f.get("poll", 0) > 5 and stats["client_kills"] >= 1, stats
+    fault_cluster.state["failed"] = False
+    shutil.rmtree(summary["directory"], ignore_errors=True)

@@ -6,6 +6,7 @@ marker fencing, and all of it after the partition is opened again."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -214,4 +215,30 @@ def test_transactions_survive_reopening_the_partition(tmp_path, snapshot):
         again.append_txn_marker(8, 0, 1, commit=True)
         replicate(again)
         assert again.last_stable_offset == again.high_watermark == 6
+    run(main())
+
+
+def test_an_abort_whose_index_cannot_be_written_still_hides_the_aborted_records(tmp_path):
+    """A full disk took the .txnindex write but not the marker's (the
+    marker fit in the segment's last page): read_committed fetches must
+    still skip the aborted records, and the index reaches the disk at the
+    next flush once it can (seen under a follower disk-full fault)."""
+    async def main():
+        partition = leader(tmp_path)
+        # Stamped now, so that the marker joins this segment (no time roll).
+        partition.append_records_to_leader(memoryview(make_batch(
+            2, producer_id=7, producer_epoch=0, base_sequence=0, attributes=TRANSACTIONAL,
+            timestamp=int(time.time() * 1000))), -1)
+        replicate(partition)
+        # The index write fails for real: a directory holds its place.
+        assert partition.log.active_segment.txn_index.entries == []   # read before the fault
+        index_path = partition.log.dir / "00000000000000000000.txnindex"
+        index_path.mkdir()
+        partition.append_txn_marker(7, 0, 0, commit=False)
+        replicate(partition)
+        assert partition.last_stable_offset == 3
+        assert partition.log.collect_aborted_txns(0, 3) == [AbortedTxn(7, 0, 2, 3)]
+        index_path.rmdir()
+        partition.log.flush()
+        assert Log.open(partition.log.dir).collect_aborted_txns(0, 3) == [AbortedTxn(7, 0, 2, 3)]
     run(main())

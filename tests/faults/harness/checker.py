@@ -10,8 +10,11 @@ back, the checker reports:
 * ``duplicate``: one value at two offsets (or in two partitions).
 * ``lost-write``: an acknowledged write (an "ok" send, or a send of a
   committed transaction) missing from the final read of its partition
-  (the "audit" poll); without an audit, missing although a higher offset
-  of its partition was read.
+  (the "audit" poll), which went past its offset; without an audit,
+  missing although a higher offset of its partition was read.
+  ``unseen-at-end``: an acknowledged write at or above the end the audit
+  read to (the partition's high watermark or last stable offset never
+  got past it: not lost yet, but not readable after the faults healed).
 * ``failed-write-read``: a read of a value whose send failed for certain.
 * ``G1a`` (aborted read): a read of a value written by an aborted
   transaction. ``precommitted-read``: a transaction reading its own write.
@@ -240,6 +243,10 @@ def _lost_writes(parsed: _Parsed, order: dict[str, list[str]], result: Result) -
             continue
         if write.key in ends:
             lost = write.value not in audit_values
+            if lost and write.offset is not None and write.offset >= ends[write.key]:
+                result.add("unseen-at-end", {"key": write.key, "offset": write.offset, "value": write.value,
+                                             "writer": write.op, "audit_end": ends[write.key]})
+                continue
         else:
             lost = (write.value not in read_values and write.offset is not None
                     and write.offset <= highest[write.key])

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.faults.harness.history import History, Op, key
 
@@ -51,6 +51,7 @@ class ProducerWorkload:
         self.seconds = seconds
         self.message_timeout_ms = message_timeout_ms
         self.stopping = threading.Event()
+        self.fatal_errors = 0
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True, name=f"producer-{i}")
                         for i in range(producers)]
 
@@ -81,11 +82,11 @@ class ProducerWorkload:
         next_at = time.monotonic()
         while not self.stopping.is_set() and time.monotonic() < deadline:
             if fatal.is_set():   # idempotence broken for good: a new producer, a new id
-                producer.flush(5)
+                self.fatal_errors += 1
                 producer, fatal = self._producer(), threading.Event()
                 in_flight[0] = 0
             if in_flight[0] >= MAX_IN_FLIGHT or time.monotonic() < next_at:
-                producer.poll(0.005)
+                self._poll(producer, fatal, 0.005)
                 continue
             next_at += interval
             partition = sequence % self.partitions
@@ -99,8 +100,20 @@ class ProducerWorkload:
                 in_flight[0] += 1
             except BufferError:
                 self.history.complete(invocation, "fail", error="queue full")
-            producer.poll(0)
-        producer.flush(self.message_timeout_ms / 1000 + 5)
+            self._poll(producer, fatal, 0)
+        try:
+            producer.flush(self.message_timeout_ms / 1000 + 5)
+        except KafkaException:
+            pass    # what is still in flight stays without completion: unknown
+
+    @staticmethod
+    def _poll(producer: Producer, fatal: threading.Event, timeout: float) -> None:
+        """Serve delivery callbacks; a fatal error (librdkafka raises it from
+        poll) retires this producer: its messages in flight stay unknown."""
+        try:
+            producer.poll(timeout)
+        except KafkaException:
+            fatal.set()
 
     def _delivered(self, invocation: Op, name: str, value: str, in_flight: list[int], fatal: threading.Event):
         def callback(err, message) -> None:
