@@ -6,7 +6,7 @@ SOURCES := pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*
 BASE_STAMP := $(VENV)/.installed-base
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test broker lint test test-fast bench native system-deps clean
+.PHONY: install install-test broker lint test test-fast bench faults native system-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,7 @@ system-deps:
 	command -v kcat >/dev/null || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null)
 	command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
+	command -v cc >/dev/null || (apt-get update -qq && apt-get install -y -qq gcc libc6-dev >/dev/null)
 
 # Static checks: ruff (lint + import order), mypy on kcore/ and stubtest of
 # the .pyi stubs against the built kernels; see pyproject.toml.
@@ -60,6 +61,16 @@ test-fast: install-test
 
 bench: install-test
 	$(BIN)/python -m pytest -q bench --benchmark-enable --benchmark-only
+
+# The fault suite's long run (tests/faults/harness/run.py), as root: every
+# nemesis for MINUTES each against every workload on 3 (or BROKERS=5)
+# brokers and a 3-server ZooKeeper ensemble in network namespaces;
+# results.jsonl, failover.jsonl and each round's history under FAULTS_OUT.
+MINUTES ?= 2
+BROKERS ?= 3
+FAULTS_OUT ?= faults-runs
+faults: install-test system-deps
+	$(BIN)/python -m tests.faults.harness.run --minutes $(MINUTES) --brokers $(BROKERS) --out $(FAULTS_OUT)
 
 clean:
 	rm -rf build native/*.c kcore/_native/*.so $(VENV)

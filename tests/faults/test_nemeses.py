@@ -32,7 +32,18 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"fault suite: {REASO
 # leaderships or shrinks ISRs; about 20 s a round.
 CONFIG = RoundConfig(cycles=1, fault_s=5.0, quiet_s=2.0, rate=50.0, client_kill_every_s=4.0,
                      heal_timeout_s=45.0, message_timeout_ms=30_000)
-KNOWN: dict[str, str] = {}
+# Found by this suite, left to the fix of follower ENOSPC handling (a
+# full follower's fetcher takes ENOSPC for divergence): after a disk-full
+# fault a transaction processor SIGKILLed around the fault can leave its
+# last transaction unfinished for good (its successor's InitProducerId
+# answered CONCURRENT_TRANSACTIONS until the end, the partition's last
+# stable offset stuck, acknowledged writes unseen-at-end). It happens in
+# about half the rounds, not all (the kill must meet the fault's
+# window), so the mark is not strict: a strict one would fail every
+# round that misses the window. docs/faults.md has the histories.
+KNOWN: dict[str, tuple[str, bool]] = {
+    "disk-full": ("a transaction left hanging after a follower's disk filled (follower ENOSPC handling)", False),
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +53,7 @@ def fault_cluster():
     temporary directories (other runs rotate those away): under
     /tmp/kcore-faults-*, removed at the end unless a round failed."""
     base = Path(tempfile.mkdtemp(prefix="kcore-faults-"))
-    state: dict = {"base": base, "failed": False, "clusters": 0}
+    state: dict = {"base": base, "keep": False, "clusters": 0}
 
     def get() -> FaultCluster:
         if state.get("broken"):
@@ -58,15 +69,19 @@ def fault_cluster():
     yield get
     if "cluster" in state:
         state["cluster"].close()
-    if not state["failed"]:
+    if state["keep"]:
+        print(f"fault suite: histories and broker logs kept in {base}")
+    else:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n.name]))
-                                  if n.name in KNOWN else n.name for n in nemeses.ALL])
+@pytest.mark.parametrize("name", [
+    pytest.param(n.name, marks=pytest.mark.xfail(strict=KNOWN[n.name][1], reason=KNOWN[n.name][0]))
+    if n.name in KNOWN else n.name for n in nemeses.ALL])
 def test_nemesis_against_every_workload_leaves_no_anomaly(fault_cluster, name):
     cluster = fault_cluster()
-    fault_cluster.state["failed"] = True      # until the round proves otherwise
+    keep = fault_cluster.state["keep"]
+    fault_cluster.state["keep"] = True        # until the round proves otherwise
     summary = run_round(cluster, nemeses.BY_NAME[name](), fault_cluster.state["base"] / name, CONFIG)
     if not summary["healed"]:
         fault_cluster.state["broken"] = True
@@ -78,5 +93,5 @@ def test_nemesis_against_every_workload_leaves_no_anomaly(fault_cluster, name):
     assert summary["healed"], f"{name}: the cluster did not heal (broker logs in {summary['directory']})"
     by_f = stats["by_f"]
     assert by_f.get("txn", 0) > 5 and by_f.get("poll", 0) > 5 and stats["client_kills"] >= 1, stats
-    fault_cluster.state["failed"] = False
+    fault_cluster.state["keep"] = keep
     shutil.rmtree(summary["directory"], ignore_errors=True)

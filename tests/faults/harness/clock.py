@@ -1,4 +1,4 @@
-"""The broker-side half of the clock and fsync nemeses: shim.c compiled
+"""The broker-side half of the clock, fsync and read-only nemeses: shim.c compiled
 into a preload library, and the control file each broker maps.
 
 A broker started with `environment(control)` reads its wall clock through
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("shim.c")
-LAYOUT = struct.Struct("<4q")
+LAYOUT = struct.Struct("<5q")
 
 
 def build(directory: Path) -> Path:
@@ -38,12 +38,13 @@ class Control:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.write_bytes(LAYOUT.pack(0, 0, 0, 0))
-        self.offset_ns = self.drift_ppm = self.drift_base_ns = self.fsync_delay_us = 0
+        self.offset_ns = self.drift_ppm = self.drift_base_ns = self.fsync_delay_us = self.read_only = 0
+        self._write()
 
     def _write(self) -> None:
-        with open(self.path, "r+b") as handle:
-            handle.write(LAYOUT.pack(self.offset_ns, self.drift_ppm, self.drift_base_ns, self.fsync_delay_us))
+        with open(self.path, "r+b" if self.path.exists() else "wb") as handle:
+            handle.write(LAYOUT.pack(self.offset_ns, self.drift_ppm, self.drift_base_ns, self.fsync_delay_us,
+                                     self.read_only))
 
     def jump(self, seconds: float) -> None:
         self.offset_ns += int(seconds * 1e9)
@@ -61,10 +62,16 @@ class Control:
         self.fsync_delay_us = int(delay_s * 1e6)
         self._write()
 
+    def set_read_only(self, read_only: bool) -> None:
+        """The broker's log dir read-only (EROFS) or writable again."""
+        self.read_only = int(read_only)
+        self._write()
+
     def reset(self) -> None:
-        self.offset_ns = self.drift_ppm = self.drift_base_ns = self.fsync_delay_us = 0
+        self.offset_ns = self.drift_ppm = self.drift_base_ns = self.fsync_delay_us = self.read_only = 0
         self._write()
 
 
-def environment(library: Path, control: Control) -> dict[str, str]:
-    return {"LD_PRELOAD": str(library), "KCORE_FAULTS_CONTROL": str(control.path), "KCORE_SYNCER": "thread"}
+def environment(library: Path, control: Control, data_dir: Path) -> dict[str, str]:
+    return {"LD_PRELOAD": str(library), "KCORE_FAULTS_CONTROL": str(control.path),
+            "KCORE_FAULTS_DATA_DIR": str(data_dir), "KCORE_SYNCER": "thread"}

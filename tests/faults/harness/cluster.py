@@ -99,7 +99,7 @@ class FaultCluster(Cluster):
                         "zookeeper.connect": self.connect, **self.extra}
             self.brokers[broker_id] = BrokerProcess(data, settings, port=BROKER_PORT,
                                                     host=host.address, prefix=host.prefix,
-                                                    env=clock.environment(library, control))
+                                                    env=clock.environment(library, control, data))
         for broker in self.brokers.values():
             broker.start()
         self.wait_for(lambda: len(self.metadata().brokers) == self.count, "every broker registered")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -234,18 +233,19 @@ class DiskFull(Nemesis):
 
 
 class DiskReadOnly(Nemesis):
-    """A follower's log dir remounted read-only; read-write at the end."""
+    """A follower's log dir read-only: every write, create, truncate,
+    rename or unlink under it fails with EROFS (the shim, shim.c: a tmpfs
+    in use cannot be remounted read-only); writable again at the end."""
     name = "disk-read-only"
 
     def start(self, cluster, context):
         first = sorted(context.leaders)[0]
         self.target = context.a_follower_of(context.leaders[first], list(cluster.brokers))
-        self.mount = cluster.brokers[self.target].data_dir
-        subprocess.run(["mount", "-o", "remount,ro", str(self.mount)], check=True, capture_output=True)
+        cluster.controls[self.target].set_read_only(True)
         return {"targets": [cluster.host_of(self.target)], "affected": [self.target], "follower_of": first}
 
     def stop(self, cluster):
-        subprocess.run(["mount", "-o", "remount,rw", str(self.mount)], check=True, capture_output=True)
+        cluster.controls[self.target].set_read_only(False)
 
 
 ALL = [IsolateOne, MajorityMinority, ControllerFromZooKeeper, ZooKeeperFromEveryone, Bridge, Pause,

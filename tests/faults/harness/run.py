@@ -48,6 +48,10 @@ class RoundConfig:
     consumers: int = 2
     processors: int = 2
     client_kill_every_s: float = 7.0
+    # A transaction processor SIGKILLed halfway through each fault: its
+    # successor must fence it and abort its open transaction while the
+    # fault lasts (the path that left transactions hanging under disk-full).
+    kill_processor_mid_fault: bool = True
     heal_timeout_s: float = 60.0
     message_timeout_ms: int = 30_000
     seed: int | None = None
@@ -76,7 +80,8 @@ def run_round(cluster: FaultCluster, nemesis: nemeses.Nemesis, directory: Path, 
         time.sleep(config.quiet_s)
         chaos.start()
         for _ in range(config.cycles):
-            faults += _one_fault(cluster, nemesis, history, topics, rng, config)
+            faults += _one_fault(cluster, nemesis, history, topics, rng, config,
+                                 processors if config.kill_processor_mid_fault else None)
             time.sleep(config.quiet_s)
         chaos.stop()
         healed = _heal(cluster, topics, config.heal_timeout_s)
@@ -98,7 +103,7 @@ def run_round(cluster: FaultCluster, nemesis: nemeses.Nemesis, directory: Path, 
     return summary
 
 
-def _one_fault(cluster, nemesis, history, topics, rng, config) -> int:
+def _one_fault(cluster, nemesis, history, topics, rng, config, processors=None) -> int:
     leaders = {f"{t}:{p}": m.leader for t in topics for p, m in cluster.partitions(t).items()}
     context = nemeses.Context(leaders, cluster.controller(), rng)
     invocation = history.invoke("nemesis", nemesis.name, None)
@@ -106,7 +111,13 @@ def _one_fault(cluster, nemesis, history, topics, rng, config) -> int:
         done = nemesis.start(cluster, context)
         affected = sorted(k for k, leader in leaders.items() if leader in done.get("affected", [])) or sorted(leaders)
         history.complete(invocation, OK, done, affected_keys=affected)
-        time.sleep(config.fault_s)
+        if processors is None:
+            time.sleep(config.fault_s)
+        else:
+            time.sleep(config.fault_s / 2)
+            kill = history.invoke("nemesis", "kill-client", None)
+            history.complete(kill, OK, {"killed": processors.kill(rng.randrange(len(processors.processes)))})
+            time.sleep(config.fault_s / 2)
     finally:
         stop = history.invoke("nemesis", f"undo-{nemesis.name}", None)
         nemesis.stop(cluster)
