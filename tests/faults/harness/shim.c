@@ -155,43 +155,34 @@ static mode_t mode_of(int flags, va_list args) {
     return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(args, int) : 0;
 }
 
-int open(const char *path, int flags, ...) {
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = mode_of(flags, args);
-    va_end(args);
-    if (flags & WRITE_FLAGS) REFUSE_PATH(path);
-    return NEXT(open)(path, flags, mode);
-}
+/* open and open64 (openat and openat64) are one function under two names:
+ * both are interposed, each forwarding to its own next definition. */
+#define OPEN_WRAPPER(name)                                                      \
+    int name(const char *path, int flags, ...) {                                \
+        va_list args;                                                           \
+        va_start(args, flags);                                                  \
+        mode_t mode = mode_of(flags, args);                                     \
+        va_end(args);                                                           \
+        if (flags & WRITE_FLAGS) REFUSE_PATH(path);                             \
+        return NEXT(name)(path, flags, mode);                                   \
+    }
 
-int open64(const char *path, int flags, ...) {
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = mode_of(flags, args);
-    va_end(args);
-    if (flags & WRITE_FLAGS) REFUSE_PATH(path);
-    return NEXT(open64)(path, flags, mode);
-}
+#define OPENAT_WRAPPER(name)                                                    \
+    int name(int dirfd, const char *path, int flags, ...) {                     \
+        va_list args;                                                           \
+        va_start(args, flags);                                                  \
+        mode_t mode = mode_of(flags, args);                                     \
+        va_end(args);                                                           \
+        if ((flags & WRITE_FLAGS) && read_only()                                \
+                && (under_data_dir(path) || fd_under_data_dir(dirfd)))          \
+            return refuse();                                                    \
+        return NEXT(name)(dirfd, path, flags, mode);                            \
+    }
 
-int openat(int dirfd, const char *path, int flags, ...) {
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = mode_of(flags, args);
-    va_end(args);
-    if ((flags & WRITE_FLAGS) && read_only() && (under_data_dir(path) || fd_under_data_dir(dirfd)))
-        return refuse();
-    return NEXT(openat)(dirfd, path, flags, mode);
-}
-
-int openat64(int dirfd, const char *path, int flags, ...) {
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = mode_of(flags, args);
-    va_end(args);
-    if ((flags & WRITE_FLAGS) && read_only() && (under_data_dir(path) || fd_under_data_dir(dirfd)))
-        return refuse();
-    return NEXT(openat64)(dirfd, path, flags, mode);
-}
+OPEN_WRAPPER(open)
+OPEN_WRAPPER(open64)
+OPENAT_WRAPPER(openat)
+OPENAT_WRAPPER(openat64)
 
 ssize_t write(int fd, const void *buffer, size_t count) {
     REFUSE_FD(fd);
