@@ -54,6 +54,7 @@ class RoundConfig:
     kill_processor_mid_fault: bool = True
     heal_timeout_s: float = 60.0
     message_timeout_ms: int = 30_000
+    acks: str = "all"
     seed: int | None = None
 
 
@@ -68,7 +69,7 @@ def run_round(cluster: FaultCluster, nemesis: nemeses.Nemesis, directory: Path, 
     history = History(directory / "runner.jsonl")
     budget = config.cycles * (config.fault_s + config.quiet_s) + config.heal_timeout_s + 60
     producers = ProducerWorkload(history, cluster.bootstrap, queue, PARTITIONS, config.producers, config.rate,
-                                 budget, config.message_timeout_ms).start()
+                                 budget, config.message_timeout_ms, config.acks).start()
     consumers = ClientProcesses("consumer", config.consumers, history, directory, cluster.bootstrap, queue,
                                 f"group-{tag}", budget).start()
     processors = ClientProcesses("processor", config.processors, history, directory, cluster.bootstrap, txn,
@@ -198,6 +199,26 @@ def summarize_failovers(rows: list[dict]) -> dict:
             "max_s": max(values) if values else None}
 
 
+def markdown(out: Path) -> str:
+    """The long run's figures as the tables of docs/faults.md: per nemesis,
+    operations, faults, anomalies and failover (median / max seconds)."""
+    rounds = [json.loads(line) for line in open(out / "results.jsonl")]
+    failovers = [json.loads(line) for line in open(out / "failover.jsonl")]
+    lines = ["| nemesis | brokers | operations | acknowledged writes | reads | faults | client kills "
+             "| violations | allowed (G0) | failover median / max s (recovered / faults) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for summary in rounds:
+        stats = summary["stats"]
+        rows = [r for r in failovers if r["nemesis"] == summary["nemesis"] and r["brokers"] == summary.get("brokers")]
+        figures = summarize_failovers(rows)
+        violations = ", ".join(f"{k} {v}" for k, v in summary["violations"].items()) or "0"
+        lines.append(f"| {summary['nemesis']} | {summary.get('brokers')} | {stats['operations']} "
+                     f"| {stats['acknowledged_writes']} | {stats['reads']} | {stats['faults']} "
+                     f"| {stats['client_kills']} | {violations} | {summary['allowed'].get('G0', 0)} "
+                     f"| {figures['median_s']} / {figures['max_s']} ({figures['recovered']} / {figures['faults']}) |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=2.0, help="per nemesis")
@@ -206,19 +227,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-s", type=float, default=15.0)
     parser.add_argument("--quiet-s", type=float, default=10.0)
     parser.add_argument("--out", type=Path, default=Path("faults-runs"))
+    parser.add_argument("--markdown", action="store_true", help="print the tables of --out's figures and stop")
+    parser.add_argument("--acks", default="all", choices=("all", "1"),
+                        help="the producers' acks (1: to see what it loses)")
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep the cluster's broker and ZooKeeper logs under --out/cluster")
+    parser.add_argument("--unclean", action="store_true",
+                        help="unclean.leader.election.enable=true (to see what it loses)")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(args.out))
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     names = args.nemesis or [n.name for n in nemeses.ALL]
     cycles = max(1, int(args.minutes * 60 // (args.fault_s + args.quiet_s)))
     failures = 0
     with tempfile.TemporaryDirectory(prefix="kcore-faults-") as scratch, \
-            FaultCluster(Path(scratch) / "cluster", args.brokers) as cluster:
+            FaultCluster((args.out.resolve() if args.keep_logs else Path(scratch)) / "cluster", args.brokers,
+                         {"unclean.leader.election.enable": "true"} if args.unclean else None) as cluster:
         for name in names:
             config = RoundConfig(cycles=cycles, fault_s=args.fault_s, quiet_s=args.quiet_s,
-                                 message_timeout_ms=int((args.fault_s + 30) * 1000))
+                                 message_timeout_ms=int((args.fault_s + 30) * 1000), acks=args.acks)
             started = time.monotonic()
             summary = run_round(cluster, nemeses.BY_NAME[name](), args.out / name, config)
             summary["brokers"] = args.brokers
+            summary["acks"], summary["unclean"] = args.acks, args.unclean
             summary["wall_s"] = round(time.monotonic() - started, 1)
             with open(args.out / "results.jsonl", "a") as handle:
                 handle.write(json.dumps({k: v for k, v in summary.items() if k != "examples"}) + "\n")
