@@ -250,10 +250,14 @@ class Partition:
         batch = batches[0]
         producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
         base_sequence, last_offset_delta = batch.base_sequence, batch.last_offset_delta
-        if producer_id >= 0 and base_sequence >= 0:
+        if producer_id >= 0:
             try:
-                original = self.producers.check(producer_id, producer_epoch, base_sequence,
-                                                last_offset_delta)
+                original = None
+                if base_sequence >= 0:
+                    original = self.producers.check(producer_id, producer_epoch, base_sequence,
+                                                    last_offset_delta)
+                else:
+                    self.producers.check_epoch(producer_id, producer_epoch)
             except ProducerStateError as exc:
                 self._validate(records, check_crc=True)  # corrupt bytes: CORRUPT_MESSAGE first
                 logger.info("%s-%d: refused a batch: %s", self.topic, self.index, exc)

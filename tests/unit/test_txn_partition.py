@@ -242,3 +242,29 @@ def test_an_abort_whose_index_cannot_be_written_still_hides_the_aborted_records(
         partition.log.flush()
         assert Log.open(partition.log.dir).collect_aborted_txns(0, 3) == [AbortedTxn(7, 0, 2, 3)]
     run(main())
+
+
+def test_a_late_batch_without_sequence_from_before_a_fence_is_refused(tmp_path):
+    """A transactional batch without sequence numbers (the group
+    coordinator's TxnOffsetCommit records) from an epoch that an abort
+    marker fenced must not reopen a transaction: seen in the fault suite as
+    the offsets of an aborted transaction taking effect with the producer's
+    next commit, and records skipped by an exactly-once group."""
+    def offsets_batch(epoch):
+        return memoryview(make_batch(1, producer_id=7, producer_epoch=epoch, base_sequence=-1,
+                                     attributes=TRANSACTIONAL, timestamp=int(time.time() * 1000)))
+
+    async def main():
+        partition = leader(tmp_path)
+        partition.append_records_to_leader(offsets_batch(0), -1)
+        replicate(partition)
+        partition.append_txn_marker(7, 1, 0, commit=False)   # the coordinator's fence
+        replicate(partition)
+        with pytest.raises(PartitionError) as refused:
+            partition.append_records_to_leader(offsets_batch(0), -1)
+        assert refused.value.error_code == E.INVALID_PRODUCER_EPOCH
+        assert partition.last_stable_offset == partition.log.log_end_offset == 2
+        partition.append_records_to_leader(offsets_batch(2), -1)  # the next epoch's transaction
+        replicate(partition)
+        assert partition.last_stable_offset == 2
+    run(main())
