@@ -20,9 +20,12 @@ partition). `make faults MINUTES=N` runs it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
+import signal
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -219,6 +222,24 @@ def markdown(out: Path) -> str:
     return "\n".join(lines)
 
 
+def _long_round(cluster: FaultCluster, name: str, args, config: RoundConfig) -> dict:
+    """One nemesis for the long run; its lines appended to the out files."""
+    started = time.monotonic()
+    summary = run_round(cluster, nemeses.BY_NAME[name](), args.out / name, config)
+    summary.update(brokers=args.brokers, acks=args.acks, unclean=args.unclean,
+                   wall_s=round(time.monotonic() - started, 1))
+    with open(args.out / "results.jsonl", "a") as handle:
+        handle.write(json.dumps({k: v for k, v in summary.items() if k != "examples"}) + "\n")
+    with open(args.out / "failover.jsonl", "a") as handle:
+        for row in summary["failover"]:
+            handle.write(json.dumps({**row, "brokers": args.brokers}) + "\n")
+    print(f"{name}: valid={summary['valid']} violations={summary['violations']} "
+          f"allowed={summary['allowed']} ops={summary['stats']['operations']} "
+          f"faults={summary['faults']} healed={summary['healed']} "
+          f"failover={summarize_failovers(summary['failover'])}", flush=True)
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=2.0, help="per nemesis")
@@ -242,29 +263,27 @@ def main(argv: list[str] | None = None) -> int:
     names = args.nemesis or [n.name for n in nemeses.ALL]
     cycles = max(1, int(args.minutes * 60 // (args.fault_s + args.quiet_s)))
     failures = 0
-    with tempfile.TemporaryDirectory(prefix="kcore-faults-") as scratch, \
-            FaultCluster((args.out.resolve() if args.keep_logs else Path(scratch)) / "cluster", args.brokers,
-                         {"unclean.leader.election.enable": "true"} if args.unclean else None) as cluster:
+    # SIGTERM unwinds like an exception, so every namespace, mount and
+    # process goes with the context managers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    overrides = {"unclean.leader.election.enable": "true"} if args.unclean else None
+    with tempfile.TemporaryDirectory(prefix="kcore-faults-") as scratch, contextlib.ExitStack() as stack:
+        base = args.out.resolve() if args.keep_logs else Path(scratch)
+        clusters = 0
+        cluster = None
         for name in names:
+            if cluster is None:     # the first round, or the last one left it unhealed
+                clusters += 1
+                cluster = stack.enter_context(FaultCluster(base / f"cluster-{clusters}", args.brokers, overrides))
             config = RoundConfig(cycles=cycles, fault_s=args.fault_s, quiet_s=args.quiet_s,
                                  message_timeout_ms=int((args.fault_s + 30) * 1000), acks=args.acks)
-            started = time.monotonic()
-            summary = run_round(cluster, nemeses.BY_NAME[name](), args.out / name, config)
-            summary["brokers"] = args.brokers
-            summary["acks"], summary["unclean"] = args.acks, args.unclean
-            summary["wall_s"] = round(time.monotonic() - started, 1)
-            with open(args.out / "results.jsonl", "a") as handle:
-                handle.write(json.dumps({k: v for k, v in summary.items() if k != "examples"}) + "\n")
-            with open(args.out / "failover.jsonl", "a") as handle:
-                for row in summary["failover"]:
-                    handle.write(json.dumps({**row, "brokers": args.brokers}) + "\n")
-            figures = summarize_failovers(summary["failover"])
-            print(f"{name}: valid={summary['valid']} violations={summary['violations']} "
-                  f"allowed={summary['allowed']} ops={summary['stats']['operations']} "
-                  f"faults={summary['faults']} failover={figures}", flush=True)
+            summary = _long_round(cluster, name, args, config)
             failures += not summary["valid"]
             if not summary["healed"]:
-                print(f"{name}: the cluster did not heal within the wait", flush=True)
+                print(f"{name}: the cluster did not heal within the wait; the next round gets a new one",
+                      flush=True)
+                cluster.close()
+                cluster = None
     return 1 if failures else 0
 
 

@@ -15,6 +15,7 @@ one, ordered by time on their shared monotonic base.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -168,7 +169,8 @@ class ClientProcesses:
             args.append(str(slot))
         log = open(self.directory / f"{self.group}-{name}.log", "wb")
         self.processes[slot] = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                                preexec_fn=_die_with_parent)
         log.close()
 
     def _watch(self) -> None:
@@ -202,6 +204,12 @@ class ClientProcesses:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the runner dies, however
+    it dies (prctl PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
 
 
 def audit(history: History, bootstrap: str, topics: dict[str, int], timeout: float = 60.0) -> Op:
