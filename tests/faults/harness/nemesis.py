@@ -217,14 +217,14 @@ class DiskFull(Nemesis):
         self.filler = directory / "filler"
         stat = os.statvfs(directory)
         free = stat.f_bavail * stat.f_frsize
-        with open(self.filler, "wb") as handle:
-            remaining = max(0, free - self.leave_bytes)
-            chunk = bytes(1 << 20)
-            try:
+        remaining = max(0, free - self.leave_bytes)
+        chunk = bytes(1 << 20)
+        try:    # ENOSPC, even at the open: the broker filled what was left first
+            with open(self.filler, "wb") as handle:
                 while remaining > 0:
                     remaining -= handle.write(chunk[:min(len(chunk), remaining)])
-            except OSError:
-                pass
+        except OSError:
+            pass
         return {"targets": [cluster.host_of(self.target)], "affected": [self.target],
                 "follower_of": first, "free_bytes": free}
 

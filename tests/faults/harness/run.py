@@ -112,7 +112,11 @@ def _one_fault(cluster, nemesis, history, topics, rng, config, processors=None) 
     context = nemeses.Context(leaders, cluster.controller(), rng)
     invocation = history.invoke("nemesis", nemesis.name, None)
     try:
-        done = nemesis.start(cluster, context)
+        try:
+            done = nemesis.start(cluster, context)
+        except Exception as exc:    # the fault could not be made: say so, undo what was done
+            history.complete(invocation, "fail", {"error": repr(exc)})
+            return 0
         affected = sorted(k for k, leader in leaders.items() if leader in done.get("affected", [])) or sorted(leaders)
         history.complete(invocation, OK, done, affected_keys=affected)
         if processors is None:
