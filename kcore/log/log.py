@@ -436,8 +436,10 @@ class Log:
                 or not self._log_start_offset <= entry.last_offset < self._log_end_offset:
             return
         i = bisect.bisect_right(self._bases, entry.last_offset) - 1
-        self._segments[i].txn_index.append(entry)
-        self._max_aborted_offset = entry.last_offset
+        try:
+            self._segments[i].txn_index.append(entry)
+        finally:
+            self._max_aborted_offset = entry.last_offset  # in memory even when the write failed
 
     def _last_aborted_offset(self) -> int:
         if self._max_aborted_offset is None:

@@ -148,6 +148,17 @@ class ProducerStateManager:
                 f"producer {producer_id} sent sequence {first_seq}, expected {expected}")
         return None
 
+    def check_epoch(self, producer_id: int, epoch: int) -> None:
+        """A batch without sequence numbers (a coordinator's, such as the
+        transactional offsets of TxnOffsetCommit) is still fenced by its
+        epoch, as Kafka's ProducerAppendInfo checks every batch's: a late one
+        from before a fence must not reopen a transaction the marker closed."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer {producer_id} epoch {epoch} is older than {entry.epoch}")
+
     def update(self, producer_id: int, epoch: int, first_seq: int, last_offset_delta: int,
                first_offset: int, timestamp: int, is_transactional: bool = False) -> None:
         """Record an appended batch (also used when replaying the log)."""

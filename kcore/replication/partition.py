@@ -265,10 +265,14 @@ class Partition:
         batch = batches[0]
         producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
         base_sequence, last_offset_delta = batch.base_sequence, batch.last_offset_delta
-        if producer_id >= 0 and base_sequence >= 0:
+        if producer_id >= 0:
             try:
-                original = self.producers.check(producer_id, producer_epoch, base_sequence,
-                                                last_offset_delta)
+                original = None
+                if base_sequence >= 0:
+                    original = self.producers.check(producer_id, producer_epoch, base_sequence,
+                                                    last_offset_delta)
+                else:
+                    self.producers.check_epoch(producer_id, producer_epoch)
             except ProducerStateError as exc:
                 self._validate(records, check_crc=True)  # corrupt bytes: CORRUPT_MESSAGE first
                 logger.info("%s-%d: refused a batch: %s", self.topic, self.index, exc)
@@ -487,8 +491,18 @@ class Partition:
             return
         self._unreplicated_txns.append((marker_offset, first_offset))
         if not commit:
-            self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
-                                                   self._stable_offset_after(marker_offset)))
+            # The marker is in the log and the producer state has moved on:
+            # the entry must reach fetches even when its index file cannot be
+            # written (a full disk), or read_committed consumers would read
+            # the aborted records. It stays in memory; the log's next flush
+            # writes it (txn_index.py).
+            try:
+                self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
+                                                       self._stable_offset_after(marker_offset)))
+            except OSError as exc:
+                logger.warning("%s-%d: aborted transaction of producer %d at %d kept in memory, "
+                               "its index not written yet: %s", self.topic, self.index, producer_id,
+                               marker_offset, exc)
 
     def _stable_offset_after(self, marker_offset: int) -> int:
         """The last stable offset once the transaction ended at
