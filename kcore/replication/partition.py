@@ -60,6 +60,7 @@ from kcore.log.log_validator import RecordPolicy, RecordValidationError, validat
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
 from kcore.protocol import records as record_codec
+from kcore.protocol.compression import max_decompressed_size
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters, low_watermark
 
@@ -370,7 +371,7 @@ class Partition:
         wanted = self.configs["compression.type"]
         if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
             level = self.configs.get(f"compression.{wanted}.level")  # gzip, lz4 and zstd have one
-            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
+            buffer = self._recompress(records, CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = now_ms()
@@ -378,6 +379,18 @@ class Partition:
             buffer = bytearray(buffer)
         native_records.stamp_log_append_time(buffer, now)
         return buffer, now
+
+    def _recompress(self, records: memoryview, codec: int, level: int | None) -> bytearray:
+        """The batch in ``codec``; its records inflate to at most 64 times
+        max.message.bytes (MESSAGE_TOO_LARGE past it, log_validator.py)."""
+        try:
+            return record_codec.recompress_batch(
+                bytes(records), codec, level,
+                max_decompressed_size(self.configs["max.message.bytes"]))
+        except record_codec.RecordsTooLargeError as exc:
+            raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE, str(exc)) from None
+        except record_codec.CorruptRecordError as exc:
+            raise PartitionError(ErrorCode.INVALID_RECORD, str(exc)) from None
 
     # -- follower side -----------------------------------------------------------------
     def append_records_as_follower(self, records: Buffer,
