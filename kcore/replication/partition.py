@@ -6,7 +6,8 @@ controller says (``make_leader`` / ``make_follower``, from LeaderAndIsr).
 Leader, produce path (docs/architecture.md#produce-path): native
 validation of the v2 batch (sizes, magic, CRC-32C, record count) -> size
 and codec checks -> producer-state check (a retry of one of the last 5
-batches gets its original offset back) -> optional conversion to the
+batches gets its original offset back; a transactional batch must belong
+to an ongoing transaction, KIP-890) -> optional conversion to the
 topic's compression.type or LogAppendTime -> Log.append (offsets and
 leader epoch patched in place) -> producer state -> high watermark.
 
@@ -241,10 +242,13 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
-                                 syncer: GroupCommitSyncer | None = None) -> ProduceResult:
+                                 syncer: GroupCommitSyncer | None = None,
+                                 verification_guard: int | None = None) -> ProduceResult:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
-        on disk; without a syncer the log is fsynced here, before return."""
+        on disk; without a syncer the log is fsynced here, before return.
+        ``verification_guard``: a client's produce with transaction
+        verification on (KIP-890; log/producer_state.py), None otherwise."""
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of "
@@ -259,8 +263,9 @@ class Partition:
         base_sequence, last_offset_delta = batch.base_sequence, batch.last_offset_delta
         if producer_id >= 0 and base_sequence >= 0:
             try:
-                original = self.producers.check(producer_id, producer_epoch, base_sequence,
-                                                last_offset_delta)
+                original = self.producers.check(
+                    producer_id, producer_epoch, base_sequence, last_offset_delta,
+                    verification_guard if batch.is_transactional else None)
             except ProducerStateError as exc:
                 self._validate(records, check_crc=True)  # corrupt bytes: CORRUPT_MESSAGE first
                 logger.info("%s-%d: refused a batch: %s", self.topic, self.index, exc)

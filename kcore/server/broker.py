@@ -30,7 +30,7 @@ from kcore.controller.scram_store import CredentialStore, FileCredentialStore, Z
 from kcore.controller.zk_controller import ZkController
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
-from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
+from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
@@ -44,6 +44,7 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
@@ -134,6 +135,12 @@ class Broker:
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
+        self.txn_verifier = TransactionVerifier(
+            config.broker_id, self.replica_manager.metadata_cache,
+            lambda transactional_id: (TRANSACTION_STATE_TOPIC,
+                                      self.txn_coordinator.manager.partition_for(transactional_id)),
+            self.txn_coordinator.verify_partitions,
+            config["transaction.partition.verification.enable"])
         self.authorizer = (Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
                            if config["authorizer.class.name"] else None)
         self.quotas = ClientQuotas()
@@ -334,6 +341,7 @@ class Broker:
             await self.log_syncer.close()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.txn_verifier.close()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)
