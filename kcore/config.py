@@ -432,6 +432,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Segment size of __transaction_state (small, so the cleaner compacts it often)."),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _at_least(1), 10000,
          "How often the coordinator aborts transactions past their transaction.timeout.ms."),
+    _key("transaction.partition.verification.enable", _bool, True,
+         "Before appending a transactional batch, a partition leader checks with the transaction "
+         "coordinator that the partition is in the producer's ongoing transaction (KIP-890)."),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", _at_least(1), 3600000,
          "How often the coordinator forgets transactional ids idle past "
          "transactional.id.expiration.ms."),
