@@ -77,8 +77,8 @@ from kcore.log.cleaner_records import (
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import CLEANED_SUFFIX, Log
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
-from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.compression import max_decompressed_size
+from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.records import ControlType, RecordBatch
 
 # Keys in the offset map before a pass stops at the next segment boundary.

@@ -50,12 +50,12 @@ from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE
 from kcore._native.records import BatchHeader, RecordSpan
 from kcore.log.cleaner_records import records_section
-from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.compression import (
     KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
     DecompressedSizeError,
     max_decompressed_size,
 )
+from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.errors import ErrorCode
 
 NO_TIMESTAMP = -1

@@ -336,10 +336,10 @@ class RecordBatch:
         try:
             count = count_records(section)
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}",
+            raise InvalidRecordError(f"batch at offset {self.base_offset}: {exc}",
                                      self.position) from None
         if count != self.records_count:
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"batch at offset {self.base_offset} declares {self.records_count} records "
                 f"but holds {count}", self.position)
         return section

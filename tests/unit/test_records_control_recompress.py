@@ -159,7 +159,7 @@ def test_recompress_refuses_records_inflating_past_its_limit_before_building_any
     finally:
         tracemalloc.stop()
     assert raised.value.max_size == 16 << 20 and peak < 48 << 20
-    assert isinstance(raised.value, CorruptRecordError)  # readers skipping bad batches skip it
+    assert isinstance(raised.value, InvalidRecordError)  # readers skipping bad batches skip it
 
 
 @pytest.mark.parametrize("declared", [2, 4])
@@ -168,7 +168,7 @@ def test_recompress_refuses_a_batch_whose_record_count_is_not_its_records(declar
     data = build_batch(records, codec=CompressionType.GZIP)
     struct.pack_into(">i", data, 57, declared)
     struct.pack_into(">I", data, 17, crc32c(memoryview(data)[21:]))
-    with pytest.raises(CorruptRecordError, match=f"declares {declared} records but holds 3"):
+    with pytest.raises(InvalidRecordError, match=f"declares {declared} records but holds 3"):
         recompress_batch(data, CompressionType.ZSTD)
 
 
@@ -176,7 +176,7 @@ def test_recompress_refuses_malformed_records():
     data = build_batch([Record(offset=0, timestamp=NOW, value=b"v" * 30)])
     data[BATCH_HEADER_SIZE] = 0x7F  # the record's length now runs past the section
     struct.pack_into(">I", data, 17, crc32c(memoryview(data)[21:]))
-    with pytest.raises(CorruptRecordError, match="malformed record"):
+    with pytest.raises(InvalidRecordError, match="malformed record"):
         recompress_batch(data, CompressionType.ZSTD)
 
 
