@@ -326,7 +326,7 @@ class Broker:
         self.http.close()
         self.consumer_lag.close()
         for connection in list(self._connections):
-            connection.close()
+            connection.shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
