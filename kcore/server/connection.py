@@ -37,7 +37,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from kcore import protocol
 from kcore._native.sendfile import sendfile
@@ -195,8 +195,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._muted.cancel()
             self._muted = None
         # Cancelling the sender would cancel the request it awaits too.
-        sender_waits = self._awaiting is not None and not self._awaiting.done() \
-            and not self._cancel_on_close and self._awaiting.get_name() == REQUEST_TASK
+        sender_waits = _is_request(self._awaiting) and not self._awaiting.done() \
+            and not self._cancel_on_close
         for future in self._pending:
             self._abandon(future)
         self._pending.clear()
@@ -408,7 +408,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     return
                 finally:
                     self._awaiting = None
-                if self._closed:  # the client went away while its request ran
+                if self.is_closed():  # the client went away while its request ran
                     return
                 self._pending.popleft()
                 if chunks is not None:
@@ -586,6 +586,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._closed = True
             self._transport.close()
 
+    def is_closed(self) -> bool:
+        return self._closed
+
     def shutdown(self) -> None:
         """Close for a stopping broker: requests still being handled are
         cancelled, as the logs they would touch are closed next."""
@@ -599,10 +602,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         transition between its log append and its state change: a
         transactional producer SIGKILLed during an InitProducerId left its
         transactional id answering CONCURRENT_TRANSACTIONS for good."""
-        if self._cancel_on_close or future.get_name() != REQUEST_TASK:
+        if self._cancel_on_close or not _is_request(future):
             future.cancel()
         else:
             future.add_done_callback(_drop_answer)
+
+
+def _is_request(future: asyncio.Future | None) -> TypeGuard[asyncio.Task]:
+    return isinstance(future, asyncio.Task) and future.get_name() == REQUEST_TASK
 
 
 def _drop_answer(task: asyncio.Future) -> None:
