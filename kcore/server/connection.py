@@ -403,7 +403,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self.close()
                     return
                 except Exception:
-                    log.exception("handler failed; closing connection %s", self._open_context.peer)
+                    if not self.is_closed():  # else _drop_answer logs it
+                        log.exception("handler failed; closing connection %s", self._open_context.peer)
                     self.close()
                     return
                 finally:
