@@ -271,7 +271,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Host names the web console answers besides IP addresses, localhost, this machine's name "
          "and the listeners' hosts (kcore's own setting; * allows any, which gives up the guard "
          "against DNS rebinding)."),
-    _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
+    _key("log.dirs", _list, ["./data"], "Directories holding partition logs, one per disk (docs/log-dirs.md)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,
          "Broker processes of this node (kcore's own setting): each serves its share of the "
@@ -432,6 +432,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Segment size of __transaction_state (small, so the cleaner compacts it often)."),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _at_least(1), 10000,
          "How often the coordinator aborts transactions past their transaction.timeout.ms."),
+    _key("transaction.partition.verification.enable", _bool, True,
+         "Before appending a transactional batch, a partition leader checks with the transaction "
+         "coordinator that the partition is in the producer's ongoing transaction (KIP-890)."),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", _at_least(1), 3600000,
          "How often the coordinator forgets transactional ids idle past "
          "transactional.id.expiration.ms."),

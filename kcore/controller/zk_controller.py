@@ -18,7 +18,9 @@ Every broker of a cluster has one ``ZkController``. It:
   broker blocks until ZooKeeper returns, and its client times out);
 - sends what only the active controller may decide (AlterPartition,
   ControlledShutdown, ElectLeaders, partition reassignments) to it over
-  the Kafka protocol (controller_client.py), itself included.
+  the Kafka protocol (controller_client.py), itself included;
+- announces a failed log dir of its broker under
+  ``/log_dir_event_notification`` (active.py takes it from there).
 
 Not thread-safe: owned by the broker's event loop; ZooKeeper callbacks
 arrive there (kcore/metadata_store/zk_client.py).
@@ -464,6 +466,16 @@ class ZkController:
         except zk_state.ControllerMovedError:
             pass
         return ErrorCode.NOT_CONTROLLER, []
+
+    async def propagate_log_dir_event(self) -> None:
+        """A sequential ``/log_dir_event_notification`` znode naming this
+        broker, which the active controller watches (Kafka's
+        propagateLogDirEvent)."""
+        try:
+            await self.zk.create(f"{paths.LOG_DIR_EVENTS}/{paths.LOG_DIR_EVENT_PREFIX}",
+                                 paths.encode_log_dir_event(self.broker_id), sequential=True)
+        except ZkError as exc:
+            log.error("cannot tell the controller that a log dir failed: %s", exc)
 
     async def _controlled_shutdown_with_retries(self) -> None:
         for attempt in range(1, self._shutdown_retries + 1):

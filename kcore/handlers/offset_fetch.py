@@ -3,7 +3,9 @@
 A partition without a commit answers offset -1, metadata "" and no error.
 v2+ may send null topics to ask for every partition the group committed,
 and carries a top-level error code; v1 reports errors per partition. v5
-returns each commit's leader epoch.
+returns each commit's leader epoch. v7's require_stable answers
+UNSTABLE_OFFSET_COMMIT (retriable) for a partition whose transactional
+offset commit still waits for its marker, as Kafka's coordinator does.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
 FIRST_TOP_LEVEL_ERROR_VERSION = 2
+REQUIRE_STABLE_VERSION = 7
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -31,15 +34,21 @@ async def handle(broker: BrokerFacade, context, request):
     partition_error = error if version < FIRST_TOP_LEVEL_ERROR_VERSION else ErrorCode.NONE
     if error and partitions is not None:
         rows = [(topic, index, None) for topic, index in partitions]
+    unstable = (broker.group_coordinator.unstable_partitions(body.group_id)
+                if version >= REQUIRE_STABLE_VERSION and body.require_stable and not error else set())
     topics: dict[str, list[dict]] = {}
     for topic, index, value in rows:
+        code: int
+        if (topic, index) in unstable and topic not in refused:
+            value, code = None, ErrorCode.UNSTABLE_OFFSET_COMMIT
+        else:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic in refused else partition_error
         topics.setdefault(topic, []).append({
             "partition_index": index,
             "committed_offset": value.offset if value is not None else -1,
             "committed_leader_epoch": value.leader_epoch if value is not None else -1,
             "metadata": value.metadata if value is not None else "",
-            "error_code": (ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic in refused
-                           else partition_error),
+            "error_code": code,
         })
     return {
         "throttle_time_ms": 0,

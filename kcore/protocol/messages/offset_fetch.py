@@ -1,8 +1,12 @@
-"""OffsetFetch (api key 9): read a group's committed offsets; versions 1-5.
+"""OffsetFetch (api key 9): read a group's committed offsets; versions 1-7.
 
 Versions: v1 offsets kept by the broker (not ZooKeeper); v2 null topics
 means every partition with a committed offset, top-level error_code; v3
-throttle_time_ms; v4 throttles after answering; v5 committed_leader_epoch.
+throttle_time_ms; v4 throttles after answering; v5 committed_leader_epoch;
+v6 flexible; v7 require_stable (KIP-447): a partition with a
+transactional offset commit still pending answers UNSTABLE_OFFSET_COMMIT
+and the client asks again, so a consumer taking it over never starts
+from the offset before a commit that is about to land.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 OffsetFetchRequest.json and OffsetFetchResponse.json (field names: snake_case of
@@ -18,6 +22,7 @@ REQUEST = Message(
             Field("name", "string", "0+"),
             Field("partition_indexes", "[]int32", "0+"),
         ]),
+        Field("require_stable", "bool", "7+", default=False),
     ],
 )
 
