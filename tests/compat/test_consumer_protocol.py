@@ -5,6 +5,7 @@ consumed once per committed offset, and a joining member takes partitions
 only from their owners, moving nothing else."""
 from __future__ import annotations
 
+import threading
 import time
 
 from confluent_kafka import Consumer, TopicPartition
@@ -132,3 +133,48 @@ def test_committed_offsets_are_read_back_by_a_consumer_protocol_member(tmp_path)
         consumer.close()
     finally:
         broker.kill()
+
+
+def test_rolling_upgrade_from_classic_to_consumer_under_load_loses_nothing(tmp_path):
+    broker = start_broker(tmp_path / "data", {**BROKER_SETTINGS, "group.min.session.timeout.ms": "1000"})
+    members = []
+    producing = None
+    try:
+        topic = unique_topic("kip848upgrade")
+        create_topic(broker.bootstrap, topic, 6)
+        classic = [start_member(f"classic-{n}", tmp_path, broker.bootstrap, "gup", topic, "classic")
+                   for n in "ab"]
+        members += classic
+        wait_until(lambda: sorted(len(m.assignment()) for m in classic) == [3, 3], CONVERGE_S,
+                   "two classic members owning three partitions each")
+        messages = make_messages(600, "up", 6)
+        producing = threading.Thread(target=_produce_slowly, args=(broker.bootstrap, topic, messages))
+        producing.start()
+        for old in classic:
+            old.stop()
+            new = start_member(old.name.replace("classic", "consumer"), tmp_path, broker.bootstrap, "gup",
+                               topic, "consumer")
+            members.append(new)
+            wait_until(lambda new=new: len(new.assignment()) > 0, CONVERGE_S, f"{new.name} owning partitions")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        described = admin.describe_consumer_groups(["gup"])["gup"].result(30)
+        assert described.type.name == "CONSUMER" and len(described.members) == 2
+        assert "classic group gup upgraded to a consumer group" in broker.log()
+        producing.join(120)
+        wait_until(lambda: len({k for m in members for k in m.consumed()}) == 600, CONVERGE_S,
+                   "every message consumed across the upgrade")
+        consumed = {k for m in members for k in m.consumed()}
+        assert consumed == {(p, o) for p in range(6) for o in range(100)}
+    finally:
+        if producing is not None:
+            producing.join(120)
+        for member in members:
+            member.stop()
+        broker.kill()
+
+
+def _produce_slowly(bootstrap: str, topic: str, messages) -> None:
+    """The load during the upgrade: 600 messages in 60 batches over ~6 s."""
+    for start in range(0, len(messages), 10):
+        produce(bootstrap, topic, messages[start:start + 10])
+        time.sleep(0.1)

@@ -38,7 +38,8 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import re2
@@ -129,10 +130,12 @@ class HeartbeatResult:
 
 @dataclass
 class _Update:
-    """What one heartbeat decided, before it is written."""
+    """What one heartbeat decided, before it is written; `after` runs once
+    it is (a group changing protocol)."""
     group: ConsumerGroup
     records: list[Record]
     created: bool = False
+    after: list[Callable[[], None]] = field(default_factory=list)
 
 
 def validate_heartbeat(request: HeartbeatRequest, assignors: list[str]) -> None:
@@ -179,9 +182,9 @@ class ConsumerGroupOperations:
         config: GroupConfig
 
         def _check_group_id(self, group_id: str, allow_empty: bool = False) -> int: ...
-        def _maybe_upgrade(self, group_id: str, records: list[Record]) -> ConsumerGroup: ...
+        def _maybe_upgrade(self, update: _Update) -> ConsumerGroup: ...
         def _maybe_downgrade(self, group: ConsumerGroup, leaving: ConsumerGroupMember,
-                             records: list[Record]) -> bool: ...
+                             update: _Update) -> bool: ...
 
     consumer_groups: dict[str, ConsumerGroup]
     _consumer_timers: dict[tuple[str, str, str], asyncio.TimerHandle]
@@ -243,14 +246,14 @@ class ConsumerGroupOperations:
         group = self.consumer_groups.get(group_id)
         if group is not None:
             return _Update(group, [])
-        update_records: list[Record] = []
+        update = _Update(ConsumerGroup(group_id, self.manager.clock), [], created=True)
         if group_id in self.groups:
             if not create:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            return _Update(self._maybe_upgrade(group_id, update_records), update_records, created=True)
-        if not create:
+            self._maybe_upgrade(update)
+        elif not create:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-        return _Update(ConsumerGroup(group_id, self.manager.clock), update_records, created=True)
+        return update
 
     def _check_size(self, group: ConsumerGroup, member_id: str) -> None:
         limit = self.config.consumer_max_size
@@ -477,7 +480,7 @@ class ConsumerGroupOperations:
         group epoch bump (or the downgrade to a classic group)."""
         update = _Update(group, [])
         self._cancel_member_timers(group.group_id, member.member_id)
-        if self._maybe_downgrade(group, member, update.records):
+        if self._maybe_downgrade(group, member, update):
             return update
         update.records += member_tombstones(group.group_id, member.member_id)
         remaining = {m: v for m, v in group.members.items() if m != member.member_id}
@@ -518,6 +521,8 @@ class ConsumerGroupOperations:
                 group.replay(key, value)
         if group.state is ConsumerGroupState.DEAD:
             self.consumer_groups.pop(group.group_id, None)
+        for action in update.after:
+            action()
         return replicated
 
     # -- timers ----------------------------------------------------------------------

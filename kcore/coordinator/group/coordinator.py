@@ -46,6 +46,7 @@ from typing import Any
 from kcore.config import BrokerConfig
 from kcore.coordinator.group import consumer_records
 from kcore.coordinator.group.consumer_admin import ConsumerGroupAdmin
+from kcore.coordinator.group.consumer_classic import ClassicMembersOperations
 from kcore.coordinator.group.consumer_coordinator import ConsumerGroupOperations
 from kcore.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupState
 from kcore.coordinator.group.group import GroupMetadata, JoinResult, MemberMetadata, SyncResult
@@ -131,7 +132,7 @@ class JoinRequest:
 
 
 class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOperations,
-                       ConsumerGroupAdmin, MigrationOperations):
+                       ConsumerGroupAdmin, MigrationOperations, ClassicMembersOperations):
     """Every group of this broker (see module doc)."""
 
     def __init__(self, config: GroupConfig, manager: GroupMetadataManager):
@@ -248,6 +249,11 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
 
     # -- JoinGroup -------------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
+        if request.group_id in self.consumer_groups and not self._check_group_id(request.group_id):
+            if not (self.config.min_session_timeout_ms <= request.session_timeout_ms
+                    <= self.config.max_session_timeout_ms):
+                return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
+            return await self.classic_join_consumer_group(request)
         outcome = self._join(request)
         if isinstance(outcome, JoinResult):
             return outcome
@@ -513,6 +519,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
     async def sync_group(self, group_id: str, generation_id: int, member_id: str,
                          group_instance_id: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
+        if group_id in self.consumer_groups and not self._check_group_id(group_id):
+            return self.classic_sync_consumer_group(group_id, generation_id, member_id, group_instance_id)
         outcome = self._sync(group_id, generation_id, member_id, group_instance_id, assignments)
         if isinstance(outcome, SyncResult):
             return outcome
@@ -588,6 +596,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         error = self._check_group_id(group_id)
         if error:
             return error
+        if group_id in self.consumer_groups:
+            return self.classic_heartbeat_consumer_group(group_id, member_id, group_instance_id, generation_id)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -657,6 +667,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         error = self._check_group_id(group_id)
         if error:
             return error, []
+        if group_id in self.consumer_groups:
+            return self.classic_leave_consumer_group(group_id, members)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
