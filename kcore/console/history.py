@@ -69,25 +69,32 @@ class ConsoleHistory:
                                   sum(v[2] for v in snapshot.values())))
         self._sample_lag(now)
 
+    def _offsets_by_group(self) -> dict[str, dict]:
+        """Committed offsets of every group here, classic and consumer protocol."""
+        offsets = {group_id: group.offsets for group_id, group in self.groups.groups.items()}
+        offsets.update((group_id, group.offsets) for group_id, group in self.groups.consumer_groups.items())
+        return offsets
+
     def _sample_lag(self, now: float) -> None:
-        for group_id in [g for g in self.lag if g not in self.groups.groups]:
+        groups = self._offsets_by_group()
+        for group_id in [g for g in self.lag if g not in groups]:
             del self.lag[group_id]
-        for group_id, group in self.groups.groups.items():
+        for group_id, committed in groups.items():
             series = self.lag.get(group_id)
             if series is None:
-                if len(self.lag) >= MAX_TRACKED_GROUPS or not group.offsets:
+                if len(self.lag) >= MAX_TRACKED_GROUPS or not committed:
                     continue
                 series = self.lag[group_id] = deque(maxlen=HISTORY_POINTS)
-            series.append((now, self.group_lag(group.offsets)))
+            series.append((now, self.group_lag(committed)))
         if self.remote is not None:
             self.remote.refresh_in_background(self._led_elsewhere())
 
     def _led_elsewhere(self) -> list[tuple[str, int]]:
         """The tracked groups' partitions that no replica here leads."""
         wanted = set()
+        groups = self._offsets_by_group()
         for group_id in self.lag:
-            group = self.groups.groups.get(group_id)
-            for key in group.offsets if group is not None else ():
+            for key in groups.get(group_id, {}):
                 if not self._led_here(key):
                     wanted.add(key)
         return sorted(wanted)
