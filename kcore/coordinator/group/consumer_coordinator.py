@@ -336,9 +336,11 @@ class ConsumerGroupOperations:
                 or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         bump = self._resolve_regexes(update, members) or bump
         metadata_hash = group.metadata_hash
-        if bump or group.metadata_version != self.manager.metadata_version:
+        version = self.manager.metadata_version
+        if bump or group.metadata_version != version:
             metadata_hash = self._metadata_hash(group.subscribed_topic_names(members) | _new_regex_topics(update))
-            group.metadata_version = self.manager.metadata_version
+            # Remembered once written: a failed write computes it again.
+            update.after.append(lambda: setattr(group, "metadata_version", version))
             bump = bump or metadata_hash != group.metadata_hash
         group_epoch = group.group_epoch
         if bump:
@@ -508,13 +510,13 @@ class ConsumerGroupOperations:
     def _write(self, update: _Update) -> asyncio.Future | None:
         """Append the update's records, then replay them into the group."""
         group = update.group
-        if not update.records:
-            return None
+        replicated = None
         try:
-            replicated = self.manager.store_consumer_records(group.group_id, update.records)
+            if update.records:
+                replicated = self.manager.store_consumer_records(group.group_id, update.records)
         except StoreError as exc:
             raise GroupError(store_error_code(exc.error_code), str(exc)) from None
-        if update.created or group.group_id not in self.consumer_groups:
+        if update.records and (update.created or group.group_id not in self.consumer_groups):
             self.consumer_groups[group.group_id] = group
         for key, value in update.records:
             if isinstance(key, records.ConsumerGroupKey):
