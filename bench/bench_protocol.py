@@ -13,6 +13,10 @@ record bytes each (decoded without copying them), and a Fetch v11 response
 for 16 partitions whose records are file slices (encoded as chunks, the
 slices passed through untouched), built from data objects and from dicts.
 kafka-python's JSON-driven codec on the same messages is the baseline.
+
+The refusal of unknown dict keys (kcore/protocol/encoder.py) is priced on
+the dict-built Fetch response: its body encoded with and without the
+check, interleaved, and the ratio printed (``key check``).
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from kafka.protocol.consumer import FetchResponse as KafkaPythonFetchResponse
 from kafka.protocol.producer import ProduceRequest as KafkaPythonProduceRequest
 
 from kcore.protocol import RequestHeader, decode_request, encode_request, encode_response
+from kcore.protocol.encoder import struct_encoder
+from kcore.protocol.messages.fetch import RESPONSE as FETCH_RESPONSE
 from kcore.protocol.messages.fetch import FetchResponse
 
 PARTITIONS = 16
@@ -94,10 +100,36 @@ def workloads() -> dict[str, Callable[[], object]]:
     }
 
 
+def key_check_workloads() -> tuple[Callable[[], object], Callable[[], object]]:
+    """The dict-built Fetch v11 body encoded with and without the
+    unknown-key check (header and framing left out: they are the same)."""
+    body = fetch_v11_dicts()
+    checked = struct_encoder(FETCH_RESPONSE, 11, False, check_keys=True)
+    unchecked = struct_encoder(FETCH_RESPONSE, 11, False, check_keys=False)
+    return (lambda: checked(body, bytearray(), []), lambda: unchecked(body, bytearray(), []))
+
+
+def time_calls(work: Callable[[], object], calls: int) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        work()
+    return (time.perf_counter() - started) / calls
+
+
 @pytest.mark.parametrize("name", list(workloads()))
 def test_protocol_hot_path(benchmark, name):
     work = workloads()[name]
     benchmark(work)
+
+
+def test_key_check_cost(benchmark, measure, report):
+    checked, unchecked = key_check_workloads()
+    benchmark(checked)
+    with_check, without = measure.interleaved(lambda: time_calls(checked, 2000),
+                                              lambda: time_calls(unchecked, 2000),
+                                              rounds=15, self_timed=True)
+    report("Fetch v11 dict encode, unknown-key check", us_with=with_check * 1e6,
+           us_without=without * 1e6, ratio=with_check / without)
 
 
 def main() -> None:
@@ -106,11 +138,14 @@ def main() -> None:
         work()
         best = float("inf")
         for _ in range(5):
-            started = time.perf_counter()
-            for _ in range(calls):
-                work()
-            best = min(best, time.perf_counter() - started)
-        print(f"{best / calls * 1e6:8.2f} us  {name}")
+            best = min(best, time_calls(work, calls))
+        print(f"{best * 1e6:8.2f} us  {name}")
+    from bench.conftest import interleaved  # under pytest the fixture ``measure`` has it
+    checked, unchecked = key_check_workloads()
+    with_check, without = interleaved(lambda: time_calls(checked, calls // 10),
+                                      lambda: time_calls(unchecked, calls // 10), rounds=15, self_timed=True)
+    print(f"{with_check * 1e6:8.2f} us  kcore encode Fetch v11 body, 16 partitions (dicts, key check)")
+    print(f"{without * 1e6:8.2f} us  the same without the key check: ratio {with_check / without:.3f}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import socket
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,20 +29,24 @@ from typing import Any
 
 from kcore.config_def import ConfigError
 from kcore.listener_config import (
+    CALLBACK_HANDLER_KEY,
     DEFAULT_PROTOCOL_MAP,
+    JWT_VALIDATOR_CLASSES,
+    OAUTHBEARER_KEYS,
     REAUTH_KEY,
     SASL_MECHANISMS,
+    UNSECURED_VALIDATOR_CLASS,
     Listener,
     jaas_key,
     mechanism_key,
     parse_protocol_map,
     split_prefixed,
 )
+from kcore.protocol.constants import INT32_MAX, INT64_MAX
 from kcore.topic_config import TOPIC_KEYS, check_combination, topic_defaults
 from kcore.topic_config import parse_topic_configs as parse_topic_configs
 
-LONG_MAX = 2**63 - 1
-__all__ = ["BROKER_KEYS", "SENSITIVE_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey", "LONG_MAX",
+__all__ = ["BROKER_KEYS", "SENSITIVE_KEYS", "TOPIC_KEYS", "BrokerConfig", "ConfigError", "ConfigKey",
            "check_combination", "parse_properties", "parse_topic_configs"]
 
 
@@ -117,6 +122,27 @@ def _at_least(minimum: int) -> Callable[[str], int]:
             raise ValueError(f"must be >= {minimum}")
         return value
     return parse
+
+
+def _jwks_url(text: str) -> str:
+    """Kafka's check of sasl.oauthbearer.jwks.endpoint.url: a URL of the
+    http, https or file protocol (the file itself is read at start)."""
+    value = text.strip()
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https", "file"):
+        raise ValueError(f"contains a URL ({value}) that contains an invalid protocol ({parts.scheme}); "
+                         'only "http", "https", and "file" protocol are supported')
+    if parts.scheme.lower() != "file" and not parts.hostname:
+        raise ValueError(f"contains a URL ({value}) without a host")
+    if parts.scheme.lower() == "file" and not parts.path:
+        raise ValueError(f"contains a URL ({value}) without a path")
+    return value
+
+
+def _claim_name(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must be non-null, non-empty, and non-whitespace")
+    return text.strip()
 
 
 def _store_type(text: str) -> str:
@@ -202,8 +228,35 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("inter.broker.listener.name", _upper, None,
          "Listener brokers use to reach each other; defaults to the first listener."),
     _key("sasl.enabled.mechanisms", _list, ["GSSAPI"],
-         "SASL mechanisms a SASL listener offers; kcore serves PLAIN, SCRAM-SHA-256 and "
-         "SCRAM-SHA-512 (Kafka's default GSSAPI needs Kerberos, so a SASL listener must set this)."),
+         "SASL mechanisms a SASL listener offers; kcore serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+         "and OAUTHBEARER (Kafka's default GSSAPI needs Kerberos, so a SASL listener must set this)."),
+    _key(CALLBACK_HANDLER_KEY, str, None,
+         "How OAUTHBEARER tokens are validated, by Kafka's class name: unset or "
+         "...internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler for unsecured tokens "
+         "(development only), org.apache.kafka.common.security.oauthbearer."
+         "OAuthBearerValidatorCallbackHandler for signed JWTs checked against "
+         "sasl.oauthbearer.jwks.endpoint.url. Usually set per listener: "
+         "listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class."),
+    _key("sasl.oauthbearer.jwks.endpoint.url", _jwks_url, None,
+         "Where the JSON Web Key Set that verifies OAUTHBEARER tokens is: a file: URL (read at "
+         "start) or an http(s): URL (fetched at start and every ...jwks.endpoint.refresh.ms)."),
+    _key("sasl.oauthbearer.jwks.endpoint.refresh.ms", _at_least(1), 3_600_000,
+         "How often the JWKS of an http(s) URL is fetched again; a token naming an unknown key "
+         "also starts a fetch (at most once a minute per key id)."),
+    _key("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", _at_least(0), 100,
+         "First wait before a failed JWKS fetch is retried; doubled per attempt."),
+    _key("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", _at_least(0), 10_000,
+         "Time within which a failed JWKS fetch is retried; the last good set stays in use."),
+    _key("sasl.oauthbearer.expected.issuer", str, None,
+         "When set, a token's iss claim must be exactly this."),
+    _key("sasl.oauthbearer.expected.audience", _list, None,
+         "When set (comma separated), a token's aud claim must hold one of these; when unset, a "
+         "token with an aud claim is refused (Kafka's jose4j default)."),
+    _key("sasl.oauthbearer.scope.claim.name", _claim_name, "scope", "The claim holding a token's scope."),
+    _key("sasl.oauthbearer.sub.claim.name", _claim_name, "sub",
+         "The claim naming a token's principal (User:<value>)."),
+    _key("sasl.oauthbearer.clock.skew.seconds", _at_least(0), 30,
+         "Seconds of clock difference allowed when checking a token's exp and nbf."),
     _key("sasl.mechanism.inter.broker.protocol", str, "GSSAPI",
          "SASL mechanism this broker logs in with on a SASL inter-broker listener."),
     _key("connection.failed.authentication.delay.ms", _at_least(0), 100,
@@ -238,7 +291,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Host names the web console answers besides IP addresses, localhost, this machine's name "
          "and the listeners' hosts (kcore's own setting; * allows any, which gives up the guard "
          "against DNS rebinding)."),
-    _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
+    _key("log.dirs", _list, ["./data"], "Directories holding partition logs, one per disk (docs/log-dirs.md)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,
          "Broker processes of this node (kcore's own setting): each serves its share of the "
@@ -306,10 +359,10 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.index.interval.bytes", _at_least(0), 4096, "Bytes between sparse index entries."),
     _key("num.recovery.threads.per.data.dir", _at_least(1), 1,
          "Threads per log dir that open the partition logs at start and recover them after a crash."),
-    _key("log.flush.interval.messages", _at_least(1), LONG_MAX,
+    _key("log.flush.interval.messages", _at_least(1), INT64_MAX,
          "Messages between forced flushes (1 = sync every message before ack)."),
     _key("log.flush.interval.ms", int, None, "Maximum time data waits in the page cache before a flush."),
-    _key("log.flush.scheduler.interval.ms", int, LONG_MAX, "How often the flusher checks log.flush.interval.ms."),
+    _key("log.flush.scheduler.interval.ms", int, INT64_MAX, "How often the flusher checks log.flush.interval.ms."),
     _key("log.flush.offset.checkpoint.interval.ms", _at_least(1), 60000,
          "How often rolled segments are fsynced and the recovery point is checkpointed."),
     _key("log.flush.journal.bytes", _journal_bytes, 67108864,
@@ -322,17 +375,17 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.cleaner.delete.retention.ms", int, _DAY_MS, "How long tombstones stay after compaction."),
     _key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "Dirty ratio above which a log is compacted."),
     _key("log.cleaner.min.compaction.lag.ms", int, 0, "Minimum age of a record before it may be compacted."),
-    _key("log.cleaner.max.compaction.lag.ms", _like("max.compaction.lag.ms"), LONG_MAX,
+    _key("log.cleaner.max.compaction.lag.ms", _like("max.compaction.lag.ms"), INT64_MAX,
          "Longest time a record of a compacted topic stays uncompacted."),
     _key("log.segment.delete.delay.ms", int, 60000, "Delay between renaming a segment .deleted and removing it."),
     _key("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime",
          "Timestamp stored in batches."),
-    _key("log.message.timestamp.before.max.ms", _like("message.timestamp.before.max.ms"), LONG_MAX,
+    _key("log.message.timestamp.before.max.ms", _like("message.timestamp.before.max.ms"), INT64_MAX,
          "With CreateTime, how far in the past a record's timestamp may be."),
-    _key("log.message.timestamp.after.max.ms", _like("message.timestamp.after.max.ms"), LONG_MAX,
+    _key("log.message.timestamp.after.max.ms", _like("message.timestamp.after.max.ms"), INT64_MAX,
          "With CreateTime, how far in the future a record's timestamp may be."),
     _key("log.message.timestamp.difference.max.ms", _like("message.timestamp.difference.max.ms"),
-         LONG_MAX, "Deprecated bound standing in for the before/after bounds left at their default."),
+         INT64_MAX, "Deprecated bound standing in for the before/after bounds left at their default."),
     _key("log.message.format.version", _like("message.format.version"), "3.0-IV1",
          "Deprecated; accepted and ignored: batches are always stored as v2."),
     _key("log.message.downconversion.enable", _bool, True,
@@ -364,11 +417,11 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("max.incremental.fetch.session.cache.slots", _at_least(0), 1000,
          "Incremental fetch sessions (KIP-227) kept; 0 answers every fetch without a session."),
     _key("broker.rack", str, None, "Rack of this broker: replicas of a partition go to distinct racks first."),
-    _key("leader.replication.throttled.rate", _at_least(0), LONG_MAX,
+    _key("leader.replication.throttled.rate", _at_least(0), INT64_MAX,
          "Bytes/s a leader sends to followers, summed over the replicas named in the topics' "
          "leader.replication.throttled.replicas (followers in the ISR are never held back); "
          "dynamic (kcore configs --entity-type brokers)."),
-    _key("follower.replication.throttled.rate", _at_least(0), LONG_MAX,
+    _key("follower.replication.throttled.rate", _at_least(0), INT64_MAX,
          "Bytes/s a follower fetches, summed over the replicas named in the topics' "
          "follower.replication.throttled.replicas (replicas in the ISR are never held back); "
          "dynamic (kcore configs --entity-type brokers)."),
@@ -399,6 +452,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Segment size of __transaction_state (small, so the cleaner compacts it often)."),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _at_least(1), 10000,
          "How often the coordinator aborts transactions past their transaction.timeout.ms."),
+    _key("transaction.partition.verification.enable", _bool, True,
+         "Before appending a transactional batch, a partition leader checks with the transaction "
+         "coordinator that the partition is in the producer's ongoing transaction (KIP-890)."),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", _at_least(1), 3600000,
          "How often the coordinator forgets transactional ids idle past "
          "transactional.id.expiration.ms."),
@@ -406,7 +462,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Wait for more members before the first rebalance of an empty group."),
     _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
     _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
-    _key("group.max.size", _at_least(1), 2**31 - 1, "Most members in one group."),
+    _key("group.max.size", _at_least(1), INT32_MAX, "Most members in one group."),
     _key("group.coordinator.rebalance.protocols", _rebalance_protocols, ["classic", "consumer"],
          "Group protocols served: classic (JoinGroup/SyncGroup) always; consumer "
          "(ConsumerGroupHeartbeat, KIP-848) when listed."),
@@ -414,7 +470,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "How often members of consumer-protocol groups heartbeat (told in every answer)."),
     _key("group.consumer.session.timeout.ms", _at_least(1), 45000,
          "A consumer-protocol member that does not heartbeat for this long is removed."),
-    _key("group.consumer.max.size", _at_least(1), 2**31 - 1, "Most members in one consumer-protocol group."),
+    _key("group.consumer.max.size", _at_least(1), INT32_MAX, "Most members in one consumer-protocol group."),
     _key("group.consumer.assignors", _assignors, ["uniform", "range"],
          "Server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class "
          "names); the first is the default, members may pick another with group.remote.assignor."),
@@ -541,14 +597,19 @@ class BrokerConfig:
         return self._listener_settings.get((listener.lower(), jaas_key(mechanism)))
 
     def max_reauth_ms(self, listener: str, mechanism: str) -> int:
-        """``connections.max.reauth.ms`` of one mechanism on one listener:
-        the mechanism's prefixed form, else the listener's, else the
-        broker-wide value (Kafka's SaslChannelBuilder order)."""
-        text = self._listener_settings.get((listener.lower(), mechanism_key(mechanism, REAUTH_KEY)))
+        """``connections.max.reauth.ms`` of one mechanism on one listener."""
+        return self.mechanism_value(listener, mechanism, REAUTH_KEY)
+
+    def mechanism_value(self, listener: str, mechanism: str, name: str) -> Any:
+        """``name`` for one SASL mechanism on one listener: the mechanism's
+        prefixed form (``listener.name.<l>.<mechanism>.<name>``), else the
+        listener's, else the broker-wide value (Kafka's SaslChannelBuilder
+        order)."""
+        text = self._listener_settings.get((listener.lower(), mechanism_key(mechanism, name)))
         if text is None:
-            return self.listener_value(listener, REAUTH_KEY)
-        name = f"listener.name.{listener.lower()}.{mechanism_key(mechanism, REAUTH_KEY)}"
-        return _parse_value(name, BROKER_KEYS[REAUTH_KEY].parse, text)
+            return self.listener_value(listener, name)
+        return _parse_value(f"listener.name.{listener.lower()}.{mechanism_key(mechanism, name)}",
+                            BROKER_KEYS[name].parse, text)
 
     def inter_broker_listener(self) -> Listener:
         wanted = self._values["inter.broker.listener.name"]
@@ -631,6 +692,38 @@ class BrokerConfig:
                 f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config")
         for mechanism in enabled:  # parsed now: a bad value fails the start, not a login
             self.max_reauth_ms(listener.name, mechanism)
+            handler_key = mechanism_key(mechanism, CALLBACK_HANDLER_KEY)
+            if mechanism != "OAUTHBEARER" and (listener.name.lower(), handler_key) in self._listener_settings:
+                raise ConfigError(f"listener.name.{listener.name.lower()}.{handler_key}: kcore has no "
+                                  f"pluggable callback handler for {mechanism}")
+        if "OAUTHBEARER" in enabled:
+            self._validate_oauthbearer(listener)
+
+    def _validate_oauthbearer(self, listener: Listener) -> None:
+        """What a listener serving OAUTHBEARER needs; the JWKS file or URL
+        itself is read when the broker builds the listener (server/security.py)."""
+        prefix = f"listener.name.{listener.name.lower()}.oauthbearer."
+        if self.jaas_config(listener.name, "OAUTHBEARER") is None:
+            raise ConfigError(
+                f"listener {listener.name} enables OAUTHBEARER but sets no {prefix}sasl.jaas.config "
+                "(org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ...;)")
+
+        def value(name: str) -> Any:
+            return self.mechanism_value(listener.name, "OAUTHBEARER", name)
+        for name in OAUTHBEARER_KEYS:  # parsed now: a bad value fails the start, not a login
+            value(name)
+        handler = value(CALLBACK_HANDLER_KEY)
+        if handler not in (None, UNSECURED_VALIDATOR_CLASS, *JWT_VALIDATOR_CLASSES):
+            raise ConfigError(f"{prefix}{CALLBACK_HANDLER_KEY} {handler}: kcore validates OAUTHBEARER "
+                              f"tokens with {UNSECURED_VALIDATOR_CLASS} (the default) or "
+                              f"{JWT_VALIDATOR_CLASSES[0]}")
+        if handler in JWT_VALIDATOR_CLASSES and value("sasl.oauthbearer.jwks.endpoint.url") is None:
+            raise ConfigError(f"listener {listener.name}: {handler} needs "
+                              "sasl.oauthbearer.jwks.endpoint.url (a file: or http(s): URL)")
+        backoff = value("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms")
+        if value("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms") < backoff:
+            raise ConfigError(f"listener {listener.name}: sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms "
+                              f"is less than sasl.oauthbearer.jwks.endpoint.retry.backoff.ms ({backoff})")
 
     def _validate_ssl(self, listener: Listener) -> None:
         def value(name: str) -> Any:

@@ -9,7 +9,8 @@ comma-separated and trimmed), a validator then checks its range, and
 (``ConfigDef.convertToString``). ``ConfigType.id`` is the DescribeConfigs
 v3+ config_type (``DescribeConfigsResponse.ConfigType``).
 
-Pure functions and immutable values; imports nothing of kcore.
+Pure functions and immutable values; imports nothing of kcore but the
+protocol's integer bounds.
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+from kcore.protocol.constants import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 Validator = Callable[[Any], None]  # raises ValueError with the reason
 
@@ -44,9 +44,9 @@ class ConfigType(enum.Enum):
                 raise ValueError("expected true or false")
             return value.lower() == "true"
         if self is ConfigType.INT:
-            return _integer(value, INT_MIN, INT_MAX, "a 32-bit integer")
+            return _integer(value, INT32_MIN, INT32_MAX, "a 32-bit integer")
         if self is ConfigType.LONG:
-            return _integer(value, LONG_MIN, LONG_MAX, "a 64-bit integer")
+            return _integer(value, INT64_MIN, INT64_MAX, "a 64-bit integer")
         if self is ConfigType.DOUBLE:
             return float(value)
         if self is ConfigType.LIST:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kcore.config import BROKER_KEYS, BrokerConfig
+from kcore.protocol.constants import ConfigSource
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -38,10 +39,6 @@ TOPIC_DEFAULT_KEYS = frozenset({
     "message.max.bytes", "min.insync.replicas", "compression.type", "log.cleanup.policy"})
 DYNAMIC_KEYS = THROTTLE_KEYS | TOPIC_DEFAULT_KEYS
 DEFAULT_ENTITY = "<default>"
-
-# DescribeConfigs ConfigSource values (Kafka's DescribeConfigsResponse).
-DYNAMIC_BROKER_CONFIG = 2
-DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 
 BrokerConfigs = dict[str, dict[str, str]]  # entity ("<id>" or "<default>") -> key -> value
 
@@ -130,11 +127,11 @@ class DynamicBrokerConfig:
         return self.static.topic_defaults({name: self[name] for name in TOPIC_DEFAULT_KEYS
                                            if self.dynamic_synonyms(name)})
 
-    def dynamic_synonyms(self, name: str) -> list[tuple[str, int]]:
+    def dynamic_synonyms(self, name: str) -> list[tuple[str, ConfigSource]]:
         """(value, source) of the dynamic values set for ``name``, first wins."""
         found = []
-        for entity, source in ((self.entity, DYNAMIC_BROKER_CONFIG),
-                               (DEFAULT_ENTITY, DYNAMIC_DEFAULT_BROKER_CONFIG)):
+        for entity, source in ((self.entity, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                               (DEFAULT_ENTITY, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
             text = self.configs.get(entity, {}).get(name)
             if text is not None:
                 found.append((text, source))

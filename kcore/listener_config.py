@@ -7,8 +7,10 @@ protocols. Settings of one listener may be prefixed
 ``configPrefix``) and then win over the unprefixed key; the SASL JAAS
 config exists only in that form, per mechanism:
 ``listener.name.<name>.<mechanism lowercased>.sasl.jaas.config``; so may
-``connections.max.reauth.ms``, which wins over the listener's and the
-broker-wide value for that mechanism (Kafka's SaslChannelBuilder).
+``connections.max.reauth.ms`` and the OAUTHBEARER settings, which win over
+the listener's and the broker-wide value for that mechanism (Kafka's
+SaslChannelBuilder, and OAuth's ConfigurationUtils for
+``listener.name.<name>.oauthbearer.sasl.oauthbearer.*``).
 
 Pure data and parsing; the server layer turns it into SSL contexts and
 SASL authenticators (kcore.server.security).
@@ -22,18 +24,36 @@ from kcore.config_def import ConfigError
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 # The mechanisms kcore serves (Kafka's default, GSSAPI, needs Kerberos).
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 LISTENER_PREFIX = "listener.name."
 JAAS_SUFFIX = ".sasl.jaas.config"
 REAUTH_KEY = "connections.max.reauth.ms"
+CALLBACK_HANDLER_KEY = "sasl.server.callback.handler.class"
+# The OAUTHBEARER token validation settings (Kafka's SaslConfigs).
+OAUTHBEARER_KEYS = (
+    "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+    "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.clock.skew.seconds",
+)
 # Keys a listener prefix may carry per SASL mechanism:
 # listener.name.<name>.<mechanism lowercased>.<key>.
-PER_MECHANISM_KEYS = ("sasl.jaas.config", REAUTH_KEY)
+PER_MECHANISM_KEYS = ("sasl.jaas.config", REAUTH_KEY, CALLBACK_HANDLER_KEY, *OAUTHBEARER_KEYS)
+# sasl.server.callback.handler.class values for OAUTHBEARER: Kafka's
+# default, which validates unsecured tokens, and its JWKS validator (under
+# its Kafka 4 name and the 3.x one).
+UNSECURED_VALIDATOR_CLASS = (
+    "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler")
+JWT_VALIDATOR_CLASSES = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
+)
 
 # Keys a listener prefix may carry (Kafka accepts every ssl.* and sasl.*
 # key of its broker config this way; these are the ones kcore reads).
 PER_LISTENER_KEYS = frozenset({
-    "sasl.enabled.mechanisms", REAUTH_KEY,
+    "sasl.enabled.mechanisms", REAUTH_KEY, CALLBACK_HANDLER_KEY, *OAUTHBEARER_KEYS,
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
     "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
@@ -93,9 +113,9 @@ def split_prefixed(key: str) -> tuple[str, str] | None:
             raise ConfigError(f"{key}: SASL mechanism {mechanism!r} is not one of "
                               + ", ".join(SASL_MECHANISMS))
     raise ConfigError(f"unknown configuration key {key} (a listener prefix takes "
-                      "sasl.enabled.mechanisms, connections.max.reauth.ms, "
-                      "<mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms "
-                      "and ssl.* keys)")
+                      "sasl.enabled.mechanisms, connections.max.reauth.ms, sasl.oauthbearer.*, "
+                      "<mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms, "
+                      "<mechanism>.sasl.oauthbearer.* and ssl.* keys)")
 
 
 def jaas_key(mechanism: str) -> str:

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcore.config_def import (
-    LONG_MAX,
     ConfigError,
     ConfigType,
     Validator,
@@ -42,6 +41,7 @@ from kcore.config_def import (
     one_of,
     only,
 )
+from kcore.protocol.constants import INT64_MAX
 
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT,
                                             ConfigType.LONG, ConfigType.DOUBLE, ConfigType.LIST)
@@ -184,10 +184,10 @@ TOPIC_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in [
     _k("file.delete.delay.ms", LONG, 60_000,
        "Delay between renaming a deleted segment to .deleted and removing its files.",
        at_least(0), _synonyms("log.segment.delete.delay.ms")),
-    _k("flush.messages", LONG, LONG_MAX,
+    _k("flush.messages", LONG, INT64_MAX,
        "Messages between forced fsyncs; 1 acknowledges only data on disk (group commit).",
        at_least(1), _synonyms("log.flush.interval.messages")),
-    _k("flush.ms", LONG, LONG_MAX,
+    _k("flush.ms", LONG, INT64_MAX,
        "Longest time written data waits in the page cache before an fsync.",
        at_least(0), _synonyms("log.flush.interval.ms", "log.flush.scheduler.interval.ms")),
     _throttled_replicas_key("follower"),
@@ -197,7 +197,7 @@ TOPIC_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in [
     _throttled_replicas_key("leader"),
     _local_retention_key("bytes"),
     _local_retention_key("ms"),
-    _k("max.compaction.lag.ms", LONG, LONG_MAX,
+    _k("max.compaction.lag.ms", LONG, INT64_MAX,
        "A record of a compacted topic is compacted at most this long after it was written: a "
        "dirty segment this old is cleaned whatever min.cleanable.dirty.ratio says, and the "
        "active segment rolls at this age.",
@@ -213,15 +213,15 @@ TOPIC_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in [
        "Deprecated message format (a Kafka version). Accepted and ignored, as Kafka 3.x does "
        "with inter.broker.protocol.version 3.0 or later: batches are always stored as v2.",
        _kafka_version, _synonyms("log.message.format.version")),
-    _k("message.timestamp.after.max.ms", LONG, LONG_MAX,
+    _k("message.timestamp.after.max.ms", LONG, INT64_MAX,
        "With CreateTime, how far in the future a record's timestamp may be "
        "(INVALID_TIMESTAMP naming the record beyond it).",
        at_least(0), _synonyms("log.message.timestamp.after.max.ms")),
-    _k("message.timestamp.before.max.ms", LONG, LONG_MAX,
+    _k("message.timestamp.before.max.ms", LONG, INT64_MAX,
        "With CreateTime, how far in the past a record's timestamp may be "
        "(INVALID_TIMESTAMP naming the record beyond it).",
        at_least(0), _synonyms("log.message.timestamp.before.max.ms")),
-    _k("message.timestamp.difference.max.ms", LONG, LONG_MAX,
+    _k("message.timestamp.difference.max.ms", LONG, INT64_MAX,
        "Deprecated (Kafka 3.6): the bound used for message.timestamp.before.max.ms and "
        "message.timestamp.after.max.ms while those are left at their default.",
        at_least(0), _synonyms("log.message.timestamp.difference.max.ms")),

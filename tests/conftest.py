@@ -1,7 +1,17 @@
+"""Fixtures shared by every suite.
+
+Every encoder built in this process, and in every broker, worker or client
+process a test starts (they inherit the environment), refuses dict keys
+that no version of their struct defines (KCORE_STRICT_KEYS, see
+kcore/protocol/encoder.py): a misspelt key in an answer fails the test
+instead of sending a default. Encoders read the variable when first built,
+after this module is imported."""
+import os
 from importlib.metadata import entry_points
 
 import pytest
 
+from kcore.protocol.encoder import STRICT_KEYS_ENV
 from tests.support import BrokerProcess
 
 # kcore.testing.plugin (the kcore_* fixtures) comes through the pytest11
@@ -10,6 +20,8 @@ from tests.support import BrokerProcess
 # loads it here instead (loading it both ways is an error).
 if not any(ep.value == "kcore.testing.plugin" for ep in entry_points(group="pytest11")):
     pytest_plugins = ["kcore.testing.plugin"]
+
+os.environ[STRICT_KEYS_ENV] = "1"
 
 
 @pytest.fixture

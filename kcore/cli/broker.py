@@ -52,8 +52,8 @@ def run(args) -> int:
 
 async def _serve(config) -> int:
     from kcore.config import ConfigError
-    from kcore.controller.zk_client import ZkError
     from kcore.controller.zk_controller import ClusterIdMismatch
+    from kcore.metadata_store.zk_client import ZkError
     from kcore.server.broker import Broker
     try:
         broker = Broker(config)

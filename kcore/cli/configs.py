@@ -19,7 +19,8 @@ import sys
 
 from kcore.cli.client_commands import EXIT_USAGE, _client, _run, connection_arguments
 from kcore.client import Admin
-from kcore.client.admin import AlterConfigOp, ConfigResourceType, ConfigSource
+from kcore.client.admin import AlterConfigOp
+from kcore.protocol.constants import ConfigResourceType, ConfigSource
 
 DYNAMIC_SOURCES = (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
 

@@ -43,6 +43,7 @@ from typing import TextIO
 
 from kcore._native.batch_layout import BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, LENGTH_OFFSET, LOG_OVERHEAD
 from kcore.protocol.compression import CompressionType
+from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.records import CorruptBatchError, Record, RecordBatch
 
 _OFFSET_INDEX_ENTRY = struct.Struct(">ii")
@@ -218,7 +219,7 @@ def _record_sequence(batch: RecordBatch, record: Record) -> int:
     if batch.base_sequence == -1 or record.offset is None:
         return -1
     delta = record.offset - batch.base_offset
-    return (batch.base_sequence + delta) % (2**31)
+    return (batch.base_sequence + delta) % (INT32_MAX + 1)
 
 
 def _text(data: bytes) -> str:

@@ -62,14 +62,14 @@ def run_describe(args) -> int:
         async with _client(args) as client:
             admin = GroupAdmin(client)
             group = await admin.describe(args.group)
-            node_id, host, port = await admin.find_coordinator(args.group)
+            broker_id, host, port = await admin.find_coordinator(args.group)
             committed = await admin.committed(args.group)
             owners = {tp: member for member in group.members for tp in member.assignment}
             partitions = sorted(set(committed) | set(owners))
             ends = await _offsets(client, partitions, LATEST_TIMESTAMP)
             print(f"Group {group.group_id} is {group.state} with {len(group.members)} member(s)"
                   + (f", protocol {group.protocol}" if group.protocol else "")
-                  + f"; coordinator: broker {node_id} ({host}:{port})")
+                  + f"; coordinator: broker {broker_id} ({host}:{port})")
             rows: list[tuple[object, ...]] = [COLUMNS]
             for tp in partitions:
                 current = committed.get(tp)

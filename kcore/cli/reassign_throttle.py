@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kcore.client import Admin
-from kcore.client.admin import AlterConfigOp, ConfigResourceType
+from kcore.client.admin import AlterConfigOp
+from kcore.protocol.constants import ConfigResourceType
 
 Partition = tuple[str, int]
 RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")

@@ -27,8 +27,6 @@ from kcore.client.admin import (
     AlterConfigOp,
     ClusterDescription,
     ConfigEntry,
-    ConfigResourceType,
-    ConfigSource,
     NewTopic,
 )
 from kcore.client.client import KafkaClient, parse_bootstrap_servers
@@ -36,10 +34,6 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.consumer import Consumer, OffsetReset
 from kcore.client.errors import BrokerConnectionError, ClientError, KafkaError
 from kcore.client.fetch import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
     FetchedPartition,
     FetchPosition,
     fetch,
@@ -47,9 +41,18 @@ from kcore.client.fetch import (
     records_from,
 )
 from kcore.client.formatting import RecordFormatter
-from kcore.client.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo, TopicPartition
+from kcore.client.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata, TopicPartition
 from kcore.client.partitioner import StickyPartitioner, murmur2, partition_for_key
-from kcore.client.producer import ACKS_ALL, ProduceError, Producer, ProduceResult, produce_batch
+from kcore.client.producer import ProduceError, Producer, ProduceResult, produce_batch
+from kcore.protocol.constants import (
+    ACKS_ALL,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    ConfigResourceType,
+    ConfigSource,
+)
 
 __all__ = [
     "Admin", "AlterConfigOp", "ClusterDescription", "ConfigEntry", "ConfigResourceType",
@@ -57,7 +60,7 @@ __all__ = [
     "Consumer", "OffsetReset", "BrokerConnectionError", "ClientError", "KafkaError",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "READ_COMMITTED", "READ_UNCOMMITTED",
     "FetchedPartition", "FetchPosition", "fetch", "list_offsets", "records_from",
-    "RecordFormatter", "BrokerInfo", "ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition",
+    "RecordFormatter", "BrokerMetadata", "ClusterMetadata", "PartitionMetadata", "TopicMetadata", "TopicPartition",
     "StickyPartitioner", "murmur2", "partition_for_key", "ACKS_ALL", "ProduceError", "Producer",
     "ProduceResult", "produce_batch",
 ]

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from kcore.client.client import KafkaClient
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import KafkaError
-from kcore.client.metadata import BrokerInfo, TopicInfo
+from kcore.client.metadata import BrokerMetadata, TopicMetadata
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.constants import ConfigResourceType, ConfigSource
 from kcore.protocol.errors import ErrorCode
 
 __all__ = ["Admin", "NewTopic", "ConfigEntry", "ConfigResourceType", "ConfigSource",
@@ -34,21 +35,6 @@ DEFAULT_TIMEOUT_MS = 30_000
 # A request the broker may hold for its timeout_ms gets this much longer
 # on the client's side, so the broker's answer (REQUEST_TIMED_OUT) comes first.
 REQUEST_MARGIN_S = 5.0
-
-
-class ConfigResourceType(enum.IntEnum):
-    TOPIC = 2
-    BROKER = 4
-
-
-class ConfigSource(enum.IntEnum):
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 class AlterConfigOp(enum.IntEnum):
@@ -82,7 +68,7 @@ class ConfigEntry:
 class ClusterDescription:
     cluster_id: str | None
     controller_id: int
-    brokers: dict[int, BrokerInfo]
+    brokers: dict[int, BrokerMetadata]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +123,7 @@ class Admin:
         return sorted(name for name, info in metadata.topics.items()
                       if include_internal or not info.is_internal)
 
-    async def describe_topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
+    async def describe_topics(self, names: Sequence[str] | None = None) -> list[TopicMetadata]:
         """Partitions, leaders, replicas and ISR of ``names`` (None: every topic)."""
         metadata = await self.client.refresh_metadata(
             None if names is None else list(names), allow_auto_topic_creation=False)
@@ -283,7 +269,7 @@ class Admin:
             "include_cluster_authorized_operations": False})
         if body.error_code:
             raise KafkaError(body.error_code, body.error_message, "DescribeCluster")
-        brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack)
+        brokers = {b.broker_id: BrokerMetadata(b.broker_id, b.host, b.port, b.rack)
                    for b in body.brokers}
         return ClusterDescription(body.cluster_id, body.controller_id, brokers)
 

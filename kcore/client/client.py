@@ -1,7 +1,7 @@
 """KafkaClient: bootstrap, one connection per broker, cached metadata.
 
-The layers above (admin, producer, consumer) ask it for a connection to a
-node (``connection(node_id)``), to the controller, or to any broker, and
+The layers above (admin, producer, consumer) ask it for a connection to one
+broker (``connection(broker_id)``), to the controller, or to any broker, and
 for fresh metadata. Connections open on first use and are dropped from the
 pool when they close, so the next use reconnects.
 """
@@ -111,33 +111,33 @@ class KafkaClient:
 
     # ---------------------------------------------------------- connections
 
-    async def connection(self, node_id: int) -> BrokerConnection:
-        """The connection to broker ``node_id``, opened if needed."""
-        connection = self._connections.get(node_id)
+    async def connection(self, broker_id: int) -> BrokerConnection:
+        """The connection to broker ``broker_id``, opened if needed."""
+        connection = self._connections.get(broker_id)
         if connection is not None and not connection.closed:
             return connection
-        task = self._connecting.get(node_id)
+        task = self._connecting.get(broker_id)
         if task is None:
-            task = asyncio.ensure_future(self._connect_node(node_id))
-            self._connecting[node_id] = task
-            task.add_done_callback(lambda _: self._connecting.pop(node_id, None))
+            task = asyncio.ensure_future(self._connect_broker(broker_id))
+            self._connecting[broker_id] = task
+            task.add_done_callback(lambda _: self._connecting.pop(broker_id, None))
         return await asyncio.shield(task)
 
-    async def _connect_node(self, node_id: int) -> BrokerConnection:
-        broker = self.metadata.brokers.get(node_id)
+    async def _connect_broker(self, broker_id: int) -> BrokerConnection:
+        broker = self.metadata.brokers.get(broker_id)
         if broker is None:
             await self.refresh_metadata([])
-            broker = self.metadata.brokers.get(node_id)
+            broker = self.metadata.brokers.get(broker_id)
         if broker is None:
-            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not in metadata")
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not in metadata")
         connection = await self._open(broker.host, broker.port)
-        connection.on_close = lambda closed: self._forget(node_id, closed)
-        self._connections[node_id] = connection
+        connection.on_close = lambda closed: self._forget(broker_id, closed)
+        self._connections[broker_id] = connection
         return connection
 
-    def _forget(self, node_id: int, connection: BrokerConnection) -> None:
-        if self._connections.get(node_id) is connection:
-            del self._connections[node_id]
+    def _forget(self, broker_id: int, connection: BrokerConnection) -> None:
+        if self._connections.get(broker_id) is connection:
+            del self._connections[broker_id]
 
     async def any_connection(self) -> BrokerConnection:
         """An open connection to some broker (the bootstrap one when nothing else is open)."""
@@ -170,7 +170,7 @@ class KafkaClient:
 
         Topics named in the request replace their cached entries; the rest
         of the cache is kept. Per-topic errors stay in the returned
-        ``TopicInfo.error_code`` for the caller to judge.
+        ``TopicMetadata.error_code`` for the caller to judge.
         """
         connection = await self.any_connection()
         version = connection.version_for(ApiKey.METADATA)

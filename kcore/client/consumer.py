@@ -14,9 +14,6 @@ from collections.abc import Iterable, Mapping
 from kcore.client.client import KafkaClient
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.fetch import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    READ_UNCOMMITTED,
     FetchedPartition,
     FetchPosition,
     fetch,
@@ -24,6 +21,7 @@ from kcore.client.fetch import (
     records_from,
 )
 from kcore.client.metadata import TopicPartition
+from kcore.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_UNCOMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.records import Record
 

@@ -28,17 +28,16 @@ from dataclasses import dataclass, field
 from kcore.client.errors import KafkaError
 from kcore.client.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.constants import (
+    CONSUMER_REPLICA_ID,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+)
 from kcore.protocol.records import ControlType, Record, iter_batches
 
-__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "READ_UNCOMMITTED", "READ_COMMITTED",
-           "FetchedPartition", "FetchPosition", "ListedOffset", "FetchedRecords",
+__all__ = ["FetchedPartition", "FetchPosition", "ListedOffset", "FetchedRecords",
            "fetch", "list_offsets", "records_from"]
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-READ_UNCOMMITTED = 0
-READ_COMMITTED = 1
-CONSUMER_REPLICA_ID = -1
 
 
 @dataclass(frozen=True, slots=True)

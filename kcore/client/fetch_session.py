@@ -18,13 +18,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kcore.metadata import TopicPartition
+from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID
 from kcore.protocol.errors import ErrorCode
-
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-_INT32_MAX = 2**31 - 1
-
-TopicPartition = tuple[str, int]
 
 
 class FetchState(NamedTuple):
@@ -89,4 +85,4 @@ class FetchSessionHandler:
 
 
 def _next_epoch(epoch: int) -> int:
-    return 1 if epoch >= _INT32_MAX else epoch + 1
+    return 1 if epoch >= INT32_MAX else epoch + 1

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from kcore.client.errors import KafkaError
 from kcore.client.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.constants import GROUP_KEY_TYPE
 from kcore.protocol.errors import ErrorCode
-
-GROUP_KEY_TYPE = 0
 
 
 @dataclass(frozen=True)
@@ -80,15 +79,15 @@ class GroupAdmin:
         return response.node_id, response.host, response.port
 
     async def coordinator(self, group_id: str):
-        node_id, _, _ = await self.find_coordinator(group_id)
-        return await self.client.connection(node_id)
+        broker_id, _, _ = await self.find_coordinator(group_id)
+        return await self.client.connection(broker_id)
 
     async def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of every group the cluster knows."""
         await self.client.refresh_metadata()
         groups = []
-        for node_id in self.client.metadata.brokers:
-            connection = await self.client.connection(node_id)
+        for broker_id in self.client.metadata.brokers:
+            connection = await self.client.connection(broker_id)
             response = await connection.request(ApiKey.LIST_GROUPS, {})
             if response.error_code:
                 raise KafkaError(response.error_code, context="ListGroups")

@@ -4,13 +4,18 @@ Built from a Metadata response (key 3): ``brokers`` (node_id, host, port,
 rack), ``controller_id`` (v1+), ``cluster_id`` (v2+) and per topic its
 error code and partitions with leader_id, leader_epoch (v7+, else -1),
 replica_nodes, isr_nodes and offline_replicas (v5+).
+
+These are the client's types; the broker's own records of brokers and
+topics are kcore/metadata.py's. The client's ``TopicPartition`` is a
+class, as in Kafka's clients; the broker keys its maps by the plain
+``(topic, partition)`` tuple.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "ClusterMetadata", "TopicPartition"]
+__all__ = ["BrokerMetadata", "PartitionMetadata", "TopicMetadata", "ClusterMetadata", "TopicPartition"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -23,8 +28,8 @@ class TopicPartition:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerInfo:
-    node_id: int
+class BrokerMetadata:
+    broker_id: int  # the Metadata response's node_id
     host: str
     port: int
     rack: str | None = None
@@ -35,7 +40,7 @@ class BrokerInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionInfo:
+class PartitionMetadata:
     topic: str
     partition: int
     leader_id: int
@@ -47,11 +52,11 @@ class PartitionInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicInfo:
+class TopicMetadata:
     name: str
     error_code: int
     is_internal: bool
-    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
 
     @property
     def num_partitions(self) -> int:
@@ -62,24 +67,24 @@ class TopicInfo:
 class ClusterMetadata:
     """One Metadata answer; immutable, replaced whole on refresh."""
 
-    brokers: dict[int, BrokerInfo]
+    brokers: dict[int, BrokerMetadata]
     controller_id: int
     cluster_id: str | None
-    topics: dict[str, TopicInfo]
+    topics: dict[str, TopicMetadata]
 
     @classmethod
     def from_response(cls, body: Any) -> ClusterMetadata:
-        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
+        brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port, b.rack)
                    for b in body.brokers}
         topics = {}
         for topic in body.topics:
             partitions = {
-                p.partition_index: PartitionInfo(
+                p.partition_index: PartitionMetadata(
                     topic.name, p.partition_index, p.leader_id, p.leader_epoch,
                     tuple(p.replica_nodes), tuple(p.isr_nodes),
                     tuple(p.offline_replicas or ()), p.error_code)
                 for p in topic.partitions}
-            topics[topic.name] = TopicInfo(topic.name, topic.error_code, topic.is_internal,
+            topics[topic.name] = TopicMetadata(topic.name, topic.error_code, topic.is_internal,
                                            dict(sorted(partitions.items())))
         return cls(brokers, body.controller_id, body.cluster_id, topics)
 
@@ -89,7 +94,7 @@ class ClusterMetadata:
                                {**self.topics, **newer.topics})
 
     def leader_for(self, topic: str, partition: int) -> int:
-        """Leader node id, or -1 when unknown."""
+        """Leader broker id, or -1 when unknown."""
         info = self.topics.get(topic)
         if info is None or partition not in info.partitions:
             return -1

@@ -28,13 +28,13 @@ from kcore.client.metadata import TopicPartition
 from kcore.client.partitioner import StickyPartitioner
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.compression import CompressionType
+from kcore.protocol.constants import ACKS_ALL
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.records import Record, build_batch
 
 __all__ = ["Producer", "ProduceResult", "ProducerStats", "ProduceError", "produce_batch",
            "ACKS_ALL"]
 
-ACKS_ALL = -1
 # librdkafka's batch.num.messages default is 10000 and Java's batch.size
 # 16 KiB; 1000 records / 1 MiB keeps a batch of short lines under one
 # request of Kafka's default max.message.bytes (1 MiB + overhead) while

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from kcore.client.errors import ClientError, KafkaError
 from kcore.protocol.api_keys import ApiKey
-
-TRANSACTION_KEY_TYPE = 1
+from kcore.protocol.constants import TRANSACTION_KEY_TYPE
 
 
 @dataclass(frozen=True)
@@ -61,13 +60,13 @@ class TransactionAdmin:
                    producer_ids: list[int] | None = None) -> list[TransactionListing]:
         await self.client.refresh_metadata([])
         found = []
-        for node_id in sorted(self.client.metadata.brokers):
-            connection = await self.client.connection(node_id)
+        for broker_id in sorted(self.client.metadata.brokers):
+            connection = await self.client.connection(broker_id)
             response = await connection.request(ApiKey.LIST_TRANSACTIONS, {
                 "state_filters": states or [], "producer_id_filters": producer_ids or []})
             if response.error_code:
-                raise KafkaError(response.error_code, context=f"ListTransactions on broker {node_id}")
-            found += [TransactionListing(t.transactional_id, node_id, t.producer_id,
+                raise KafkaError(response.error_code, context=f"ListTransactions on broker {broker_id}")
+            found += [TransactionListing(t.transactional_id, broker_id, t.producer_id,
                                          t.transaction_state)
                       for t in response.transaction_states]
         return sorted(found, key=lambda t: t.transactional_id)

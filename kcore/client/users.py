@@ -5,7 +5,7 @@ DescribeUserScramCredentials (KIP-554).
 The password never leaves the client: it sends PBKDF2(password, a fresh
 random salt, iterations) and the broker derives the stored and server keys
 from that. Either request may go to any broker; each keeps credentials
-where the cluster's metadata lives (kcore.controller.scram_store).
+where the cluster's metadata lives (kcore/metadata_store/).
 """
 from __future__ import annotations
 

@@ -9,14 +9,12 @@ status. Bounds on sizes and counts live next to each endpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from kcore.console.history import ConsoleHistory
+from kcore.coordinator.group.lag import ConsumerLag
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:  # history.py reads the coordinator through this module's facade
-    from kcore.console.end_offsets import RemoteEndOffsets
-    from kcore.console.history import ConsoleHistory
 
 
 class ApiError(Exception):
@@ -32,12 +30,13 @@ class ApiError(Exception):
 
 class ConsoleSource(BrokerFacade, Protocol):
     """The Broker as the console reads it: what handlers see, plus the
-    sampled history of the counters and the start time."""
+    sampled history of the counters, the consumer lag service and the start
+    time."""
 
     @property
     def history(self) -> ConsoleHistory: ...
     @property
-    def end_offsets(self) -> RemoteEndOffsets: ...
+    def consumer_lag(self) -> ConsumerLag: ...
     @property
     def started_at(self) -> float: ...
 

@@ -42,12 +42,12 @@ def list_groups(broker: ConsoleSource, request: ApiRequest) -> dict:
             continue
         groups.append({"group_id": group_id, "state": group.state.kafka_name, "type": "classic",
                        "protocol_type": group.protocol_type or "", "members": len(group.members),
-                       "partitions": len(group.offsets), "lag": broker.history.group_lag(group.offsets)})
+                       "partitions": len(group.offsets), "lag": broker.consumer_lag.group_lag(group.offsets)})
     for group_id, consumer_group in sorted(coordinator.consumer_groups.items())[:MAX_GROUPS_LISTED]:
         groups.append({"group_id": group_id, "state": consumer_group.state.kafka_name, "type": "consumer",
                        "protocol_type": consumer_group.protocol_type, "members": consumer_group.size,
                        "partitions": len(consumer_group.offsets),
-                       "lag": broker.history.group_lag(consumer_group.offsets)})
+                       "lag": broker.consumer_lag.group_lag(consumer_group.offsets)})
     groups.sort(key=lambda item: str(item["group_id"]))
     total = len(coordinator.groups) + len(coordinator.consumer_groups)
     return {"groups": groups[:MAX_GROUPS_LISTED], "truncated": total > MAX_GROUPS_LISTED}
@@ -94,7 +94,7 @@ async def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
             "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
             "generation_id": group.generation_id, "leader_id": group.leader_id,
             "members": members, "offsets": offsets, "truncated": truncated,
-            "lag_history": broker.history.lag_history(group_id)}
+            "lag_history": broker.consumer_lag.lag_history(group_id)}
 
 
 async def _describe_consumer_group(broker: ConsoleSource, group_id: str) -> dict:
@@ -119,7 +119,7 @@ async def _describe_consumer_group(broker: ConsoleSource, group_id: str) -> dict
     return {"group_id": group_id, "state": described.group_state, "protocol_type": group.protocol_type,
             "protocol": described.assignor_name, "generation_id": described.group_epoch, "leader_id": None,
             "members": members, "offsets": offsets, "truncated": truncated,
-            "lag_history": broker.history.lag_history(group_id)}
+            "lag_history": broker.consumer_lag.lag_history(group_id)}
 
 
 async def _offset_rows(broker: ConsoleSource, committed_offsets: dict,
@@ -127,10 +127,10 @@ async def _offset_rows(broker: ConsoleSource, committed_offsets: dict,
     offsets = []
     partitions = sorted(set(committed_offsets) | set(owners))
     shown = partitions[:MAX_GROUP_PARTITIONS]
-    await broker.end_offsets.fetch(shown)  # those led elsewhere, from their leaders
+    await broker.consumer_lag.fetch_end_offsets(shown)  # those led elsewhere, from their leaders
     for topic, index in shown:
         committed = committed_offsets.get((topic, index))
-        end = broker.history.end_offset((topic, index))
+        end = broker.consumer_lag.end_offset((topic, index))
         offsets.append({"topic": topic, "partition": index,
                         "committed_offset": committed.offset if committed else None,
                         "end_offset": end,

@@ -9,9 +9,10 @@ import re
 from typing import Any
 
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource, body_object, error_name, int_arg, unknown_topic
-from kcore.controller.metadata import TopicError, TopicInfo
 from kcore.handlers import configs
 from kcore.handlers.topics import create_topic, delete_topic, set_topic_configs, wait_for_leaders
+from kcore.metadata import TopicError, TopicInfo
+from kcore.protocol.constants import ConfigSource
 from kcore.protocol.errors import ErrorCode
 
 # A list answer names at most this many topics (~200 bytes each): a cluster
@@ -83,7 +84,7 @@ def describe_topic(broker: ConsoleSource, request: ApiRequest) -> dict:
             "rates": broker.history.topic_rates(name),
             "size_bytes": _local_size(broker, name),
             "configs": [{"name": e["name"], "value": e["value"],
-                         "source": "override" if e["config_source"] == configs.TOPIC_CONFIG else "default"}
+                         "source": "override" if e["config_source"] == ConfigSource.DYNAMIC_TOPIC_CONFIG else "default"}
                         for e in entries]}
 
 

@@ -9,7 +9,7 @@ cluster state, elects leaders where the old ones are gone and tells every
 broker everything (UpdateMetadata to all, LeaderAndIsr to every replica).
 
 Then it reacts to events, one at a time in arrival order (Kafka's
-single-threaded ControllerEventManager): brokers joining, leaving or
+single-threaded ControllerEventManager, event_manager.py): brokers joining, leaving or
 restarting (``/brokers/ids``), topics created (``/brokers/topics``),
 partitions added (a topic's assignment znode), topics to delete
 (``/admin/delete_topics``; a topic with a partition being reassigned
@@ -17,7 +17,12 @@ waits, queued, until the move completes, as in Kafka's
 TopicDeletionManager), and requests from brokers: AlterPartition
 (ISR changes proposed by leaders), ControlledShutdown, ElectLeaders,
 AlterPartitionReassignments / ListPartitionReassignments (moving replicas,
-reassignment.py), plus the periodic preferred-leader rebalance. Each event reads what it needs
+reassignment.py), plus the periodic preferred-leader rebalance. A broker
+whose log dir failed says so under ``/log_dir_event_notification``: the
+controller sends it a LeaderAndIsr of all its replicas, and every
+LeaderAndIsr answer's KAFKA_STORAGE_ERROR partitions become offline
+replicas (Kafka's replicasOnOfflineDirs), which lead nothing and leave the
+ISR, until the broker registers again. Each event reads what it needs
 from ZooKeeper, decides (election.py), writes the new states, then sends
 the requests that tell the brokers (one batch per event).
 
@@ -32,6 +37,7 @@ task. Nothing outside that task mutates the context.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,11 +45,12 @@ from typing import Any
 
 from kcore.controller import election, wire, zk_state
 from kcore.controller import zk_paths as paths
-from kcore.controller.base import PREFERRED_ELECTION, StopReplicaPartition
+from kcore.controller.base import PREFERRED_ELECTION, IsrChange, StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
-from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.controller.event_manager import ControllerEventManager
 from kcore.controller.reassignment import ReplicaAssignment, reassignment_leader, validate_target
-from kcore.controller.zk_client import NoNodeError, Watch, ZkClient
+from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.metadata_store.zk_client import NoNodeError, Watch, ZkClient
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 
@@ -89,14 +96,15 @@ class ActiveController:
         self.topics: dict[str, TopicInfo] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
         self.shutting_down: set[int] = set()
+        # Broker -> its replicas in failed log dirs (Kafka's replicasOnOfflineDirs).
+        self.offline_replicas: dict[int, set[TopicPartition]] = {}
         # Topics whose deletion waits for a reassignment of one of their
         # partitions to complete (Kafka's topicsIneligibleForDeletion).
         self.topics_to_delete: set[str] = set()
         self.epoch = zk_state.ControllerEpoch(0, -1)
         self.channel = ControllerChannel(broker_id)
         self.writer: zk_state.StateWriter | None = None
-        self._events: asyncio.Queue[tuple[str, tuple, asyncio.Future | None]] = asyncio.Queue()
-        self._task: asyncio.Task | None = None
+        self._events = ControllerEventManager(self._resign)
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
         self.active = False
@@ -114,8 +122,8 @@ class ActiveController:
         self.writer = zk_state.StateWriter(self.zk, self.epoch)
         self.active = True
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch.epoch)
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        self.post("startup")
+        self._events.start()
+        self._events.post(self._on_startup)
 
     def stop(self) -> None:
         """Leave office: no more decisions, no more requests."""
@@ -125,47 +133,35 @@ class ActiveController:
         for watch in [*self._watches, *self._topic_watches.values()]:
             watch.cancel()
         self._watches, self._topic_watches = [], {}
-        if self._task is not None:
-            self._task.cancel()
+        self._events.close()
         self.channel.close()
-        while not self._events.empty():
-            _, _, future = self._events.get_nowait()
-            if future is not None and not future.done():
-                future.set_exception(zk_state.ControllerMovedError("the controller moved"))
         log.info("broker %d is no longer the controller", self.broker_id)
 
-    def post(self, name: str, *args: Any) -> None:
-        if self.active:
-            self._events.put_nowait((name, args, None))
+    # -- requests from brokers, each an event awaited by its caller ----------------------------
+    async def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        return await self._events.call(self._on_alter_partition, broker_id, broker_epoch, items)
 
-    async def call(self, name: str, *args: Any) -> Any:
-        """Queue an event whose handler's result the caller awaits."""
-        if not self.active:
-            raise zk_state.ControllerMovedError("not the controller")
-        future = asyncio.get_running_loop().create_future()
-        self._events.put_nowait((name, args, future))
-        return await future
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                  ) -> tuple[int, list[TopicPartition]]:
+        return await self._events.call(self._on_controlled_shutdown, broker_id, broker_epoch)
 
-    async def _run(self) -> None:
-        while True:
-            name, args, future = await self._events.get()
-            try:
-                result = await getattr(self, f"_on_{name}")(*args)
-            except zk_state.ControllerMovedError as exc:
-                log.warning("controller %d resigns: %s", self.broker_id, exc)
-                if future is not None and not future.done():
-                    future.set_exception(exc)
-                self._resign()
-                return
-            except Exception as exc:
-                log.exception("controller event %s failed", name)
-                if future is not None and not future.done():
-                    future.set_exception(exc)
-                continue
-            if future is not None and not future.done():
-                future.set_result(result)
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition] | None
+                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        return await self._events.call(self._on_elect_leaders, election_type, partitions)
 
-    def _resign(self) -> None:
+    async def alter_reassignments(self, items: Sequence[tuple[TopicPartition, list[int] | None]],
+                                  allow_replication_factor_change: bool = True
+                                  ) -> dict[TopicPartition, tuple[int, str | None]]:
+        return await self._events.call(self._on_alter_reassignments, items,
+                                       allow_replication_factor_change)
+
+    async def list_reassignments(self, partitions: Sequence[TopicPartition] | None
+                                 ) -> dict[TopicPartition, ReplicaAssignment]:
+        return await self._events.call(self._on_list_reassignments, partitions)
+
+    def _resign(self, reason: zk_state.ControllerMovedError) -> None:
+        log.warning("controller %d resigns: %s", self.broker_id, reason)
         callback = self.on_resign
         self.stop()
         if callback is not None:
@@ -174,11 +170,14 @@ class ActiveController:
     # -- startup (failover) ------------------------------------------------------------------
     async def _on_startup(self) -> None:
         self._watches.append(await self.zk.watch_children(
-            paths.BROKER_IDS, lambda children: self.post("broker_change")))
+            paths.BROKER_IDS, lambda children: self._events.post(self._on_broker_change)))
         self._watches.append(await self.zk.watch_children(
-            paths.TOPICS, lambda children: self.post("topic_change")))
+            paths.TOPICS, lambda children: self._events.post(self._on_topic_change)))
         self._watches.append(await self.zk.watch_children(
-            paths.DELETE_TOPICS, lambda children: self.post("topic_deletion")))
+            paths.DELETE_TOPICS, lambda children: self._events.post(self._on_topic_deletion)))
+        self._watches.append(await self.zk.watch_children(
+            paths.LOG_DIR_EVENTS,
+            lambda children: self._events.post(self._on_log_dir_event) if children else None))
         self.brokers = await zk_state.read_brokers(self.zk)
         for broker in self.brokers.values():
             self.channel.add_broker(broker)
@@ -202,7 +201,7 @@ class ActiveController:
         self.states.update(await zk_state.read_partition_states(self.zk, topic))
         if name not in self._topic_watches:
             self._topic_watches[name] = await self.zk.watch_data(
-                paths.topic_path(name), lambda data, stat: self.post("partition_change", name))
+                paths.topic_path(name), lambda data, stat: self._events.post(self._on_partition_change, name))
 
     # -- brokers -------------------------------------------------------------------------------
     async def _on_broker_change(self) -> None:
@@ -214,6 +213,8 @@ class ActiveController:
             return
         for broker_id in dead:
             self.channel.remove_broker(broker_id)
+        for broker_id in dead | new:  # a new registration starts with every dir online
+            self.offline_replicas.pop(broker_id, None)
         self.brokers = current
         self.shutting_down = {b for b in self.shutting_down if b in current and b not in dead}
         for broker_id in new:
@@ -258,9 +259,10 @@ class ActiveController:
         changes = []
         live = set(self.brokers) - self.shutting_down - set(excluded)
         for state in self.states.values():
-            if state.leader in live:
+            online = self._online(state.topic_partition, live)
+            if state.leader in online:
                 continue
-            result = election.offline_partition(state.replicas, state.isr, live,
+            result = election.offline_partition(state.replicas, state.isr, online,
                                                 self.unclean_allowed(state.topic))
             if result.leader == NO_LEADER and state.leader == NO_LEADER:
                 continue
@@ -370,8 +372,7 @@ class ActiveController:
             watch.cancel()
 
     # -- requests from brokers -----------------------------------------------------------------
-    async def _on_alter_partition(self, broker_id: int, broker_epoch: int,
-                                  items: list[tuple[TopicPartition, int, list[int], int]]
+    async def _on_alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
                                   ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
         """(top-level error, per partition (error, state as now))."""
         broker = self.brokers.get(broker_id)
@@ -412,6 +413,7 @@ class ActiveController:
         if broker_id not in new_isr or not set(new_isr) <= set(state.replicas):
             return ErrorCode.INVALID_REQUEST
         if any(r not in self.brokers or r in self.shutting_down
+               or state.topic_partition in self.offline_replicas.get(r, ())
                for r in new_isr if r not in state.isr):
             return ErrorCode.INELIGIBLE_REPLICA
         return ErrorCode.NONE
@@ -464,17 +466,18 @@ class ActiveController:
             if state is None:
                 results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
                 continue
+            online = self._online(key, live)
             if election_type == PREFERRED_ELECTION:
-                result = election.preferred_replica(state.replicas, state.isr, live)
+                result = election.preferred_replica(state.replicas, state.isr, online)
                 if state.leader == state.replicas[0]:
                     results[key] = (ErrorCode.ELECTION_NOT_NEEDED, None)
                     continue
                 missing = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
             else:
-                if state.leader in live:
+                if state.leader in online:
                     results[key] = (ErrorCode.ELECTION_NOT_NEEDED, None)
                     continue
-                result = election.offline_partition(state.replicas, state.isr, live, True)
+                result = election.offline_partition(state.replicas, state.isr, online, True)
                 missing = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
             if result.leader == NO_LEADER:
                 results[key] = (missing, f"no eligible leader among {list(state.replicas)}")
@@ -572,7 +575,7 @@ class ActiveController:
             # A later event, so this one's requests (which name the
             # partition) reach the brokers before the StopReplicas that
             # delete it.
-            self.post("topic_deletion")
+            self._events.post(self._on_topic_deletion)
 
     def _moved_state(self, state: PartitionState, replicas: tuple[int, ...],
                      may_lead: tuple[int, ...]) -> PartitionState:
@@ -618,6 +621,77 @@ class ActiveController:
         if batch.metadata:
             self._send(batch, metadata_to_all=True)
 
+    # -- failed log dirs -----------------------------------------------------------------------
+    def _online(self, key: TopicPartition, live: set[int]) -> set[int]:
+        """The live brokers whose replica of ``key`` is not in a failed dir."""
+        return {b for b in live if key not in self.offline_replicas.get(b, ())}
+
+    async def _on_log_dir_event(self) -> None:
+        """Brokers named under /log_dir_event_notification get a
+        LeaderAndIsr of all their replicas; their answers say which are
+        offline (``_on_leader_and_isr_response``). Kafka's
+        processLogDirEventNotification."""
+        try:
+            children = await self.zk.get_children(paths.LOG_DIR_EVENTS)
+        except NoNodeError:
+            return
+        brokers = set()
+        for child in children:
+            path = f"{paths.LOG_DIR_EVENTS}/{child}"
+            try:
+                data, _ = await self.zk.get(path)
+                brokers.add(paths.decode_log_dir_event(data))
+                await self.zk.delete(path)
+            except (NoNodeError, ValueError, KeyError):
+                continue
+        batch = RequestBatch()
+        for state in self.states.values():
+            for broker_id in brokers & set(state.replicas) & set(self.brokers):
+                batch.tell(broker_id, state)
+        log.info("log dirs failed on brokers %s: asking them about %d replicas", sorted(brokers),
+                 sum(len(states) for states in batch.leader_and_isr.values()))
+        self._send(batch)
+
+    def _leader_and_isr_answered(self, broker_id: int, response: Any) -> None:
+        self._events.post(self._on_leader_and_isr_response, broker_id, response)
+
+    async def _on_leader_and_isr_response(self, broker_id: int, response: Any) -> None:
+        """KAFKA_STORAGE_ERROR answers are replicas in failed log dirs, NONE
+        answers replicas that are fine (Kafka's
+        processLeaderAndIsrResponseReceived); new offline replicas lose
+        their leadership and leave the ISR."""
+        if response is None or response.error_code != ErrorCode.NONE or broker_id not in self.brokers:
+            return
+        offline = self.offline_replicas.setdefault(broker_id, set())
+        before = set(offline)
+        for item in response.partition_errors:
+            key = (item.topic_name, item.partition_index)
+            if item.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                offline.add(key)
+            elif item.error_code == ErrorCode.NONE:
+                offline.discard(key)
+        if offline - before:
+            await self._replicas_offline(broker_id, offline - before)
+
+    async def _replicas_offline(self, broker_id: int, keys: set[TopicPartition]) -> None:
+        """Kafka's onReplicasBecomeOffline: the partitions they led get a
+        leader among the other online ISR members, the others drop them
+        from the ISR."""
+        log.info("broker %d: %d replicas are in failed log dirs", broker_id, len(keys))
+        batch = RequestBatch()
+        await self._elect_offline(batch)
+        changes = []
+        for key in sorted(keys):
+            state = self.states.get(key)
+            if state is None or state.leader == broker_id or broker_id not in state.isr \
+                    or state.leader == NO_LEADER:
+                continue
+            changes.append((state, replace(state, isr=tuple(r for r in state.isr if r != broker_id),
+                                           leader_epoch=state.leader_epoch + 1,
+                                           controller_epoch=self.epoch.epoch)))
+        await self._write(changes, batch)
+        self._send(batch, metadata_to_all=True)
+
     # -- preferred leader rebalance ------------------------------------------------------------
     def _schedule_rebalance(self) -> None:
         loop = asyncio.get_running_loop()
@@ -625,7 +699,7 @@ class ActiveController:
 
     def _rebalance_due(self) -> None:
         if self.active:
-            self.post("auto_rebalance")
+            self._events.post(self._on_auto_rebalance)
             self._schedule_rebalance()
 
     async def _on_auto_rebalance(self) -> None:
@@ -676,7 +750,8 @@ class ActiveController:
             leaders = {s.leader for s in states}
             body = wire.leader_and_isr_body(self.broker_id, epoch, self.brokers[broker_id].broker_epoch,
                                             states, [self.brokers[b] for b in leaders if b in self.brokers])
-            self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, version[ApiKey.LEADER_AND_ISR], body)
+            self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, version[ApiKey.LEADER_AND_ISR], body,
+                              on_response=functools.partial(self._leader_and_isr_answered, broker_id))
         targets = set(self.brokers) if metadata_to_all else set()
         everything = list(self.states.values())
         for broker_id in sorted(targets | batch.metadata_all_to):

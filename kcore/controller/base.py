@@ -1,9 +1,13 @@
 """The seam between the broker and whichever controller runs the cluster.
 
 ``Controller`` is what handlers and coordinators call: topic changes,
-leader elections, the cluster id. Two implementations: ``LocalController``
-(a single node, metadata in a file; local.py) and ``ZkController`` (a
-cluster coordinated by ZooKeeper). Changes are asynchronous: a cluster
+leader elections, the cluster id, and the requests that only the active
+controller of a cluster decides (AlterPartition, ControlledShutdown),
+answered NOT_CONTROLLER by every other broker and by a node without
+ZooKeeper. Three implementations: ``LocalController`` (a single node,
+metadata in a file; local.py), ``ManagedController`` (one broker process
+of a multi-process node; managed.py) and ``ZkController`` (a cluster
+coordinated by ZooKeeper; zk_controller.py). Changes are asynchronous: a cluster
 controller's write goes to ZooKeeper and may take effect on another broker.
 
 ``ControllerEvents`` is what a controller calls back on a broker, the
@@ -17,17 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
 from kcore.controller.reassignment import ReplicaAssignment
-
-if TYPE_CHECKING:  # active.py imports this module
-    from kcore.controller.active import ActiveController
+from kcore.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
 
 # ElectLeaders election types (KIP-460).
 PREFERRED_ELECTION = 0
 UNCLEAN_ELECTION = 1
+
+
+# An ISR change a leader proposes (AlterPartition, KIP-497): the partition,
+# the leader epoch and partition epoch it was decided under, the new ISR.
+IsrChange = tuple[TopicPartition, int, list[int], int]
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,6 @@ class Controller(Protocol):
         view of a just-created topic)."""
         ...
 
-    def active_controller(self) -> ActiveController | None:
-        """The ActiveController when this broker holds that office (it
-        answers AlterPartition and ControlledShutdown), else None."""
-        ...
-
     async def shutdown(self) -> None:
         """Leave the cluster (a cluster broker first moves its leaderships
         away: controlled shutdown)."""
@@ -142,9 +143,29 @@ class Controller(Protocol):
         """The moves in progress among ``partitions`` (None: all)."""
         ...
 
-    async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
-                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
-        """Propose ISR changes ((partition, leader epoch, new ISR, partition
-        epoch) each) to the active controller; (top-level error, per
-        partition (error, answer with leader_epoch, isr, partition_epoch))."""
+    async def send_alter_partition(self, items: Sequence[IsrChange]
+                                   ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+        """Propose this broker's leaders' ISR changes to the active
+        controller; (top-level error, per partition (error, answer with
+        leader_epoch, isr, partition_epoch))."""
+        ...
+
+    # -- requests only the active controller decides; NOT_CONTROLLER elsewhere -----------
+    async def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        """Decide the ISR changes ``broker_id`` proposes (AlterPartition):
+        (top-level error, per partition (error, its state as now))."""
+        ...
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                  ) -> tuple[int, list[TopicPartition]]:
+        """Move ``broker_id``'s leaderships away before it stops: (error,
+        the partitions it still leads)."""
+        ...
+
+    async def propagate_log_dir_event(self) -> None:
+        """A log dir of this broker failed: tell the controller, which asks
+        this broker about its replicas and moves the leadership of those
+        that answer KAFKA_STORAGE_ERROR (Kafka's
+        ``/log_dir_event_notification``). Without peers: nothing to do."""
         ...

@@ -19,7 +19,7 @@ from typing import Any
 from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.inter_broker import inter_broker_security
-from kcore.controller.metadata import BrokerInfo
+from kcore.metadata import BrokerInfo
 
 log = logging.getLogger(__name__)
 

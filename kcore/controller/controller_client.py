@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kcore.client.admin import (
     alter_reassignments_body,
@@ -29,14 +29,12 @@ from kcore.client.connection import BrokerConnection
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.inter_broker import inter_broker_security
 from kcore.controller import zk_paths as paths
-from kcore.controller.metadata import TopicPartition
+from kcore.controller.base import IsrChange
 from kcore.controller.reassignment import ReplicaAssignment
-from kcore.controller.zk_client import NoNodeError
+from kcore.metadata import TopicPartition
+from kcore.metadata_store.zk_client import NoNodeError, ZkClient
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kcore.controller.zk_controller import ZkController
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +53,19 @@ class NoControllerError(Exception):
     """No controller answered before the deadline."""
 
 
+class ControllerWatch(Protocol):
+    """What the client reads of its broker's ZkController: who the
+    controller is (the ``/controller`` watch), and the event set whenever
+    that changes."""
+
+    zk: ZkClient
+    broker_id: int
+    controller_id: int
+    controller_changed: asyncio.Event
+
+
 class ControllerClient:
-    def __init__(self, owner: ZkController):
+    def __init__(self, owner: ControllerWatch):
         self.owner = owner
         self._connection: BrokerConnection | None = None
         self._connected_to = -1
@@ -111,8 +120,7 @@ class ControllerClient:
                 pass
 
     # -- the requests -------------------------------------------------------------------------
-    async def alter_partition(self, broker_epoch: int,
-                              items: list[tuple[TopicPartition, int, list[int], int]]
+    async def alter_partition(self, broker_epoch: int, items: Sequence[IsrChange]
                               ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
         """(top-level error, per partition (error, response entry))."""
         topics: dict[str, list[dict]] = {}

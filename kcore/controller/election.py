@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from kcore.controller.metadata import NO_LEADER
+from kcore.metadata import NO_LEADER
 
 
 @dataclass(frozen=True)

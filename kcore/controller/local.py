@@ -25,18 +25,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kcore.controller.base import ControllerEvents, StopReplicaPartition
-from kcore.controller.metadata import (
+from kcore.controller.base import ControllerEvents, IsrChange, StopReplicaPartition
+from kcore.controller.placement import validate_counts
+from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
+from kcore.metadata import (
     BrokerInfo,
     PartitionState,
     TopicError,
     TopicInfo,
     TopicPartition,
-    validate_counts,
     validate_topic_name,
 )
-from kcore.controller.node_store import NodeStore, atomic_write
-from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
+from kcore.metadata_store.node_file import NodeStore, atomic_write
 from kcore.protocol.errors import ErrorCode
 
 META_PROPERTIES = "meta.properties"
@@ -79,15 +79,23 @@ class LocalController:
     async def refresh_topics(self, names: Sequence[str]) -> None:
         return None
 
-    def active_controller(self) -> None:
-        return None
-
-    async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
-                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+    async def send_alter_partition(self, items: Sequence[IsrChange]
+                                   ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
         """A single node's ISR never changes: nothing to decide."""
         return ErrorCode.NOT_CONTROLLER, {}
 
+    async def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        return ErrorCode.NOT_CONTROLLER, {}  # no other broker proposes ISR changes here
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                  ) -> tuple[int, list[TopicPartition]]:
+        return ErrorCode.NOT_CONTROLLER, []  # no other broker to move leaderships to
+
     # -- queries -----------------------------------------------------------------------
+    async def propagate_log_dir_event(self) -> None:
+        """No other replica to lead a failed dir's partitions: nothing to tell."""
+
     def topic(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
 

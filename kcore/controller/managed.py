@@ -1,7 +1,7 @@
 """The controller seam of one broker process of a multi-process node
 (``num.processes`` > 1, no ZooKeeper).
 
-The node's metadata file (node_store.py) plays ZooKeeper's part: like a
+The node's metadata file (kcore/metadata_store/node_file.py) plays ZooKeeper's part: like a
 Kafka broker writing ``/brokers/topics/T``, a process writes topic changes
 into it under its lock, then wakes the node's supervisor (SIGUSR1), the
 node's controller (node.py), which tells every process what changed with
@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kcore.controller.base import ControllerEvents
+from kcore.controller.base import ControllerEvents, IsrChange
 from kcore.controller.local import META_PROPERTIES, read_meta_properties
-from kcore.controller.metadata import BrokerInfo, TopicError, TopicInfo, TopicPartition, validate_topic_name
-from kcore.controller.node_store import NodeState, NodeStore
 from kcore.controller.placement import assign_replicas
 from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
+from kcore.metadata import BrokerInfo, PartitionState, TopicError, TopicInfo, TopicPartition, validate_topic_name
+from kcore.metadata_store.node_file import NodeState, NodeStore
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -59,10 +59,10 @@ class ManagedController:
     async def shutdown(self) -> None:
         return None
 
-    def active_controller(self) -> None:
-        return None
-
     # -- queries ---------------------------------------------------------------------------
+    async def propagate_log_dir_event(self) -> None:
+        """No other replica to lead a failed dir's partitions: nothing to tell."""
+
     def topic(self, name: str) -> TopicInfo | None:
         return self._state.topics.get(name) if name not in self._state.deleting else None
 
@@ -203,9 +203,17 @@ class ManagedController:
                                            ) -> dict[TopicPartition, ReplicaAssignment]:
         return {}  # nothing ever moves
 
-    async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
-                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+    async def send_alter_partition(self, items: Sequence[IsrChange]
+                                   ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
         return ErrorCode.NOT_CONTROLLER, {}  # one replica: the ISR never changes
+
+    async def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        return ErrorCode.NOT_CONTROLLER, {}  # the node's controller is its supervisor
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                  ) -> tuple[int, list[TopicPartition]]:
+        return ErrorCode.NOT_CONTROLLER, []  # the supervisor stops its processes itself
 
     def _changed(self) -> None:
         """The file changed: reread it, and wake the node's controller."""

@@ -6,7 +6,7 @@ which process leads each partition (one replica each: managed.py says
 why), the leader epochs, and telling the processes with LeaderAndIsr,
 UpdateMetadata and StopReplica, over the Kafka protocol (channel.py, wire.py),
 exactly as the ZooKeeper controller tells brokers. The node's metadata file
-(node_store.py) is its ZooKeeper: processes write topic changes there and
+(kcore/metadata_store/node_file.py) is its ZooKeeper: processes write topic changes there and
 wake it (``on_store_changed``).
 
 Each start of the supervisor is a new controller epoch and a new leader
@@ -29,8 +29,8 @@ from pathlib import Path
 from kcore.controller import wire
 from kcore.controller.base import StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
-from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState
-from kcore.controller.node_store import NodeState, NodeStore
+from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState
+from kcore.metadata_store.node_file import NodeState, NodeStore
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kcore.controller.metadata import BrokerInfo, validate_counts
+from kcore.metadata import BrokerInfo, TopicError
+from kcore.protocol.errors import ErrorCode
 
 
 def assign_replicas(num_partitions: int, replication_factor: int,
@@ -59,3 +60,15 @@ def _interleave_by_rack(brokers: Sequence[BrokerInfo]) -> list[int]:
     for row in range(max(len(column) for column in columns)):
         ordered.extend(column[row] for column in columns if row < len(column))
     return ordered
+
+
+def validate_counts(num_partitions: int, replication_factor: int, live_brokers: int) -> None:
+    if num_partitions < 1:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be larger than 0")
+    if replication_factor < 1:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "replication factor must be larger than 0")
+    if replication_factor > live_brokers:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"replication factor {replication_factor} is larger than the "
+                         f"{live_brokers} available broker{'s' if live_brokers != 1 else ''}")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kcore.controller.base import StopReplicaPartition
-from kcore.controller.metadata import BrokerInfo, PartitionState
+from kcore.metadata import BrokerInfo, PartitionState
 
 LEADER_DURING_DELETE = -2
 PLAINTEXT_SECURITY_PROTOCOL = 0

@@ -16,10 +16,12 @@ Every broker of a cluster has one ``ZkController``. It:
   does from any broker: the active controller picks them up by its watches;
 - sends what only the active controller may decide (AlterPartition,
   ControlledShutdown, ElectLeaders, partition reassignments) to it over
-  the Kafka protocol (controller_client.py), itself included.
+  the Kafka protocol (controller_client.py), itself included;
+- announces a failed log dir of its broker under
+  ``/log_dir_event_notification`` (active.py takes it from there).
 
 Not thread-safe: owned by the broker's event loop; ZooKeeper callbacks
-arrive there (zk_client.py).
+arrive there (kcore/metadata_store/zk_client.py).
 """
 from __future__ import annotations
 
@@ -33,20 +35,28 @@ from typing import Any
 from kcore.controller import zk_paths as paths
 from kcore.controller import zk_state
 from kcore.controller.active import ActiveController, ControllerConfig
-from kcore.controller.base import ControllerEvents
+from kcore.controller.base import ControllerEvents, IsrChange
 from kcore.controller.controller_client import ControllerClient
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, read_meta_properties, write_meta_properties
-from kcore.controller.metadata import (
+from kcore.controller.placement import assign_replicas, validate_counts
+from kcore.controller.reassignment import ReplicaAssignment
+from kcore.metadata import (
     BrokerInfo,
+    PartitionState,
     TopicError,
     TopicInfo,
     TopicPartition,
-    validate_counts,
     validate_topic_name,
 )
-from kcore.controller.placement import assign_replicas
-from kcore.controller.reassignment import ReplicaAssignment
-from kcore.controller.zk_client import CreateOp, NodeExistsError, NoNodeError, SessionEvent, Watch, ZkClient, ZkError
+from kcore.metadata_store.zk_client import (
+    CreateOp,
+    NodeExistsError,
+    NoNodeError,
+    SessionEvent,
+    Watch,
+    ZkClient,
+    ZkError,
+)
 from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -398,37 +408,67 @@ class ZkController:
         self._topics[name].configs = dict(configs)
 
     # -- decisions of the active controller --------------------------------------------------
+    def _active(self) -> ActiveController | None:
+        """The ActiveController if this broker holds the office, else None."""
+        return self.active if self.active is not None and self.active.active else None
+
     async def elect_leaders(self, election_type: int,
                             partitions: Sequence[TopicPartition] | None
                             ) -> dict[TopicPartition, tuple[int, str | None]]:
-        active = self.active_controller()
+        active = self._active()
         if active is not None:
-            return await active.call("elect_leaders", election_type, partitions)
+            return await active.elect_leaders(election_type, partitions)
         return await self.client.elect_leaders(election_type, partitions)
 
     async def alter_partition_reassignments(
             self, items: Sequence[tuple[TopicPartition, list[int] | None]],
             allow_replication_factor_change: bool = True
     ) -> dict[TopicPartition, tuple[int, str | None]]:
-        active = self.active_controller()
+        active = self._active()
         if active is not None:
-            return await active.call("alter_reassignments", items, allow_replication_factor_change)
+            return await active.alter_reassignments(items, allow_replication_factor_change)
         return await self.client.alter_reassignments(items, allow_replication_factor_change)
 
     async def list_partition_reassignments(self, partitions: Sequence[TopicPartition] | None
                                            ) -> dict[TopicPartition, ReplicaAssignment]:
-        active = self.active_controller()
+        active = self._active()
         if active is not None:
-            return await active.call("list_reassignments", partitions)
+            return await active.list_reassignments(partitions)
         return await self.client.list_reassignments(partitions)
 
-    async def alter_partition(self, items: list[tuple[TopicPartition, int, list[int], int]]
-                              ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
+    async def send_alter_partition(self, items: Sequence[IsrChange]
+                                   ) -> tuple[int, dict[TopicPartition, tuple[int, Any]]]:
         return await self.client.alter_partition(self.broker_epoch, items)
 
-    def active_controller(self) -> ActiveController | None:
-        """The ActiveController if this broker holds the office, else None."""
-        return self.active if self.active is not None and self.active.active else None
+    async def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[IsrChange]
+                              ) -> tuple[int, dict[TopicPartition, tuple[int, PartitionState | None]]]:
+        active = self._active()
+        try:
+            if active is not None:
+                return await active.alter_partition(broker_id, broker_epoch, items)
+        except zk_state.ControllerMovedError:
+            pass
+        return ErrorCode.NOT_CONTROLLER, {}
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int
+                                  ) -> tuple[int, list[TopicPartition]]:
+        active = self._active()
+        try:
+            if active is not None:
+                return await active.controlled_shutdown(broker_id, broker_epoch)
+        except zk_state.ControllerMovedError:
+            pass
+        return ErrorCode.NOT_CONTROLLER, []
+
+    async def propagate_log_dir_event(self) -> None:
+        """A sequential ``/log_dir_event_notification`` znode naming this
+        broker, which the active controller watches (Kafka's
+        propagateLogDirEvent)."""
+        try:
+            await self.zk.create(f"{paths.LOG_DIR_EVENTS}/{paths.LOG_DIR_EVENT_PREFIX}",
+                                 paths.encode_log_dir_event(self.broker_id), sequential=True)
+        except ZkError as exc:
+            log.error("cannot tell the controller that a log dir failed: %s", exc)
 
     async def _controlled_shutdown_with_retries(self) -> None:
         for attempt in range(1, self._shutdown_retries + 1):

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from kcore.controller import zk_paths as paths
-from kcore.controller.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
-from kcore.controller.zk_client import (
+from kcore.metadata import BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.metadata_store.zk_client import (
     BadVersionError,
     CheckOp,
     CreateOp,

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
 from kcore.protocol import records as record_codec
+from kcore.protocol.constants import ACKS_ALL
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
 
 # Replay reads this much log per read; Kafka's offsets.load.buffer.size and
 # transaction.state.log.load.buffer.size are 5 MiB.
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
-ACKS_ALL = -1
 
 
 # How a coordinator answers a failed append to its internal topic (Kafka's

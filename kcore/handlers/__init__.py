@@ -8,6 +8,7 @@ from kcore.handlers import (
                             alter_configs,
                             alter_partition,
                             alter_partition_reassignments,
+                            alter_replica_log_dirs,
                             alter_user_scram_credentials,
                             api_versions,
                             consumer_group_describe,
@@ -25,6 +26,7 @@ from kcore.handlers import (
                             describe_cluster,
                             describe_configs,
                             describe_groups,
+                            describe_log_dirs,
                             describe_producers,
                             describe_transactions,
                             describe_user_scram_credentials,
@@ -89,6 +91,9 @@ HANDLERS = {
     ApiKey.ELECT_LEADERS: elect_leaders.handle,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
+    # Log dirs of this broker (JBOD, KIP-113).
+    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs.handle,
     # Authorization and quotas (kcore.security).
     ApiKey.DESCRIBE_ACLS: describe_acls.handle,
     ApiKey.CREATE_ACLS: create_acls.handle,

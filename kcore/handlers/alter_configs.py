@@ -2,11 +2,12 @@
 broker's (or the cluster default's) dynamic configs (broker_configs.py)."""
 from __future__ import annotations
 
-from kcore.controller.metadata import TopicError
-from kcore.handlers import broker_configs, configs
+from kcore.handlers import broker_configs
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import set_topic_configs
+from kcore.metadata import TopicError
+from kcore.protocol.constants import ConfigResourceType
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
@@ -30,9 +31,9 @@ async def handle(broker: BrokerFacade, context, request):
 
 async def alter(broker, resource, validate_only: bool, new_configs) -> tuple[int, str | None]:
     """Apply `new_configs(current_overrides) -> overrides` to one resource."""
-    if resource.resource_type == configs.BROKER:
+    if resource.resource_type == ConfigResourceType.BROKER:
         return await broker_configs.alter(broker, resource.resource_name, validate_only, new_configs)
-    if resource.resource_type != configs.TOPIC:
+    if resource.resource_type != ConfigResourceType.TOPIC:
         return ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} is not supported"
     info = broker.controller.topic(resource.resource_name)
     if info is None:

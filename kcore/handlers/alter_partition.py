@@ -8,23 +8,15 @@ NOT_CONTROLLER on a broker that is not the controller, STALE_BROKER_EPOCH
 for an earlier registration of the sender."""
 from __future__ import annotations
 
-from kcore.controller.zk_state import ControllerMovedError
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
-    active = broker.controller.active_controller()
-    if active is None:
-        return _error(ErrorCode.NOT_CONTROLLER)
     items = [((topic.topic_name, p.partition_index), p.leader_epoch, list(p.new_isr),
               p.partition_epoch) for topic in body.topics for p in topic.partitions]
-    try:
-        code, results = await active.call("alter_partition", body.broker_id, body.broker_epoch,
-                                          items)
-    except ControllerMovedError:
-        return _error(ErrorCode.NOT_CONTROLLER)
+    code, results = await broker.controller.alter_partition(body.broker_id, body.broker_epoch, items)
     if code != ErrorCode.NONE:
         return _error(code)
     topics: dict[str, list[dict]] = {}

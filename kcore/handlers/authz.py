@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kcore.handlers.base import BrokerFacade
+from kcore.protocol.constants import ConfigResourceType
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import (
     CLUSTER_NAME,
@@ -107,18 +108,14 @@ def may_create_topic(broker: BrokerFacade, context, topic: str) -> bool:
             or topic_allowed(broker, context, AclOperation.CREATE, topic))
 
 
-# DescribeConfigs / AlterConfigs resource types (Kafka's ConfigResource.Type).
-CONFIG_TOPIC, CONFIG_BROKER = 2, 4
-
-
 def config_refusal(broker: BrokerFacade, context, op: AclOperation, resource_type: int,
                    name: str) -> int | None:
     """DESCRIBE_CONFIGS / ALTER_CONFIGS on a topic, or on the cluster for
     a broker's configs: the error code of a refusal, or None."""
     if broker.authorizer is None:
         return None
-    if resource_type == CONFIG_TOPIC:
+    if resource_type == ConfigResourceType.TOPIC:
         return None if topic_allowed(broker, context, op, name) else DENIED_CODES[ResourceType.TOPIC]
-    if resource_type == CONFIG_BROKER:
+    if resource_type == ConfigResourceType.BROKER:
         return None if allowed_on_cluster(broker, context, op) else DENIED_CODES[ResourceType.CLUSTER]
     return None

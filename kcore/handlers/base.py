@@ -12,28 +12,21 @@ from typing import Protocol
 
 from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
-from kcore.controller.scram_store import CredentialStore
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.dynamic_config import DynamicBrokerConfig
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metadata_store.base import CredentialStore, ProducerIdSource, SecurityStore
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
-from kcore.security.store import SecurityStore
 
 
 class CloseConnection(Exception):
     """Drop this connection without answering (acks=0 produce errors)."""
-
-
-class ProducerIds(Protocol):
-    """Hands out producer ids (InitProducerId): a file on a single node,
-    a ZooKeeper block in a cluster (kcore.controller.producer_ids)."""
-
-    async def next_id(self) -> int: ...
 
 
 class BrokerFacade(Protocol):
@@ -46,11 +39,13 @@ class BrokerFacade(Protocol):
     @property
     def replica_manager(self) -> ReplicaManager: ...
     @property
-    def producer_ids(self) -> ProducerIds: ...
+    def producer_ids(self) -> ProducerIdSource: ...
     @property
     def group_coordinator(self) -> GroupCoordinator: ...
     @property
     def txn_coordinator(self) -> TransactionCoordinator: ...
+    @property
+    def txn_verifier(self) -> TransactionVerifier: ...
     @property
     def log_syncer(self) -> GroupCommitSyncer | None: ...
     @property

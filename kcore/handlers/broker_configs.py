@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kcore.controller.metadata import TopicError
 from kcore.dynamic_config import DEFAULT_ENTITY, DynamicConfigError, validate
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 
 NewConfigs = Callable[[dict[str, str]], dict[str, str]]

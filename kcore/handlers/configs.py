@@ -7,7 +7,7 @@ built as Kafka 3.9's ``ConfigHelper`` builds it:
 
 * value: a topic's override, else its default from the broker synonyms
   (kcore/topic_config.py); a broker key's value as configured;
-* synonyms, in Kafka's order: the topic override (TOPIC_CONFIG), the
+* synonyms, in Kafka's order: the topic override (DYNAMIC_TOPIC_CONFIG), the
   broker's own dynamic value (DYNAMIC_BROKER_CONFIG), the cluster default
   (DYNAMIC_DEFAULT_BROKER_CONFIG), then the
   broker synonyms set in server.properties (STATIC_BROKER_CONFIG), then
@@ -33,23 +33,12 @@ from typing import Any
 
 from kcore.config import BROKER_KEYS, SENSITIVE_KEYS, TOPIC_KEYS, BrokerConfig
 from kcore.config_def import ConfigType
-from kcore.controller.metadata import TopicInfo
-from kcore.dynamic_config import (
-    DEFAULT_ENTITY,
-    DYNAMIC_BROKER_CONFIG,
-    DYNAMIC_DEFAULT_BROKER_CONFIG,
-    DYNAMIC_KEYS,
-    DynamicBrokerConfig,
-)
+from kcore.dynamic_config import DEFAULT_ENTITY, DYNAMIC_KEYS, DynamicBrokerConfig
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicInfo
+from kcore.protocol.constants import ConfigSource
 
-TOPIC = 2
-BROKER = 4
-
-# DescribeConfigs ConfigSource values (Kafka's DescribeConfigsResponse).
-TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
+# DescribeConfigs v3+ config_type of a key kcore knows no type of (ConfigType.UNKNOWN).
 UNKNOWN_TYPE = 0
 
 # DynamicBrokerConfig.brokerConfigSynonyms: the broker keys read as one.
@@ -78,7 +67,7 @@ def describe_topic(broker: BrokerFacade, info: TopicInfo, keys: Collection[str] 
                     if key.synonyms else [])
         if name in info.configs:
             value = render(key.type.parse(info.configs[name]))
-            synonyms.insert(0, _synonym(name, value, TOPIC_CONFIG))
+            synonyms.insert(0, _synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
         else:
             value = render(defaults[name])
         entries.append(_entry(name, value, False, synonyms, include_synonyms, key.type.value,
@@ -93,7 +82,7 @@ def describe_broker(broker: BrokerFacade, keys: Collection[str] | None, include_
         if keys is not None and name not in keys:
             continue
         synonyms = _synonyms(broker.config, name, broker.dynamic_config)
-        value = (synonyms[0]["value"] if synonyms and synonyms[0]["source"] != DEFAULT_CONFIG
+        value = (synonyms[0]["value"] if synonyms and synonyms[0]["source"] != ConfigSource.DEFAULT_CONFIG
                  else render(broker.config[name]))
         entries.append(_entry(name, value, name not in DYNAMIC_KEYS, synonyms, include_synonyms,
                               _broker_type(name), BROKER_KEYS[name].doc if include_documentation else None))
@@ -110,8 +99,9 @@ def _custom_entries(broker: BrokerFacade, keys: Collection[str] | None,
     for name in sorted(own.keys() | default.keys()):
         if keys is not None and name not in keys:
             continue
-        synonyms = ([_synonym(name, own[name], DYNAMIC_BROKER_CONFIG)] if name in own else []) + \
-                   ([_synonym(name, default[name], DYNAMIC_DEFAULT_BROKER_CONFIG)] if name in default else [])
+        synonyms = [_synonym(name, values[name], source) for values, source in (
+            (own, ConfigSource.DYNAMIC_BROKER_CONFIG), (default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if name in values]
         entries.append(_entry(name, synonyms[0]["value"], False, synonyms, include_synonyms,
                               _broker_type(name), None))
     return entries
@@ -122,7 +112,7 @@ def describe_broker_default(broker: BrokerFacade, keys: Collection[str] | None,
     """The cluster-wide dynamic defaults set (resource name "")."""
     values = broker.dynamic_config.configs.get(DEFAULT_ENTITY, {})
     return [_entry(name, values[name], False,
-                   [_synonym(name, values[name], DYNAMIC_DEFAULT_BROKER_CONFIG)], include_synonyms,
+                   [_synonym(name, values[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)], include_synonyms,
                    _broker_type(name),
                    BROKER_KEYS[name].doc if include_documentation and name in BROKER_KEYS else None)
             for name in sorted(values) if keys is None or name in keys]
@@ -138,9 +128,9 @@ def _synonyms(config: BrokerConfig, primary: str, dynamic: DynamicBrokerConfig |
     names = next((group for group in BROKER_SYNONYMS if primary in group), [primary])
     found = [_synonym(n, value, source) for n in names if dynamic is not None
              for value, source in dynamic.dynamic_synonyms(n)]
-    found += [_synonym(n, config.originals[n], STATIC_BROKER_CONFIG)
+    found += [_synonym(n, config.originals[n], ConfigSource.STATIC_BROKER_CONFIG)
               for n in names if n in config.originals]
-    found += [_synonym(n, render(BROKER_KEYS[n].default), DEFAULT_CONFIG)
+    found += [_synonym(n, render(BROKER_KEYS[n].default), ConfigSource.DEFAULT_CONFIG)
               for n in names if n in BROKER_KEYS and BROKER_KEYS[n].default is not None]
     while found and found[0]["name"] != primary:
         found.pop(0)
@@ -153,13 +143,13 @@ def _synonym(name: str, value: str | None, source: int) -> dict:
 
 def _entry(name: str, value: Any, read_only: bool, synonyms: list[dict], include_synonyms: bool,
            config_type: int, documentation: str | None) -> dict:
-    source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
+    source = synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG
     # Kafka's PASSWORD type: never sent back, only said to be there.
     sensitive = name in SENSITIVE_KEYS
     if sensitive:
         value = None
         synonyms = [dict(synonym, value=None) for synonym in synonyms]
     return {"name": name, "value": value, "read_only": read_only,
-            "is_default": source == DEFAULT_CONFIG, "config_source": source,
+            "is_default": source == ConfigSource.DEFAULT_CONFIG, "config_source": source,
             "is_sensitive": sensitive, "synonyms": synonyms if include_synonyms else [],
             "config_type": config_type, "documentation": documentation}

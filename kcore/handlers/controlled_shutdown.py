@@ -5,20 +5,11 @@ in-sync replica); NOT_CONTROLLER on a broker that is not the controller,
 STALE_BROKER_EPOCH for an earlier registration of the asking broker."""
 from __future__ import annotations
 
-from kcore.controller.zk_state import ControllerMovedError
 from kcore.handlers.base import BrokerFacade
-from kcore.protocol.errors import ErrorCode
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
-    active = broker.controller.active_controller()
-    if active is None:
-        return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
-    try:
-        code, remaining = await active.call("controlled_shutdown", body.broker_id,
-                                            body.broker_epoch)
-    except ControllerMovedError:
-        return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
+    code, remaining = await broker.controller.controlled_shutdown(body.broker_id, body.broker_epoch)
     return {"error_code": code,
             "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}

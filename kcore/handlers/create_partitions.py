@@ -2,10 +2,10 @@
 with the replicas of each new partition."""
 from __future__ import annotations
 
-from kcore.controller.metadata import TopicError
 from kcore.handlers.authz import topic_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import add_partitions, wait_for_leaders
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 

@@ -5,10 +5,10 @@ metadata shows a leader for every new partition, as Kafka's does, so a
 client may use the topic right away."""
 from __future__ import annotations
 
-from kcore.controller.metadata import TopicError
 from kcore.handlers.authz import may_create_topic
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import create_topic, wait_for_leaders
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 
 

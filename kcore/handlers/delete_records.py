@@ -10,9 +10,9 @@ timeout_ms with REQUEST_TIMED_OUT. The low watermark is -1 with any error.
 """
 from __future__ import annotations
 
-from kcore.controller.metadata import TopicPartition
 from kcore.handlers.authz import allowed_topics
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.delete_records import DeleteRecordsResult, delete_records
 from kcore.security.acl import AclOperation

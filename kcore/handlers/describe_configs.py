@@ -6,6 +6,7 @@ from __future__ import annotations
 from kcore.handlers import configs
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
+from kcore.protocol.constants import ConfigResourceType
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
@@ -32,7 +33,7 @@ def _describe(broker, resource, include_synonyms: bool, include_documentation: b
               "resource_type": resource.resource_type,
               "resource_name": resource.resource_name, "configs": []}
     keys = set(resource.configuration_keys) if resource.configuration_keys else None
-    if resource.resource_type == configs.TOPIC:
+    if resource.resource_type == ConfigResourceType.TOPIC:
         info = broker.controller.topic(resource.resource_name)
         if info is None:
             result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -40,7 +41,7 @@ def _describe(broker, resource, include_synonyms: bool, include_documentation: b
         else:
             result["configs"] = configs.describe_topic(broker, info, keys, include_synonyms,
                                                        include_documentation)
-    elif resource.resource_type == configs.BROKER:
+    elif resource.resource_type == ConfigResourceType.BROKER:
         if resource.resource_name not in ("", str(broker.config.broker_id)):
             result["error_code"] = ErrorCode.INVALID_REQUEST
             result["error_message"] = f"this is broker {broker.config.broker_id}"

@@ -43,14 +43,19 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 
-from kcore.controller.metadata import TopicPartition
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicPartition
+from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID, READ_COMMITTED
 from kcore.protocol.errors import ErrorCode
+from kcore.protocol.messages.fetch import (
+    AbortedTransactionDict,
+    FetchableTopicResponseDict,
+    FetchResponseDict,
+    PartitionDataDict,
+)
 from kcore.replication.fetch_session import (
     FINAL_EPOCH,
-    INITIAL_EPOCH,
-    INVALID_SESSION_ID,
     CachedPartition,
     FetchSession,
     FetchSessionCache,
@@ -61,7 +66,6 @@ from kcore.replication.replication_quota import ReplicationQuota
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
-READ_COMMITTED = 1
 SESSIONS_VERSION = 7
 
 
@@ -77,11 +81,11 @@ class _Limits:
     quota: ReplicationQuota | None = None  # a follower's fetch while a leader throttle is set
 
 
-async def handle(broker: BrokerFacade, context, request):
+async def handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
     body = request.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
-    limits = _Limits(body.max_bytes if request.api_version >= 3 else 2**31 - 1,
+    limits = _Limits(body.max_bytes if request.api_version >= 3 else INT32_MAX,
                      max(body.min_bytes, 1),
                      request.api_version >= 4 and body.isolation_level == READ_COMMITTED,
                      body.replica_id)
@@ -117,7 +121,8 @@ async def handle(broker: BrokerFacade, context, request):
     return _response(ErrorCode.NONE, session_id, responses, throttle_ms)
 
 
-def _response(error_code: int, session_id: int, responses: list, throttle_ms: int = 0) -> dict:
+def _response(error_code: int, session_id: int, responses: list[FetchableTopicResponseDict],
+              throttle_ms: int = 0) -> FetchResponseDict:
     return {"throttle_time_ms": throttle_ms, "error_code": error_code, "session_id": session_id,
             "responses": responses}
 
@@ -158,13 +163,14 @@ def _larger_than_a_second(quotas, user: str, client_id: str, size: int) -> bool:
     return found is not None and size > found[0]
 
 
-def _throttled(context, throttle_ms: int) -> dict:
+def _throttled(context, throttle_ms: int) -> FetchResponseDict:
     """No partitions at all, as Kafka's throttled fetch response."""
     context.mute_ms = max(context.mute_ms, throttle_ms)
     return _response(ErrorCode.NONE, INVALID_SESSION_ID, [], throttle_ms)
 
 
-def _throttle_in_session(broker: BrokerFacade, context, request, answer: dict) -> dict:
+def _throttle_in_session(broker: BrokerFacade, context, request,
+                         answer: FetchResponseDict) -> FetchResponseDict:
     if request.body.replica_id >= 0 or not broker.quotas.active:
         return answer
     size = sum(piece.size for topic in answer["responses"] for result in topic["partitions"]
@@ -179,12 +185,12 @@ def _throttle_in_session(broker: BrokerFacade, context, request, answer: dict) -
 def _read_all(broker: BrokerFacade, body, limits: _Limits):
     """One pass over the request's partitions. `ready` is True when some
     partition has an error to report, which answers immediately."""
-    responses = []
+    responses: list[FetchableTopicResponseDict] = []
     total = 0
     ready = False
     parked = []
     for topic in body.topics:
-        results = []
+        results: list[PartitionDataDict] = []
         for fetch in topic.partitions:
             partition = broker.replica_manager.get(topic.topic, fetch.partition)
             data, size = _read(broker, topic.topic, fetch.partition, partition, fetch,
@@ -198,8 +204,8 @@ def _read_all(broker: BrokerFacade, body, limits: _Limits):
     return responses, total, ready, parked
 
 
-def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body, responses: list,
-                  limits: _Limits) -> int:
+def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body,
+                  responses: list[FetchableTopicResponseDict], limits: _Limits) -> int:
     """A session holding every partition of this full fetch, each marked
     with what the answer told (0 when the cache has no room)."""
     cached: dict[TopicPartition, CachedPartition] = {}
@@ -223,7 +229,7 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body, respo
 
 # -- incremental fetches ------------------------------------------------------------
 async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCache, body,
-                       limits: _Limits, deadline: float) -> dict:
+                       limits: _Limits, deadline: float) -> FetchResponseDict:
     session = sessions.get(body.session_id)
     if session is None:
         return _response(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, INVALID_SESSION_ID, [])
@@ -259,7 +265,7 @@ async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCach
 
 
 def _read_pending(broker: BrokerFacade, session: FetchSession,
-                  limits: _Limits) -> tuple[list[tuple[TopicPartition, dict]], int, bool]:
+                  limits: _Limits) -> tuple[list[tuple[TopicPartition, PartitionDataDict]], int, bool]:
     """One pass over the session's pending partitions, changing nothing
     of the session (a pass that ends in a wait is read again)."""
     reads = []
@@ -277,10 +283,11 @@ def _read_pending(broker: BrokerFacade, session: FetchSession,
 
 
 def _answer(broker: BrokerFacade, session: FetchSession,
-            reads: list[tuple[TopicPartition, dict]], limits: _Limits) -> list:
+            reads: list[tuple[TopicPartition, PartitionDataDict]],
+            limits: _Limits) -> list[FetchableTopicResponseDict]:
     """The partitions of the final pass that must answer, grouped by topic
     as they come; the session learns what each was told."""
-    responses: list = []
+    responses: list[FetchableTopicResponseDict] = []
     for key, data in reads:
         cached = session.partitions[key]
         code = data["error_code"]
@@ -322,7 +329,7 @@ def _caught_up(broker: BrokerFacade, key: TopicPartition, cached: CachedPartitio
 
 # -- one partition ----------------------------------------------------------------------
 def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | None, fetch,
-          partition_max_bytes: int, limits: _Limits, total: int) -> tuple[dict, int]:
+          partition_max_bytes: int, limits: _Limits, total: int) -> tuple[PartitionDataDict, int]:
     """The answer for one partition, and its bytes of records."""
     if limits.refused and topic in limits.refused:
         return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0
@@ -330,7 +337,7 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
         return _error(index, _missing_code(broker, topic, index)), 0
     limit = min(partition_max_bytes, max(limits.max_bytes - total, 0))
     code, slices = _read_one(partition, fetch, limit, limits, min_one_message=total == 0)
-    data = {
+    data: PartitionDataDict = {
         "partition_index": index,
         "error_code": code,
         "high_watermark": partition.high_watermark,
@@ -380,7 +387,7 @@ def _fetcher_log_start_offset(fetch) -> int:
     return fetch.log_start_offset
 
 
-def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[dict]:
+def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[AbortedTransactionDict]:
     """read_committed: the aborted transactions the returned data overlaps;
     the consumer drops those producers' batches in those ranges."""
     if not slices:
@@ -401,7 +408,7 @@ def _leader_throttled(quota: ReplicationQuota, partition: Partition, replica_id:
             and quota.is_throttled(partition.topic, partition.index) and quota.exceeded())
 
 
-def _count_bytes_out(broker: BrokerFacade, responses: list, follower: bool,
+def _count_bytes_out(broker: BrokerFacade, responses: list[FetchableTopicResponseDict], follower: bool,
                      quota: ReplicationQuota | None = None) -> None:
     """BytesOut / ReplicationBytesOut of the answer (not of the passes
     that found too little and waited); a follower's bytes of throttled
@@ -418,14 +425,13 @@ def _count_bytes_out(broker: BrokerFacade, responses: list, follower: bool,
 
 
 def _missing_code(broker: BrokerFacade, topic: str, index: int) -> int:
-    """A partition this broker does not host: another broker's
-    (NOT_LEADER_OR_FOLLOWER, clients refresh metadata) or none at all."""
-    if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    """A partition this broker does not host: in a failed log dir
+    (KAFKA_STORAGE_ERROR), another broker's (NOT_LEADER_OR_FOLLOWER,
+    clients refresh metadata) or none at all."""
+    return broker.replica_manager.partition_error(topic, index)
 
 
-def _error(index: int, code: int) -> dict:
+def _error(index: int, code: int) -> PartitionDataDict:
     return {"partition_index": index, "error_code": code, "high_watermark": -1,
             "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": b""}

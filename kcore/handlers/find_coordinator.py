@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import logging
 
-from kcore.controller.metadata import TopicError
 from kcore.coordinator.group.manager import OFFSETS_TOPIC
 from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC
 from kcore.handlers.authz import group_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicError
+from kcore.protocol.constants import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
-GROUP_KEY_TYPE = 0
-TRANSACTION_KEY_TYPE = 1
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -59,9 +58,9 @@ async def _lookup(broker: BrokerFacade, context, ensure_topic, topic: str, index
     return _found(leader.broker_id, *leader.endpoint(context.listener))
 
 
-def _found(node_id: int, host: str, port: int) -> dict:
+def _found(broker_id: int, host: str, port: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "node_id": node_id, "host": host, "port": port}
+            "node_id": broker_id, "host": host, "port": port}
 
 
 def _error(code: int, message: str) -> dict:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from kcore.config import TOPIC_KEYS
 from kcore.config_def import ConfigType
-from kcore.controller.metadata import TopicError
 from kcore.handlers.alter_configs import alter
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 

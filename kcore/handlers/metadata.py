@@ -33,7 +33,6 @@ for by id is never auto-created.
 """
 from __future__ import annotations
 
-from kcore.controller.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
 from kcore.handlers.authz import (
     AUTHORIZED_OPERATIONS_OMITTED,
     allowed_topics,
@@ -43,9 +42,15 @@ from kcore.handlers.authz import (
 )
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
+from kcore.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.frames import encode_body
+from kcore.protocol.messages.metadata import (
+    MetadataResponseDict,
+    MetadataResponsePartitionDict,
+    MetadataResponseTopicDict,
+)
 from kcore.protocol.primitives import ZERO_UUID
 from kcore.security.acl import AclOperation, ResourceType
 
@@ -58,7 +63,7 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     cache = broker.replica_manager.metadata_cache
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
-    unknown_ids: list = []
+    unknown_ids: list[MetadataResponseTopicDict] = []
     if all_topics:
         names = cache.topic_names()
     else:
@@ -85,13 +90,13 @@ async def handle(broker: BrokerFacade, context, request):
     return encoded
 
 
-def _requested_names(broker: BrokerFacade, topics) -> tuple[list[str], list[dict]]:
+def _requested_names(broker: BrokerFacade, topics) -> tuple[list[str], list[MetadataResponseTopicDict]]:
     """Names of the requested topics, those asked for by id (v12, null
     name) resolved through the controller's view; the ids no topic has
     come back as their UNKNOWN_TOPIC_ID answers."""
     by_id = None
     names: list[str] = []
-    unknown: list[dict] = []
+    unknown: list[MetadataResponseTopicDict] = []
     for topic in topics:
         if topic.name is not None:
             names.append(topic.name)
@@ -132,14 +137,16 @@ def _operations_asked(request) -> tuple[bool, bool]:
     return cluster, body.include_topic_authorized_operations
 
 
-def _response(broker: BrokerFacade, context, request, cache, topics: list[dict]) -> dict:
+def _response(broker: BrokerFacade, context, request, cache,
+              topics: list[MetadataResponseTopicDict]) -> MetadataResponseDict:
     cluster_asked, topics_asked = _operations_asked(request)
     if topics_asked:
         for topic in topics:
-            if topic["name"] is None:
+            name = topic["name"]
+            if name is None:
                 continue
             topic["topic_authorized_operations"] = authorized_operations(
-                broker, context, ResourceType.TOPIC, topic["name"])
+                broker, context, ResourceType.TOPIC, name)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if cluster_asked:
         cluster_operations = cluster_authorized_operations(broker, context)
@@ -156,12 +163,12 @@ def _response(broker: BrokerFacade, context, request, cache, topics: list[dict])
 
 
 async def _describe_authorized(broker, context, cache, names: list[str], all_topics: bool,
-                               allow_create: bool) -> list[dict]:
+                               allow_create: bool) -> list[MetadataResponseTopicDict]:
     """Only topics the principal may DESCRIBE: the others are left out of
     an all-topics answer and refused by name otherwise. Creating one needs
     CREATE on the cluster or on the topic (Kafka's KafkaApis)."""
     describable = allowed_topics(broker, context, AclOperation.DESCRIBE, names)
-    topics = []
+    topics: list[MetadataResponseTopicDict] = []
     for name in names:
         if name not in describable:
             if not all_topics:
@@ -176,7 +183,7 @@ async def _describe_authorized(broker, context, cache, names: list[str], all_top
     return topics
 
 
-async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
+async def _describe_topic(broker, cache, name: str, allow_create: bool) -> MetadataResponseTopicDict:
     if not cache.contains(name):
         if broker.controller.topic(name) is not None:
             return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
@@ -193,7 +200,7 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
                 return _topic_error(name, exc.error_code)
         if not cache.contains(name):
             return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
-    partitions = []
+    partitions: list[MetadataResponsePartitionDict] = []
     for index, state in sorted(cache.partitions(name).items()):
         leader = state.leader if cache.broker(state.leader) is not None else -1
         partitions.append({
@@ -215,6 +222,6 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> dict:
     }
 
 
-def _topic_error(name: str, code: int) -> dict:
+def _topic_error(name: str, code: int) -> MetadataResponseTopicDict:
     return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": name in INTERNAL_TOPICS,
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

@@ -3,12 +3,12 @@
 A partition without a commit answers offset -1, metadata "" and no error.
 v2+ may send null topics to ask for every partition the group committed,
 and carries a top-level error code; v1 reports errors per partition. v5
-returns each commit's leader epoch. v7 require_stable: a partition whose
-offsets a transaction still holds answers UNSTABLE_OFFSET_COMMIT (the
-client retries) instead of the last stable commit. v8 asks for several
-groups at once, each answered on its own; v9 adds the member id and epoch
-of a consumer-protocol member, which the coordinator checks
-(UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+returns each commit's leader epoch. v7's require_stable answers
+UNSTABLE_OFFSET_COMMIT (retriable) for a partition whose transactional
+offset commit still waits for its marker, as Kafka's coordinator does. v8
+asks for several groups at once, each answered on its own; v9 adds the
+member id and epoch of a consumer-protocol member, which the coordinator
+checks (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
 FIRST_TOP_LEVEL_ERROR_VERSION = 2
-FIRST_REQUIRE_STABLE_VERSION = 7
+REQUIRE_STABLE_VERSION = 7
 FIRST_GROUPS_VERSION = 8
 FIRST_MEMBER_EPOCH_VERSION = 9
 
@@ -35,7 +35,7 @@ async def handle(broker: BrokerFacade, context, request):
                                          body.require_stable, member)
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
-    require_stable = version >= FIRST_REQUIRE_STABLE_VERSION and body.require_stable
+    require_stable = version >= REQUIRE_STABLE_VERSION and body.require_stable
     error, topics = _fetch_group(broker, context, body.group_id, body.topics, version, require_stable,
                                  (None, -1))
     return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
@@ -50,7 +50,7 @@ def _fetch_group(broker: BrokerFacade, context, group_id: str, requested, versio
         (topic.name, index) for topic in requested for index in topic.partition_indexes]
     coordinator = broker.group_coordinator
     error, rows = coordinator.fetch_offsets(group_id, partitions, *member)
-    unstable = coordinator.unstable_offsets(group_id) if require_stable and not error else set()
+    unstable = coordinator.unstable_partitions(group_id) if require_stable and not error else set()
     refused: set[str] = set()
     if broker.authorizer is not None:
         rows, refused = _describable_rows(broker, context, rows, all_topics=partitions is None)
@@ -61,9 +61,11 @@ def _fetch_group(broker: BrokerFacade, context, group_id: str, requested, versio
         rows = []
     topics: dict[str, list[dict]] = {}
     for topic, index, value in rows:
-        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic in refused else partition_error
-        if (topic, index) in unstable:
-            code, value = ErrorCode.UNSTABLE_OFFSET_COMMIT, None
+        code: int
+        if (topic, index) in unstable and topic not in refused:
+            value, code = None, ErrorCode.UNSTABLE_OFFSET_COMMIT
+        else:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic in refused else partition_error
         topics.setdefault(topic, []).append({
             "partition_index": index,
             "committed_offset": value.offset if value is not None else -1,

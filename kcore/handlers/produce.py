@@ -19,19 +19,29 @@ compacted topic, a timestamp out of the topic's bounds) names them in
 is not appended, as in Kafka. ``error_message`` (v8+) explains every
 partition error kcore has words for; Kafka fills it for the record errors
 only, and clients show it where they show the error code.
+
+Transactional batches are verified with their transaction coordinator
+before anything of the request is appended (KIP-890 part 1,
+handlers/produce_verification.py).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
+from kcore.handlers.produce_verification import Verification, verify_produce
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.partition import Partition, PartitionError, ProduceResult
+from kcore.protocol.messages.produce import (
+    PartitionProduceResponseDict,
+    ProduceResponseDict,
+    TopicProduceResponseDict,
+)
+from kcore.replication.partition import LogAppendResult, Partition, PartitionError
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import PRODUCER_BYTE_RATE, user_of
 
@@ -39,20 +49,23 @@ log = logging.getLogger(__name__)
 FIRST_V2_VERSION = 3
 
 
-async def handle(broker: BrokerFacade, context, request):
+async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict | None:
     body = request.body
     acks = body.acks
-    responses = []
+    responses: list[TopicProduceResponseDict] = []
     failed = False
-    durable: list[tuple[dict, asyncio.Future]] = []
-    replicated: list[tuple[dict, object, int]] = []
+    durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]] = []
+    replicated: list[tuple[PartitionProduceResponseDict, Any, int]] = []  # (entry, Partition, offset)
     denied = None if broker.authorizer is None else _denial(broker, context, body)
+    verification = await verify_produce(
+        broker, body, lambda topic: denied is None or denied(topic) is None)
     for topic in body.topic_data:
-        results = []
+        results: list[PartitionProduceResponseDict] = []
         refused = denied(topic.name) if denied is not None else None
         for data in topic.partition_data:
-            outcome = (_append(broker, request.api_version, acks, topic.name, data)
-                       if refused is None else refused)
+            outcome = refused or _unverified(verification, topic.name, data.index) or _append(
+                broker, request.api_version, acks, topic.name, data,
+                verification.guard((topic.name, data.index)))
             result = outcome.result
             failed |= outcome.error_code != ErrorCode.NONE
             results.append({
@@ -111,7 +124,7 @@ def _throttle(broker: BrokerFacade, context, request) -> int:
     return throttle_ms
 
 
-async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
+async def _wait_durable(durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]]) -> None:
     """Wait for every partition's group-commit fsync (one after the other:
     cheaper than asyncio.wait, and they complete together anyway); a
     partition whose fsync failed answers KAFKA_STORAGE_ERROR. If this
@@ -125,7 +138,8 @@ async def _wait_durable(durable: list[tuple[dict, asyncio.Future]]) -> None:
             log.error("produce: %s", entry["error_message"])
 
 
-async def _wait_replicated(replicated: list, timeout_s: float) -> None:
+async def _wait_replicated(replicated: list[tuple[PartitionProduceResponseDict, Any, int]],
+                           timeout_s: float) -> None:
     """acks=all: wait until each partition's high watermark passes its
     batch, all partitions sharing the request's timeout_ms."""
     waits = []
@@ -153,7 +167,7 @@ async def _wait_replicated(replicated: list, timeout_s: float) -> None:
                   "the in-sync replicas did not all copy the batch within timeout_ms")
 
 
-def _fail(entry: dict, code: int, message: str | None) -> None:
+def _fail(entry: PartitionProduceResponseDict, code: int, message: str | None) -> None:
     entry["error_code"] = code
     entry["error_message"] = message
     entry["base_offset"] = -1
@@ -173,12 +187,18 @@ class AppendOutcome(NamedTuple):
 
     error_code: int
     error_message: str | None = None
-    result: ProduceResult | None = None
+    result: LogAppendResult | None = None
     partition: Partition | None = None
     record_errors: Sequence[tuple[int, str]] = ()
 
 
-def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
+def _unverified(verification: Verification, topic: str, index: int) -> AppendOutcome | None:
+    refused = verification.refused.get((topic, index))
+    return None if refused is None else AppendOutcome(*refused)
+
+
+def _append(broker, version: int, acks: int, topic: str, data,
+            verification_guard: int | None) -> AppendOutcome:
     if version < FIRST_V2_VERSION:
         return AppendOutcome(ErrorCode.UNSUPPORTED_VERSION,
                              "produce v0-v2 (message format v0/v1) is not supported")
@@ -186,13 +206,12 @@ def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
         return AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}")
     partition = broker.replica_manager.get(topic, data.index)
     if partition is None:
-        if broker.replica_manager.metadata_cache.partition(topic, data.index) is not None:
-            return AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return AppendOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return AppendOutcome(broker.replica_manager.partition_error(topic, data.index))
     if data.records is None or len(data.records) == 0:
         return AppendOutcome(ErrorCode.INVALID_RECORD, "no record batch")
     try:
-        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
+        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer,
+                                                    verification_guard)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)

@@ -9,8 +9,8 @@ import asyncio
 from typing import Any
 
 from kcore.config import ConfigError, check_combination, parse_topic_configs
-from kcore.controller.metadata import TopicError, TopicInfo
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import TopicError, TopicInfo
 from kcore.protocol.errors import ErrorCode
 
 # How often a CreateTopics waiting for the new partitions' leaders looks at

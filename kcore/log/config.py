@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-LONG_MAX = 2**63 - 1
+from kcore.protocol.constants import INT64_MAX
+
 DAY_MS = 24 * 60 * 60 * 1000
 
 
@@ -33,11 +34,11 @@ class LogConfig:
     cleanup_policy: str = "delete"
     delete_retention_ms: int = DAY_MS
     min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
+    max_compaction_lag_ms: int = INT64_MAX
     min_cleanable_dirty_ratio: float = 0.5
     file_delete_delay_ms: int = 60000
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
+    flush_messages: int = INT64_MAX
+    flush_ms: int = INT64_MAX
     message_timestamp_type: str = "CreateTime"
     compression_type: str = "producer"
     min_insync_replicas: int = 1

@@ -14,6 +14,12 @@ round (the partitions truncate, as after any failed fsync), sends pending
 waiters back to per-file rounds and switches the journal off until the
 broker restarts.
 
+Its interface to the syncer is narrow: the backend it submits to, the
+event loop, and two callbacks (``requeue`` a waiter to per-file rounds,
+``round_finished`` to start the next round); the per-log state it shares
+is ``LogSyncState`` (sync_state.py), moved only through its methods and
+the journal's own fields.
+
 Not thread-safe: runs on the syncer's event loop.
 """
 from __future__ import annotations
@@ -25,17 +31,16 @@ import logging
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Buffer
 
-from kcore.log.errors import KafkaStorageError, LogError, SyncFailedError
+from kcore.log.errors import LogError, SyncFailedError
 from kcore.log.journal import Journal, RoundBuffer
+from kcore.log.sync_backends import SyncBackend
+from kcore.log.sync_state import LogSyncState
 from kcore.metrics import LOG_FLUSH_STATS
-
-if TYPE_CHECKING:  # durability.py imports this module
-    from kcore.log.durability import GroupCommitSyncer, _LogState
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +51,13 @@ log = logging.getLogger(__name__)
 # takes parallel writes and flushes about as fast as one.
 MAX_ROUNDS_IN_FLIGHT = 4
 
+Waiter = tuple[LogSyncState, int, asyncio.Future]  # (log, offset to reach, future)
+
 
 class _Round:
     __slots__ = ("buffer", "view", "waiters", "finished", "error", "started")
 
-    def __init__(self, buffer: RoundBuffer, view: memoryview | None, waiters: list):
+    def __init__(self, buffer: RoundBuffer, view: memoryview | None, waiters: list[Waiter]):
         self.buffer = buffer
         self.view = view
         self.waiters = waiters
@@ -64,9 +71,9 @@ class _Checkpoint:
     backend), then the header moves to the next generation."""
     __slots__ = ("waiters", "targets", "remaining", "error")
 
-    def __init__(self, waiters: list):
+    def __init__(self, waiters: list[Waiter]):
         self.waiters = waiters
-        self.targets: dict[Any, int] = {}  # state -> log end offset it covers
+        self.targets: dict[LogSyncState, int] = {}  # log end offset each log's fsyncs cover
         self.remaining = 0
         self.error = 0
 
@@ -75,8 +82,14 @@ class JournalRounds:
     """The journal side of a GroupCommitSyncer (see the module docstring).
     ``status``: 'absent' (not created yet), 'creating', 'ready', 'failed'."""
 
-    def __init__(self, syncer: GroupCommitSyncer, directory: Path, size: int):
-        self._syncer = syncer
+    def __init__(self, backend: SyncBackend, loop: asyncio.AbstractEventLoop, directory: Path,
+                 size: int, *, requeue: Callable[[LogSyncState, int, asyncio.Future], None],
+                 round_finished: Callable[[], None]):
+        self._backend = backend
+        self._loop = loop
+        self._requeue = requeue
+        self._round_finished = round_finished
+        self._closing = False
         self.directory = Path(directory)
         self.size = size
         self.journal: Journal | None = None
@@ -85,21 +98,22 @@ class JournalRounds:
         self._creating: asyncio.Future | None = None
         self._buffer = RoundBuffer()      # entries of the next round
         self._spares: list[RoundBuffer] = []  # buffers of ended rounds, for reuse
-        self._waiters: list[tuple[Any, int, asyncio.Future]] = []
+        self._waiters: list[Waiter] = []
         self._in_flight: deque[_Round] = deque()  # oldest first
         self._checkpoint: _Checkpoint | None = None
         self._hold = False  # after a checkpoint, no round until the old ones ended
-        self._in_generation: set = set()  # states with entries since the last checkpoint
+        self._in_generation: set[LogSyncState] = set()  # logs with entries since the last checkpoint
         self.rounds = 0
         self.checkpoints = 0
+        self.fsyncs = 0  # write + fdatasync pairs of rounds, fsyncs of checkpoints
 
     # -- admission ----------------------------------------------------------------
-    def accepts(self, state: _LogState) -> bool:
+    def accepts(self, state: LogSyncState) -> bool:
         if self.status == "absent":
             self._start_creating()
         if self.status != "ready":
             return False
-        return state.journaled or (not state.in_flight and not state.waiters)
+        return state.journaled or not state.file_sync_pending
 
     async def prepare(self) -> None:
         """Create the journal now (the broker's default is flush.messages=1)
@@ -114,9 +128,8 @@ class JournalRounds:
 
     def _start_creating(self) -> None:
         self.status = "creating"
-        loop = self._syncer.loop
-        self._creating = loop.run_in_executor(None, Journal.create, self.directory, self.size,
-                                              self.direct)
+        self._creating = self._loop.run_in_executor(None, Journal.create, self.directory,
+                                                    self.size, self.direct)
         self._creating.add_done_callback(self._created)
 
     def _created(self, future: asyncio.Future) -> None:
@@ -130,14 +143,14 @@ class JournalRounds:
             log.warning("group commit journal unavailable, fsyncing partition files instead: %s", exc)
             return
         self.journal = future.result()
-        if self._syncer.closed:
+        if self._closing:
             self.journal.close()
             return
         self.status = "ready"
         log.info("group commit journal %s (%d MiB) in use", self.journal.path, self.size >> 20)
 
     # -- entries and waiters ---------------------------------------------------------
-    def add(self, state: _LogState, offset: int, base_offset: int, records: Buffer,
+    def add(self, state: LogSyncState, offset: int, base_offset: int, records: Buffer,
             future: asyncio.Future) -> None:
         """Journal ``records`` (appended to the log at ``base_offset``); the
         future resolves once they are on disk."""
@@ -152,7 +165,7 @@ class JournalRounds:
         self._buffer.append(state.journal_name, base_offset, records, self.journal.generation)
         self._waiters.append((state, offset, future))
 
-    def add_waiter(self, state: _LogState, offset: int, future: asyncio.Future) -> None:
+    def add_waiter(self, state: LogSyncState, offset: int, future: asyncio.Future) -> None:
         """A journaled log's sync without new records (e.g. a retried
         duplicate): its entries are pending or in flight already."""
         self._waiters.append((state, offset, future))
@@ -196,9 +209,9 @@ class JournalRounds:
         round_ = _Round(buffer, view, waiters)
         self._in_flight.append(round_)
         self.rounds += 1
-        self._syncer.fsyncs += 1
-        self._syncer.backend.submit_write_sync(self.journal.fd, view, position,
-                                               lambda error: self._done(round_, error))
+        self.fsyncs += 1
+        self._backend.submit_write_sync(self.journal.fd, view, position,
+                                        lambda error: self._done(round_, error))
 
     def _done(self, round_: _Round, error: int) -> None:
         """Rounds end in the order they started: a round's waiters are
@@ -221,28 +234,27 @@ class JournalRounds:
         if self.status == "failed" and not self._in_flight and self.journal is not None:
             self.journal.close()
             self.journal = None
-        self._syncer.round_finished()
+        self._round_finished()
 
-    def _resolve(self, waiters: list) -> None:
+    def _resolve(self, waiters: list[Waiter]) -> None:
         """Their entries are durable: move each log's synced offset, tell
         its listener once, then answer the waiters."""
         synced = {}
         for state, offset, _ in waiters:
             if offset <= state.log.log_end_offset:
-                state.synced_offset = max(state.synced_offset, offset)
+                state.synced_to(offset)
                 synced[state] = True
         for state in synced:
             state.notify()
         for state, offset, future in waiters:
             if future.done():
                 continue
-            if offset > state.synced_offset:  # truncated away before it was synced
-                future.set_exception(KafkaStorageError(
-                    f"{state.log.dir}: offsets below {offset} were truncated before they were synced"))
+            if offset > state.synced_offset:
+                future.set_exception(state.truncated_error(offset))
             else:
                 future.set_result(state.synced_offset)
 
-    def _fail(self, waiters: list, cause: BaseException) -> None:
+    def _fail(self, waiters: list[Waiter], cause: BaseException) -> None:
         """Fail ``waiters``, switch the journal off and send what was
         pending back to per-file rounds."""
         number = getattr(cause, "errno", None) or errno.EIO
@@ -251,7 +263,7 @@ class JournalRounds:
         error = SyncFailedError(message, number)
         failed = {}
         for state, _, _ in waiters:
-            state.synced_offset = min(state.synced_offset, state.log.log_end_offset)
+            state.distrust_unsynced()
             failed[state] = True
         self.status = "failed"
         pending, self._waiters = self._waiters, []
@@ -260,7 +272,7 @@ class JournalRounds:
             state.journaled = False
         for state, offset, future in pending:
             state.journaled = False
-            self._syncer.requeue(state, offset, future)
+            self._requeue(state, offset, future)
         self._in_generation.clear()
         if not self._in_flight and self.journal is not None:
             self.journal.close()
@@ -288,7 +300,7 @@ class JournalRounds:
             return
         self._resolve(waiters)
 
-    def _start_checkpoint(self, waiters: list) -> None:
+    def _start_checkpoint(self, waiters: list[Waiter]) -> None:
         """The journal is full: fdatasync every journaled log's files with
         data since its last checkpoint (and its directory, for new
         segments) through the backend, off the event loop; rounds wait."""
@@ -321,8 +333,8 @@ class JournalRounds:
             self._checkpoint_done(checkpoint)
             return
         for fd, datasync in operations:
-            self._syncer.fsyncs += 1
-            self._syncer.backend.submit(
+            self.fsyncs += 1
+            self._backend.submit(
                 fd, datasync, functools.partial(self._checkpoint_op_done, checkpoint, fd))
 
     def _checkpoint_op_done(self, checkpoint: _Checkpoint, fd: int, error: int) -> None:
@@ -346,7 +358,7 @@ class JournalRounds:
                 state.checkpointed_offset = max(state.checkpointed_offset, end)
             self.checkpoints += 1
             self._resolve(checkpoint.waiters)
-        self._syncer.round_finished()
+        self._round_finished()
 
     def _checkpoint_logs_and_header(self) -> None:
         # With a checkpoint in flight, its logs too: their entries are still
@@ -361,13 +373,18 @@ class JournalRounds:
         self._in_generation.clear()
         self.checkpoints += 1
 
-    def forget(self, state: _LogState) -> None:
+    def forget(self, state: LogSyncState) -> None:
         """Before ``state``'s log is deleted or truncated: no entry of it may
         outlive this in the journal's current generation."""
         if self.status == "ready" and (state in self._in_generation or (
                 self._checkpoint is not None and state in self._checkpoint.targets)):
             self.checkpoint()
         self._in_generation.discard(state)
+
+    def begin_close(self) -> None:
+        """The syncer is closing: a journal still being created is closed
+        as soon as it is ready, never used."""
+        self._closing = True
 
     async def close(self) -> None:
         if self._creating is not None:

@@ -51,13 +51,14 @@ from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 from kcore.log.txn_index import AbortedTxn
 from kcore.metrics import LOG_FLUSH_STATS
+from kcore.protocol.constants import INT32_MAX
 
 CLEANED_SUFFIX = ".cleaned"
+FUTURE_DIR_SUFFIX = "-future"
 SWAP_SUFFIX = ".swap"
 # The .log goes last in each rename round: loader.py reads a ``.log.swap``
 # as "this swap was decided", anything else as leftovers.
 _SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
-_INT32_MAX = 2**31 - 1  # index entries hold offsets relative to the segment base
 # ``batch_headers`` reads the log in chunks of this size: large enough that
 # a 1 MiB batch header walk needs few preads, small enough to not matter.
 REPLAY_CHUNK = 4 * 1024 * 1024
@@ -81,8 +82,13 @@ class AppendInfo(NamedTuple):
 
 
 def parse_topic_partition(directory: Path | str) -> tuple[str, int]:
-    """``orders-3`` -> ("orders", 3); topic names may contain '-'."""
-    topic, _, partition = os.path.basename(os.fspath(directory)).rpartition("-")
+    """``orders-3`` -> ("orders", 3); topic names may contain '-'. A future
+    log's ``orders-3.<id>-future`` (a replica moving to another log dir,
+    manager.py) names the same partition, as in Kafka's UnifiedLog."""
+    name = os.path.basename(os.fspath(directory))
+    if name.endswith(FUTURE_DIR_SUFFIX):
+        name = name[:name.rfind(".")]
+    topic, _, partition = name.rpartition("-")
     if not topic or not partition.isdigit():
         raise ValueError(f"{directory} is not named <topic>-<partition>")
     return topic, int(partition)
@@ -318,7 +324,7 @@ class Log:
         max.compaction.lag.ms) less the segment's random jitter, a full
         index, or a last offset beyond the int32 range of the segment's base."""
         segment = self._segments[-1]
-        fits_offsets = 0 <= last_offset - segment.base_offset <= _INT32_MAX
+        fits_offsets = 0 <= last_offset - segment.base_offset <= INT32_MAX  # relative offsets in the index
         if segment.size == 0:
             if fits_offsets and segment.base_offset <= first_offset:
                 return segment
@@ -430,8 +436,10 @@ class Log:
                 or not self._log_start_offset <= entry.last_offset < self._log_end_offset:
             return
         i = bisect.bisect_right(self._bases, entry.last_offset) - 1
-        self._segments[i].txn_index.append(entry)
-        self._max_aborted_offset = entry.last_offset
+        try:
+            self._segments[i].txn_index.append(entry)
+        finally:
+            self._max_aborted_offset = entry.last_offset  # in memory even when the write failed
 
     def _last_aborted_offset(self) -> int:
         if self._max_aborted_offset is None:

@@ -19,9 +19,9 @@ import struct
 from kcore._native import index as native_index
 from kcore.log.errors import KafkaStorageError
 from kcore.log.index_file import IndexFile
+from kcore.protocol.constants import INT32_MAX
 
 _ENTRY = struct.Struct(">ii")
-INT32_MAX = 2**31 - 1
 
 
 class OffsetIndex(IndexFile):

@@ -34,13 +34,13 @@ from kcore.log.checkpoints import (
     fsync_dir,
 )
 from kcore.log.errors import KafkaStorageError
+from kcore.metadata import TopicPartition
 
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                REPLICATION_OFFSET_CHECKPOINT)
 LOCK_FILE = ".lock"
 
-TopicPartition = tuple[str, int]
 
 
 def find_partitions(directories: list[Path]) -> dict[TopicPartition, Path]:

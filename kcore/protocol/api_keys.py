@@ -133,7 +133,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
     ApiKey.END_TXN: (0, 3),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
@@ -143,6 +143,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 2),
@@ -162,6 +164,13 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+}
+
+# Client APIs whose newer versions only brokers send: AddPartitionsToTxn v4+
+# (KIP-890: a partition leader verifies a transactional produce with the
+# transaction coordinator), at the highest version both brokers serve.
+BROKER_VERSIONS_FROM: dict[ApiKey, int] = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: 4,
 }
 
 # The one version each broker-to-broker request is sent at (module docstring).

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kcore.protocol.constants import INT32_MAX, INT32_MIN
 from kcore.protocol.exceptions import ProtocolDecodeError, ProtocolEncodeError
 
 INT8 = struct.Struct(">b")
@@ -117,7 +118,7 @@ def uvarint(value: int) -> bytes:
 
 
 def varint(value: int) -> bytes:
-    if not -(1 << 31) <= value < (1 << 31):
+    if not INT32_MIN <= value <= INT32_MAX:
         raise ProtocolEncodeError(f"varint out of range: {value}")
     return _base128(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 

@@ -37,21 +37,26 @@ from kcore._native.batch_layout import (
 )
 from kcore._native.records import (
     CorruptBatchError,
+    count_records,
     crc32c,
     decode_varint,
     encode_varint,
     parse_batch_header,
 )
 from kcore.protocol.compression import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
     CompressionType,
+    DecompressedSizeError,
     UnsupportedCodecError,
     compress,
     decompress,
 )
+from kcore.protocol.constants import INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 __all__ = [
     "CorruptBatchError",
-    "CorruptRecordError",
+    "InvalidRecordError",
+    "RecordsTooLargeError",
     "TimestampType",
     "ControlType",
     "Record",
@@ -63,11 +68,8 @@ __all__ = [
     "recompress_batch",
 ]
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
-INT32_MAX = 2**31 - 1
 
 # Header fields after the CRC, packed in one call by the builder.
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
@@ -78,14 +80,25 @@ _CONTROL_VALUE = struct.Struct(">hi")
 _CONTROL_RECORD_VERSION = 0
 
 
-class CorruptRecordError(CorruptBatchError):
-    """A batch whose records section cannot be decoded (Kafka CorruptRecordException).
+class InvalidRecordError(CorruptBatchError):
+    """A batch whose records section cannot be decoded (Kafka's InvalidRecordException,
+    which DefaultRecord throws for a record it cannot read).
 
     A CorruptBatchError with reason 'records', so one except clause covers both.
     """
 
     def __init__(self, message: str, position: int = 0) -> None:
         super().__init__("records", position, message)
+
+
+class RecordsTooLargeError(InvalidRecordError):
+    """The batch's records inflate past the decompression limit
+    (compression.py, ``DecompressedSizeError``); a InvalidRecordError too,
+    so readers that skip unreadable batches skip it as well."""
+
+    def __init__(self, message: str, max_size: int, position: int = 0) -> None:
+        super().__init__(message, position)
+        self.max_size = max_size
 
 
 class TimestampType(enum.IntEnum):
@@ -128,9 +141,10 @@ class Record:
 class RecordBatch:
     """Read-only view of one v2 batch at ``position`` in ``buffer``.
 
-    Header fields are parsed once at construction; ``records()`` decodes (and
-    decompresses) on every call. The view keeps a reference to the buffer:
-    do not resize a bytearray under it. Immutable, so safe to share.
+    Header fields are parsed once at construction; ``records()`` and
+    ``stream()`` decode (and decompress, to at most ``max_size`` bytes:
+    compression.py) on every call. The view keeps a reference to the
+    buffer: do not resize a bytearray under it. Immutable, so safe to share.
     """
 
     __slots__ = ("_view", "position", *HEADER_FIELDS)
@@ -223,34 +237,43 @@ class RecordBatch:
         """True when the stored CRC-32C matches bytes 21..end."""
         return self.compute_crc() == self.crc
 
-    def records(self) -> list[Record]:
-        """Decode every record; LogAppendTime batches report maxTimestamp per record."""
-        records = self._decode_records()
+    def records(self, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+        """Decode every record; LogAppendTime batches report maxTimestamp
+        per record. RecordsTooLargeError when the records inflate past
+        ``max_size`` bytes."""
+        return list(self.stream(max_size))
+
+    def stream(self, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
+        """The records one at a time (Kafka's ``streamingIterator``): the
+        section is decompressed once, to at most ``max_size`` bytes, and
+        each record decoded when it is asked for, so a reader that wants a
+        few of millions of small records holds a few."""
+        records = self._iter_decoded(max_size)
         if self.timestamp_type is TimestampType.LOG_APPEND_TIME:
-            return [_with_timestamp(record, self.max_timestamp) for record in records]
+            return (_with_timestamp(record, self.max_timestamp) for record in records)
         return records
 
     def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
+        return self.stream()
 
     @property
     def control_type(self) -> ControlType:
         """ABORT or COMMIT, from the control record's key (control batches only)."""
         key, _ = self._control_record()
         if key is None or len(key) < _CONTROL_KEY.size:
-            raise CorruptRecordError("control record key is shorter than version + type")
+            raise InvalidRecordError("control record key is shorter than version + type")
         _version, control_type = _CONTROL_KEY.unpack_from(key)
         try:
             return ControlType(control_type)
         except ValueError:
-            raise CorruptRecordError(f"unknown control record type {control_type}") from None
+            raise InvalidRecordError(f"unknown control record type {control_type}") from None
 
     @property
     def coordinator_epoch(self) -> int:
         """The transaction coordinator's epoch from the marker value (control batches only)."""
         _, value = self._control_record()
         if value is None or len(value) < _CONTROL_VALUE.size:
-            raise CorruptRecordError("control record value is shorter than version + epoch")
+            raise InvalidRecordError("control record value is shorter than version + epoch")
         return _CONTROL_VALUE.unpack_from(value)[1]
 
     def _control_record(self) -> tuple[bytes | None, bytes | None]:
@@ -258,45 +281,68 @@ class RecordBatch:
             raise ValueError(f"batch at offset {self.base_offset} is not a control batch")
         records = self._decode_records()
         if not records:
-            raise CorruptRecordError("control batch without a record")
+            raise InvalidRecordError("control batch without a record")
         return records[0].key, records[0].value
 
-    def _records_section(self) -> memoryview | bytes:
+    def _records_section(self, max_size: int) -> memoryview | bytes:
         section = self._view[BATCH_HEADER_SIZE:]
         codec = self.attributes & COMPRESSION_CODEC_MASK
         if codec == CompressionType.NONE:
             return section
         try:
-            return decompress(codec, section)
+            return decompress(codec, section, max_size)
+        except DecompressedSizeError as exc:
+            raise RecordsTooLargeError(
+                f"batch at offset {self.base_offset} (position {self.position}): "
+                f"{self.records_count} records in {len(section)} compressed bytes: {exc}",
+                max_size, self.position) from exc
         except ValueError as exc:
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): cannot "
                 f"decompress records: {exc}", self.position) from exc
 
-    def _decode_records(self) -> list[Record]:
+    def _decode_records(self, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+        return list(self._iter_decoded(max_size))
+
+    def _iter_decoded(self, max_size: int) -> Iterator[Record]:
         if self.records_count < 0:
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"negative records count {self.records_count}", self.position)
         if self.records_count == 0:
-            return []
-        section = self._records_section()
-        records, position = [], 0
-        try:
-            for _ in range(self.records_count):
+            return
+        section = self._records_section(max_size)
+        position = 0
+        for index in range(self.records_count):
+            try:
                 record, position = _decode_record(
                     section, position, self.base_offset, self.base_timestamp)
-                records.append(record)
-        except (IndexError, ValueError, UnicodeDecodeError) as exc:
-            raise CorruptRecordError(
-                f"batch at offset {self.base_offset} (position {self.position}): record "
-                f"{len(records)} of {self.records_count} is malformed: {exc}",
-                self.position) from exc
+            except (IndexError, ValueError, UnicodeDecodeError) as exc:
+                raise InvalidRecordError(
+                    f"batch at offset {self.base_offset} (position {self.position}): record "
+                    f"{index} of {self.records_count} is malformed: {exc}",
+                    self.position) from exc
+            yield record
         if position != len(section):
-            raise CorruptRecordError(
+            raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): "
                 f"{len(section) - position} bytes left after {self.records_count} records",
                 self.position)
-        return records
+
+    def _checked_section(self, max_size: int) -> memoryview | bytes:
+        """The records section, decompressed (to at most ``max_size``
+        bytes) and walked natively: its records must be well formed and
+        exactly ``records_count`` (Kafka: "Incorrect declared batch size")."""
+        section = self._records_section(max_size)
+        try:
+            count = count_records(section)
+        except ValueError as exc:
+            raise InvalidRecordError(f"batch at offset {self.base_offset}: {exc}",
+                                     self.position) from None
+        if count != self.records_count:
+            raise InvalidRecordError(
+                f"batch at offset {self.base_offset} declares {self.records_count} records "
+                f"but holds {count}", self.position)
+        return section
 
     def __repr__(self) -> str:
         return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
@@ -327,7 +373,7 @@ def _decode_record(section, position: int, base_offset: int,
     length, position = decode_varint(section, position)
     end = position + length
     if length < 1 or end > len(section):
-        raise CorruptRecordError(
+        raise InvalidRecordError(
             f"record length {length} at {position} overruns the {len(section)}-byte section")
     attributes = section[position]
     timestamp_delta, position = decode_varint(section, position + 1)
@@ -336,16 +382,16 @@ def _decode_record(section, position: int, base_offset: int,
     value, position = _read_nullable_bytes(section, position, end)
     header_count, position = decode_varint(section, position)
     if header_count < 0:
-        raise CorruptRecordError(f"negative header count {header_count}")
+        raise InvalidRecordError(f"negative header count {header_count}")
     headers = []
     for _ in range(header_count):
         header_key, position = _read_nullable_bytes(section, position, end)
         if header_key is None:
-            raise CorruptRecordError("null header key")
+            raise InvalidRecordError("null header key")
         header_value, position = _read_nullable_bytes(section, position, end)
         headers.append((header_key.decode("utf-8"), header_value))
     if position != end:
-        raise CorruptRecordError(
+        raise InvalidRecordError(
             f"record declares {length} bytes but its fields end {position - end:+d} bytes off")
     record = Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value,
                     headers, attributes)
@@ -356,10 +402,10 @@ def _read_nullable_bytes(section, position: int, end: int) -> tuple[bytes | None
     length, position = decode_varint(section, position)
     if length < 0:
         if length != -1:
-            raise CorruptRecordError(f"invalid length {length}")
+            raise InvalidRecordError(f"invalid length {length}")
         return None, position
     if position + length > end:
-        raise CorruptRecordError(f"field of {length} bytes at {position} overruns its record")
+        raise InvalidRecordError(f"field of {length} bytes at {position} overruns its record")
     return bytes(section[position:position + length]), position + length
 
 
@@ -452,26 +498,35 @@ def build_control_batch(
 
 
 def recompress_batch(batch_bytes: bytes | bytearray | memoryview, codec: int,
-                     level: int | None = None) -> bytearray:
+                     level: int | None = None,
+                     max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytearray:
     """Rewrite one batch with ``codec`` (topic compression.type) at
-    ``level`` (its compression.<codec>.level; None: the codec's default).
+    ``level`` (its compression.<codec>.level; None: the codec's default);
+    its records may inflate to ``max_size`` bytes (RecordsTooLargeError).
 
-    Offsets, timestamps, producer fields, leader epoch and flags are kept.
-    Control and empty batches carry no compressible records (Kafka writes them
-    uncompressed) and come back unchanged, as does a batch already in ``codec``.
+    Offsets, timestamps, producer fields, leader epoch and flags are kept:
+    the records are copied byte for byte (their deltas stay valid), once
+    the native walk found them well formed and as many as the header says,
+    so no Python object is made per record. Control and empty batches carry
+    no compressible records (Kafka writes them uncompressed) and come back
+    unchanged, as does a batch already in ``codec``.
     """
     batch = RecordBatch(batch_bytes)
     codec = _codec(codec)
     if batch.is_control or batch.records_count == 0 or batch.compression == codec:
         return bytearray(batch.to_bytes())
-    return _build(
-        batch._decode_records(), base_offset=batch.base_offset, codec=codec,
-        producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
-        is_control=False, partition_leader_epoch=batch.partition_leader_epoch,
-        timestamp_type=batch.timestamp_type, base_timestamp=batch.base_timestamp,
-        max_timestamp=batch.max_timestamp, last_offset_delta=batch.last_offset_delta,
-        delete_horizon=batch.has_delete_horizon, level=level)
+    section = batch._checked_section(max_size)
+    if codec != CompressionType.NONE:
+        section = compress(codec, section, level)
+    attributes = (codec | (batch.attributes & TIMESTAMP_TYPE_MASK)
+                  | (batch.attributes & TRANSACTIONAL_FLAG_MASK)
+                  | (batch.attributes & DELETE_HORIZON_FLAG_MASK))
+    return _assemble(section, attributes, base_offset=batch.base_offset,
+                     partition_leader_epoch=batch.partition_leader_epoch,
+                     last_offset_delta=batch.last_offset_delta,
+                     base_timestamp=batch.base_timestamp, max_timestamp=batch.max_timestamp,
+                     producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                     base_sequence=batch.base_sequence, records_count=batch.records_count)
 
 
 def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: int,
@@ -504,13 +559,26 @@ def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: 
                   | (TRANSACTIONAL_FLAG_MASK if is_transactional else 0)
                   | (CONTROL_FLAG_MASK if is_control else 0)
                   | (DELETE_HORIZON_FLAG_MASK if delete_horizon else 0))
+    return _assemble(section, attributes, base_offset=base_offset,
+                     partition_leader_epoch=partition_leader_epoch,
+                     last_offset_delta=last_offset_delta, base_timestamp=base_timestamp,
+                     max_timestamp=max_timestamp, producer_id=producer_id,
+                     producer_epoch=producer_epoch, base_sequence=base_sequence,
+                     records_count=len(records))
+
+
+def _assemble(section: bytes | bytearray | memoryview, attributes: int, *, base_offset: int,
+              partition_leader_epoch: int, last_offset_delta: int, base_timestamp: int,
+              max_timestamp: int, producer_id: int, producer_epoch: int, base_sequence: int,
+              records_count: int) -> bytearray:
+    """The header with its CRC-32C before an encoded records ``section``."""
     batch = bytearray(BATCH_HEADER_SIZE)
     _HEADER_BEFORE_CRC.pack_into(batch, 0, base_offset,
                                  BATCH_HEADER_SIZE - LOG_OVERHEAD + len(section),
                                  partition_leader_epoch, CURRENT_MAGIC)
     _HEADER_AFTER_CRC.pack_into(batch, ATTRIBUTES_OFFSET, attributes, last_offset_delta,
                                 base_timestamp, max_timestamp, producer_id, producer_epoch,
-                                base_sequence, len(records))
+                                base_sequence, records_count)
     batch += section
     _CRC.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return batch

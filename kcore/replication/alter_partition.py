@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from kcore.controller.metadata import TopicPartition
+from kcore.controller.base import IsrChange
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
-Items = list[tuple[TopicPartition, int, list[int], int]]
-Send = Callable[[Items], Awaitable[tuple[int, dict[TopicPartition, tuple[int, Any]]]]]
+Send = Callable[[Sequence[IsrChange]], Awaitable[tuple[int, dict[TopicPartition, tuple[int, Any]]]]]
 
 
 class AlterPartitionManager:

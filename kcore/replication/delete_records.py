@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from kcore.controller.metadata import INTERNAL_TOPICS, TopicPartition
+from kcore.metadata import INTERNAL_TOPICS, TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 from kcore.replication.replica_manager import ReplicaManager

@@ -53,21 +53,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms
-from kcore.controller.metadata import TopicPartition
+from kcore.metadata import TopicPartition
+from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX
 from kcore.replication.partition import Partition
 
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 # Kafka: a session unused this long may be evicted by anyone, and a session
 # younger than this only by a privileged one (FetchSessionCache(..., 120000)).
 EVICTION_MS = 120_000
-_INT32_MAX = 2**31 - 1
 
 
 def next_epoch(epoch: int) -> int:
     """The epoch after ``epoch`` (Kafka FetchMetadata.nextEpoch)."""
-    return 1 if epoch >= _INT32_MAX or epoch < INITIAL_EPOCH else epoch + 1
+    return 1 if epoch >= INT32_MAX or epoch < INITIAL_EPOCH else epoch + 1
 
 
 @dataclass(slots=True)
@@ -185,9 +183,9 @@ class FetchSessionCache:
         if self.max_slots <= 0 or (len(self.sessions) >= self.max_slots
                                    and not self._evict_for(privileged, len(partitions), now_ms)):
             return None
-        session_id = random.randint(1, _INT32_MAX)
+        session_id = random.randint(1, INT32_MAX)
         while session_id in self.sessions:
-            session_id = random.randint(1, _INT32_MAX)
+            session_id = random.randint(1, INT32_MAX)
         session = FetchSession(session_id, replica_id, now_ms)
         self.sessions[session_id] = session
         self.add_partitions(session, partitions)

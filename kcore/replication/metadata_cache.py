@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kcore.controller.metadata import NO_LEADER, BrokerInfo, PartitionState
+from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState
 
 
 class MetadataCache:

@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kcore.protocol.constants import INT64_MAX
 from kcore.security.quotas import Rate
 
-LONG_MAX = 2**63 - 1
 ALL_PARTITIONS = "*"
 MIN_BOUND = 1e-9  # bytes/s standing in for a bound of 0
 
@@ -56,14 +56,14 @@ class ReplicationQuota:
         self.broker_id = broker_id
         self.config_key = config_key
         self.topic_configs = topic_configs
-        self.bound = LONG_MAX  # bytes/s; LONG_MAX is Kafka's "no throttle"
+        self.bound = INT64_MAX  # bytes/s; INT64_MAX is Kafka's "no throttle"
         self._rate = Rate()
         self._parsed: dict[str, Any] = {}  # list text -> partitions (topic lists repeat)
         self.total_bytes = 0
 
     @property
     def active(self) -> bool:
-        return self.bound < LONG_MAX
+        return self.bound < INT64_MAX
 
     def update_bound(self, bytes_per_s: int) -> None:
         self.bound = bytes_per_s

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 
 from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
-from kcore.replication.partition import Partition, PartitionError, ProduceResult
+from kcore.replication.partition import LogAppendResult, Partition, PartitionError
 
 if TYPE_CHECKING:
     from kcore.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 # Kafka appends markers with the broker's request.timeout.ms (30 s).
 MARKER_TIMEOUT_S = 30.0
 # (topic, partition, producer id, commit) once a marker is on the ISR.
@@ -45,13 +45,11 @@ class TxnMarkerWriter:
                                 partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Kafka's error code per partition (NONE once the marker is on the ISR)."""
         errors: dict[TopicPartition, int] = {}
-        waiting: list[tuple[TopicPartition, Partition, ProduceResult]] = []
+        waiting: list[tuple[TopicPartition, Partition, LogAppendResult]] = []
         for key in partitions:
             partition = self.replica_manager.get(*key)
             if partition is None:
-                known = self.replica_manager.metadata_cache.partition(*key) is not None
-                errors[key] = (ErrorCode.NOT_LEADER_OR_FOLLOWER if known
-                               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                errors[key] = self.replica_manager.partition_error(*key)
                 continue
             try:
                 result = partition.append_txn_marker(producer_id, producer_epoch,
@@ -79,7 +77,7 @@ class TxnMarkerWriter:
                 log.exception("%s-%d: transaction completion listener failed", *key)
 
 
-async def _replicated(partition: Partition, result: ProduceResult) -> int:
+async def _replicated(partition: Partition, result: LogAppendResult) -> int:
     if result.durable is not None:
         try:
             await result.durable

@@ -16,11 +16,11 @@ prefixed ACLs (bench/bench_authorizer.py).
 
 The authorizer stores nothing. It holds the ACL set the broker installs
 with ``replace``: at start, and each time the security store
-(``SecurityStore``) reports a change made on any broker, this one
-included. CreateAcls and DeleteAcls validate their bindings and filters
-with ``with_created`` / ``with_deleted``, which leave the set as it is,
-and write the changes to the store; the new set reaches every broker's
-authorizer from there.
+(``SecurityStore``, kcore/metadata_store/) reports a change made on any
+broker, this one included. CreateAcls and DeleteAcls validate their
+bindings and filters with ``with_created`` / ``with_deleted``, which leave
+the set as it is, and write the changes to the store; the new set reaches
+every broker's authorizer from there.
 
 Not thread-safe: owned by the broker's event loop.
 """

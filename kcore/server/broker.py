@@ -1,7 +1,10 @@
 """A single broker: listeners, request dispatch, background maintenance.
 
-Start-up order: check the data dir, load cluster metadata, open (and if the
-last stop was unclean, recover) every partition log, then listen. Shutdown
+Start-up order: check the data dir, decide the cluster mode once
+(server/backend.py: a single node, a node of processes or a ZooKeeper
+cluster), open (and if the last stop was unclean, recover) every partition
+log, build what the mode decides (controller, stores, producer ids), load
+cluster metadata, then listen. Shutdown
 reverses it and leaves `.kafka_cleanshutdown` so the next start skips
 recovery.
 
@@ -18,19 +21,14 @@ from pathlib import Path
 
 from kcore import protocol
 from kcore.client.inter_broker import set_inter_broker_security
+from kcore.client.security import ClientSecurity
 from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
-from kcore.console.end_offsets import RemoteEndOffsets
-from kcore.console.history import SAMPLE_INTERVAL_S, ConsoleHistory
-from kcore.controller.active import ControllerConfig
-from kcore.controller.local import LocalController
-from kcore.controller.managed import ManagedController
-from kcore.controller.metadata import BrokerInfo
-from kcore.controller.producer_ids import ProducerIdManager, ZkProducerIdManager
-from kcore.controller.scram_store import CredentialStore, FileCredentialStore, ZkCredentialStore
-from kcore.controller.zk_controller import ZkController
+from kcore.console.history import ConsoleHistory
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from kcore.coordinator.group.end_offsets import RemoteEndOffsets
+from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
-from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
+from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
@@ -39,24 +37,24 @@ from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
-from kcore.log.relocate import find_partitions, relocate
+from kcore.metadata import BrokerInfo
+from kcore.metadata_store.base import QuotaConfigs
 from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
-from kcore.security.store import LocalSecurityStore, QuotaConfigs, SecurityStore
-from kcore.security.zk_store import ZkSecurityStore
 from kcore.server import idle, request_quota
+from kcore.server.backend import cluster_mode
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.limits import check_open_file_room, raise_open_file_limit
 from kcore.server.sasl import AuthFailures, SaslSettings
 from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
 from kcore.server.sockets import apply_buffer_sizes
-from kcore.server.supervisor import NODE_DIR_ENV, SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
 # One debug line per answered request (Kafka's kafka.request.logger).
@@ -75,8 +73,8 @@ class Broker:
         self.config = config
         self.data_dir = config.log_dirs[0]
         _check_data_dir(self.data_dir)
-        if not config["zookeeper.connect"] and managed_node_dir() is None:
-            gather_process_dirs(config.log_dirs)
+        self.mode = cluster_mode(config)
+        self.mode.prepare_log_dirs()
         open_file_limit = raise_open_file_limit()
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
@@ -92,55 +90,34 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
+        # A replica moving between log dirs swaps logs only between cleaner passes.
+        self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
+        self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
         self.dynamic_config = DynamicBrokerConfig(config)
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
         self.stats = BrokerStats()
-        self.alter_partitions: AlterPartitionManager | None = None  # ISR changes, in a cluster
-        self.controller = self._make_controller()
-        self.scram_credentials: CredentialStore = (
-            ZkCredentialStore(self.controller.zk) if isinstance(self.controller, ZkController)
-            else FileCredentialStore(managed_node_dir() or self.data_dir))
-        self._auth_failures = AuthFailures(config["connection.failed.authentication.delay.ms"])
-        # Built before anything starts, so a bad key store or JAAS config
-        # fails the start with a ConfigError.
-        self._ssl_contexts = {listener.name: server_ssl_context(config, listener)
-                              for listener in config.listeners() if listener.uses_ssl}
-        self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
-                               for listener in config.listeners() if listener.uses_sasl}
-        broker_security = None
-        if config["zookeeper.connect"] or managed_node_dir() is not None:
-            # Only brokers with peers log in anywhere (a single node never
-            # connects to itself), so only they need the inter-broker login.
-            broker_security = inter_broker_security(config)
-            set_inter_broker_security(broker_security)
-        self.producer_ids = (ZkProducerIdManager(self.controller.zk, config.broker_id)
-                             if isinstance(self.controller, ZkController)
-                             else ProducerIdManager(managed_node_dir() or self.data_dir))
-        self.group_coordinator = GroupCoordinator(
-            GroupConfig.from_broker_config(config),
-            GroupMetadataManager(self.controller, self.replica_manager,
-                                 config["offsets.topic.num.partitions"],
-                                 config["offsets.topic.replication.factor"]))
-        self.replica_manager.leadership_listeners.append(self.group_coordinator.on_leadership_change)
-        self.replica_manager.deleted_topic_listeners.append(self.group_coordinator.on_topics_deleted)
+        self._open_backend()
+        broker_security = self._prepare_security()
+        self.group_coordinator = self._make_group_coordinator()
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
-        # The console's charts: the counters above, sampled (console/history.py).
-        self.end_offsets = RemoteEndOffsets(config.broker_id, self.replica_manager.metadata_cache)
-        self.history = ConsoleHistory(self.stats, self.replica_manager, self.group_coordinator,
-                                      remote=self.end_offsets)
+        # /metrics and the console: group lag, and the counters above sampled
+        # for the console's charts.
+        self.consumer_lag = ConsumerLag(self.replica_manager, self.group_coordinator, RemoteEndOffsets(
+            config.broker_id, self.replica_manager.metadata_cache))
+        self.history = ConsoleHistory(self.stats)
         self.http = HttpListeners(self)
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
-        self.authorizer = (Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
-                           if config["authorizer.class.name"] else None)
-        self.quotas = ClientQuotas()
+        self.txn_verifier = TransactionVerifier(
+            config.broker_id, self.replica_manager.metadata_cache,
+            lambda transactional_id: (TRANSACTION_STATE_TOPIC,
+                                      self.txn_coordinator.manager.partition_for(transactional_id)),
+            self.txn_coordinator.verify_partitions,
+            config["transaction.partition.verification.enable"])
         self._warn_if_brokers_are_refused(broker_security)
-        self.security_store: SecurityStore = (
-            ZkSecurityStore(self.controller.zk) if isinstance(self.controller, ZkController)
-            else LocalSecurityStore(managed_node_dir() or self.data_dir))
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
@@ -155,6 +132,51 @@ class Broker:
         self._connection_ids = itertools.count()
         self._stopped = asyncio.Event()
         self.log_syncer: GroupCommitSyncer | None = None  # flush.messages=1 group commit, made in start()
+
+    def _open_backend(self) -> None:
+        """What the cluster mode decides, built once (server/backend.py);
+        in a cluster, leaders propose their ISR changes to the controller."""
+        backend = self.mode.build(self.broker_info(), self.replica_manager)
+        self.controller = backend.controller
+        self.scram_credentials = backend.scram_credentials
+        self.producer_ids = backend.producer_ids
+        self.security_store = backend.security_store
+        self.alter_partitions: AlterPartitionManager | None = None
+        if self.mode.replicated:
+            self.alter_partitions = AlterPartitionManager(self.controller.send_alter_partition)
+            self.replica_manager.isr_change_handler = self.alter_partitions.submit
+
+    def _make_group_coordinator(self) -> GroupCoordinator:
+        config = self.config
+        coordinator = GroupCoordinator(
+            GroupConfig.from_broker_config(config),
+            GroupMetadataManager(self.controller, self.replica_manager,
+                                 config["offsets.topic.num.partitions"],
+                                 config["offsets.topic.replication.factor"]))
+        self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+        self.replica_manager.deleted_topic_listeners.append(coordinator.on_topics_deleted)
+        return coordinator
+
+    def _prepare_security(self) -> ClientSecurity | None:
+        """TLS contexts, SASL settings, the authorizer and quotas, built
+        before anything starts so that a bad key store or JAAS config fails
+        the start with a ConfigError; the inter-broker login, if this
+        broker has peers."""
+        config = self.config
+        self._auth_failures = AuthFailures(config["connection.failed.authentication.delay.ms"])
+        self._ssl_contexts = {listener.name: server_ssl_context(config, listener)
+                              for listener in config.listeners() if listener.uses_ssl}
+        self._sasl_settings = {listener.name: sasl_settings(config, listener, self.scram_credentials)
+                               for listener in config.listeners() if listener.uses_sasl}
+        self.authorizer = (Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
+                           if config["authorizer.class.name"] else None)
+        self.quotas = ClientQuotas()
+        if not self.mode.peers:
+            # A single node never connects to itself: no inter-broker login.
+            return None
+        broker_security = inter_broker_security(config)
+        set_inter_broker_security(broker_security)
+        return broker_security
 
     # -- start / stop -------------------------------------------------------
     async def start(self) -> None:
@@ -180,21 +202,13 @@ class Broker:
         self.security_store.on_broker_configs = self.dynamic_config.replace
         await self.security_store.start(self._on_security_change)
         self._delete_stray_logs()
-        for listener in self.config.listeners():
-            name = listener.name
-            server = await loop.create_server(
-                lambda name=name: self._new_connection(name), listener.host or None, listener.port,
-                reuse_address=True, backlog=1024, ssl=self._ssl_contexts.get(name),
-                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if listener.uses_ssl else None)
-            apply_buffer_sizes(server.sockets, self.config["socket.send.buffer.bytes"],
-                               self.config["socket.receive.buffer.bytes"])
-            self._servers.append(server)
-            log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
-                     listener.security_protocol)
+        await self._listen(loop)
+        for settings in self._sasl_settings.values():
+            self._tasks.extend(loop.create_task(job()) for job in settings.background)
         await self.http.start(self.config["http.listeners"])
         if self.config["http.listeners"]:
-            self.history.sample()  # the zero the first second's rates start from
-            self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self.history.sample)))
+            self._sample()  # the zero the first second's rates start from
+            self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self._sample)))
         await self.controller.register()
         self._start_idle_sweep(loop)
         self._tasks.append(loop.create_task(self._every(
@@ -210,14 +224,27 @@ class Broker:
         # Kafka checks the ISR every replica.lag.time.max.ms / 2.
         self._tasks.append(loop.create_task(self._every(
             self.config["replica.lag.time.max.ms"] / 2000, self.replica_manager.maybe_shrink_isr)))
-        log.info("broker %d started (cluster id %s, %d partitions)", self.config.broker_id,
-                 self.controller.cluster_id, len(self.replica_manager.partitions))
+        log.info("broker %d started (%s, cluster id %s, %d partitions)", self.config.broker_id,
+                 self.mode.name, self.controller.cluster_id, len(self.replica_manager.partitions))
+
+    async def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        for listener in self.config.listeners():
+            name = listener.name
+            server = await loop.create_server(
+                lambda name=name: self._new_connection(name), listener.host or None, listener.port,
+                reuse_address=True, backlog=1024, ssl=self._ssl_contexts.get(name),
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if listener.uses_ssl else None)
+            apply_buffer_sizes(server.sockets, self.config["socket.send.buffer.bytes"],
+                               self.config["socket.receive.buffer.bytes"])
+            self._servers.append(server)
+            log.info("listening on %s://%s:%d (%s)", name, listener.host, listener.port,
+                     listener.security_protocol)
 
     def _make_txn_coordinator(self) -> TransactionCoordinator:
         config = self.config
         # A node without ZooKeeper keeps one replica of internal topics.
         replication_factor = (config["transaction.state.log.replication.factor"]
-                              if config["zookeeper.connect"] else 1)
+                              if self.mode.replicated else 1)
         manager = TransactionStateManager(self.controller, self.replica_manager, TxnConfig(
             config["transaction.state.log.num.partitions"], replication_factor,
             config["transaction.state.log.min.isr"], config["transaction.state.log.segment.bytes"],
@@ -228,35 +255,8 @@ class Broker:
                                self.replica_manager.txn_markers)
         return TransactionCoordinator(manager, self.producer_ids.next_id, markers)
 
-    def _make_controller(self):
-        """The local controller of a single node, the controller seam of one
-        process of a multi-process node, or a ZooKeeper cluster's."""
-        config = self.config
-        node_dir = managed_node_dir()
-        if not config["zookeeper.connect"] and node_dir is not None:
-            return ManagedController(node_dir, self.data_dir, self.broker_info(),
-                                     self.replica_manager, int(os.environ[SUPERVISOR_PID_ENV]))
-        if not config["zookeeper.connect"]:
-            return LocalController(self.data_dir, self.broker_info(), self.replica_manager)
-        session_s = config["zookeeper.session.timeout.ms"] / 1000
-        connection_ms = config["zookeeper.connection.timeout.ms"]
-        controller = ZkController(
-            config["zookeeper.connect"], self.broker_info(), self.data_dir, self.replica_manager,
-            ControllerConfig(config["unclean.leader.election.enable"],
-                             config["auto.leader.rebalance.enable"],
-                             config["leader.imbalance.check.interval.seconds"],
-                             config["leader.imbalance.per.broker.percentage"]),
-            session_timeout_s=session_s,
-            connection_timeout_s=connection_ms / 1000 if connection_ms else None,
-            controlled_shutdown=config["controlled.shutdown.enable"],
-            controlled_shutdown_retries=config["controlled.shutdown.max.retries"],
-            controlled_shutdown_backoff_s=config["controlled.shutdown.retry.backoff.ms"] / 1000)
-        self.alter_partitions = AlterPartitionManager(controller.alter_partition)
-        self.replica_manager.isr_change_handler = self.alter_partitions.submit
-        return controller
-
     def _start_fetchers(self) -> None:
-        if not self.config["zookeeper.connect"]:
+        if not self.mode.replicated:
             return
         config = self.config
         self.fetchers = FetcherManager(FetcherConfig(
@@ -269,7 +269,7 @@ class Broker:
     def _delete_stray_logs(self) -> None:
         """In a cluster, logs of topics that no longer exist (deleted while
         this broker was down) go, as the controller would have had them."""
-        if not self.config["zookeeper.connect"]:
+        if not self.mode.replicated:
             return
         known = set(self.controller.topic_names())
         for log_ in list(self.log_manager.all_logs()):
@@ -327,9 +327,9 @@ class Broker:
         for server in self._servers:
             server.close()
         self.http.close()
-        self.end_offsets.close()
+        self.consumer_lag.close()
         for connection in list(self._connections):
-            connection.close()
+            connection.shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -337,9 +337,14 @@ class Broker:
             await self.log_syncer.close()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.txn_verifier.close()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)
+
+    def _sample(self) -> None:
+        self.history.sample()
+        self.consumer_lag.sample()
 
     def _flush_check_interval_s(self) -> float:
         """flush.ms is checked, rolled segments fsynced and the recovery
@@ -348,6 +353,12 @@ class Broker:
         fsyncs on the loop (~8 ms measured), so once a second was too often."""
         return min(self.config["log.flush.scheduler.interval.ms"],
                    self.config["log.flush.offset.checkpoint.interval.ms"]) / 1000
+
+    def _on_log_dir_failure(self, directory: Path) -> None:
+        """A log dir went offline: the controller moves the leadership of
+        its partitions (in a cluster; ZooKeeper's log dir event)."""
+        self._tasks.append(asyncio.get_running_loop().create_task(
+            self.controller.propagate_log_dir_event()))
 
     def _high_watermark_of(self, topic: str, index: int) -> int | None:
         partition = self.replica_manager.get(topic, index)
@@ -391,14 +402,13 @@ class Broker:
                               header.api_version, header.client_id, context.peer,
                               context.connection_id, size, elapsed_s * 1000)
 
-    def _warn_if_brokers_are_refused(self, security) -> None:
+    def _warn_if_brokers_are_refused(self, security: ClientSecurity | None) -> None:
         """Other brokers (and a node's processes) connect as the principal
         of the inter-broker listener: the SASL user, or User:ANONYMOUS over
         PLAINTEXT. Unless it is a super user, the authorizer refuses their
         LeaderAndIsr, UpdateMetadata and follower fetches. (Over SSL the
         principal is the certificate's subject, not known here.)"""
-        talks_to_brokers = self.config["zookeeper.connect"] or managed_node_dir() is not None
-        if self.authorizer is None or not talks_to_brokers:
+        if self.authorizer is None or not self.mode.peers:
             return
         if security is None:
             principal = "User:ANONYMOUS"
@@ -474,26 +484,6 @@ def _cluster_action_denied(request) -> dict:
                 for topic in marker.topics]}
             for marker in request.body.markers]}
     return {"error_code": code}
-
-
-def managed_node_dir() -> Path | None:
-    """The node's first log dir when a supervisor runs this broker as one of
-    its processes (server/supervisor.py), else None."""
-    node_dir = os.environ.get(NODE_DIR_ENV)
-    return Path(node_dir) if node_dir and os.environ.get(SUPERVISOR_PID_ENV) else None
-
-
-def gather_process_dirs(log_dirs: list[Path]) -> None:
-    """A node that ran several processes and now runs one: every partition
-    moves back from ``<log dir>/process-<i>`` into its log dir."""
-    searched = [d for base in log_dirs for d in [base, *sorted(base.glob("process-*"))]]
-    if len(searched) == len(log_dirs):
-        return
-    wanted = {key: (directory if directory in log_dirs else directory.parent)
-              for key, directory in find_partitions(searched).items()}
-    moved = relocate(wanted, searched)
-    if moved:
-        log.info("gathered %d partitions of earlier broker processes", moved)
 
 
 def _check_data_dir(path: Path) -> None:

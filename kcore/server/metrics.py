@@ -3,7 +3,9 @@
 Names are Kafka's JMX MBeans as the Prometheus JMX exporter writes them
 (``kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=T`` ->
 ``kafka_server_brokertopicmetrics_bytesin_total{topic="T"}``); consumer
-lag, which Kafka's broker does not export, takes kafka_exporter's names;
+lag, which Kafka's broker does not export, takes kafka_exporter's names
+and comes from the broker's consumer lag service
+(kcore/coordinator/group/lag.py), the one the console reads;
 the table is in README.md ("Metrics"). Counters come from the numbers the
 hot paths keep (kcore.metrics); gauges are read from the replica manager,
 the metadata cache and the group coordinator here, so a scrape costs the
@@ -23,9 +25,9 @@ from prometheus_client.utils import floatToGoString
 
 from kcore import __version__
 from kcore.config import BrokerConfig
-from kcore.console.history import ConsoleHistory
 from kcore.controller.base import Controller
 from kcore.coordinator.group.coordinator import GroupCoordinator
+from kcore.coordinator.group.lag import ConsumerLag
 from kcore.metrics import LOG_FLUSH_STATS, BrokerStats, Histogram
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.alter_partition import AlterPartitionManager
@@ -48,7 +50,7 @@ class MetricsSource(Protocol):
     @property
     def alter_partitions(self) -> AlterPartitionManager | None: ...
     @property
-    def history(self) -> ConsoleHistory: ...
+    def consumer_lag(self) -> ConsumerLag: ...
 
     def connection_counts(self) -> dict[str, int]: ...
 
@@ -199,13 +201,13 @@ class BrokerCollector(Collector):
                                 "known here (led here, or last given by its leader).", labels=labels)
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of each group coordinated here.",
                                     labels=["consumergroup"])
-        history = self.broker.history
+        lag_service = self.broker.consumer_lag
         for group_id, group in sorted(self.broker.group_coordinator.groups.items()):
             members.add_metric([group_id], len(group.members))
             for (topic, index), value in sorted(group.offsets.items()):
                 key = [group_id, topic, str(index)]
                 committed.add_metric(key, value.offset)
-                end = history.end_offset((topic, index))
+                end = lag_service.end_offset((topic, index))
                 if end is not None:
                     lag.add_metric(key, max(end - value.offset, 0))
         yield from (committed, lag, members)

@@ -12,8 +12,10 @@ Anything else before COMPLETE closes the connection, as do a failure and an
 unsupported mechanism once their answer is out.
 
 Re-authentication (KIP-368): with ``connections.max.reauth.ms`` > 0 for
-the mechanism, a completed exchange has a session lifetime, sent in
-SaslAuthenticate v1+ and kept as ``session_expires`` (monotonic seconds).
+the mechanism, or an OAUTHBEARER token (which expires), a completed
+exchange has a session lifetime, sent in SaslAuthenticate v1+ and kept as
+``session_expires`` (monotonic seconds): the setting, the time left to the
+token's expiry, or the smaller of both (Kafka's SaslServerAuthenticator).
 The connection then takes a SaslHandshake as the start of a new exchange
 (a new authenticator with ``previous`` set, at most one a second as in
 Kafka's KafkaChannel); it must use the same mechanism and end with the
@@ -41,13 +43,19 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from kcore.security.oauthbearer import InvalidClientMessage, OAuthBearerServer, TokenValidator
 from kcore.security.plain import PlainServer
 from kcore.security.scram import AuthenticationFailed, CredentialLookup, ScramServer
+
+log = logging.getLogger(__name__)
 
 SASL_SERVER_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size default
 MAX_DELAY_S = 5.0  # 12 guesses a minute per address at worst
@@ -72,6 +80,12 @@ class SaslSettings:
     decoy_key: bytes
     # connections.max.reauth.ms per mechanism; 0: sessions never expire.
     max_reauth_ms: dict[str, int] = field(default_factory=dict)
+    # OAUTHBEARER's token validator, when the listener enables it.
+    oauthbearer: TokenValidator | None = None
+    # What runs on the broker's loop while it serves (a JWKS refresh).
+    background: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+    # Epoch seconds, for the time left to a token's expiry.
+    wall_clock: Callable[[], float] = time.time
 
 
 @dataclass(frozen=True)
@@ -146,7 +160,7 @@ class SaslAuthenticator:
         self._host = host
         self.previous = previous
         self.state = SaslState.HANDSHAKE
-        self._server: PlainServer | ScramServer | None = None
+        self._server: PlainServer | ScramServer | OAuthBearerServer | None = None
         self._mechanism: str | None = None
         self.user: str | None = None
         self.session: Session | None = None  # set once COMPLETE
@@ -174,6 +188,9 @@ class SaslAuthenticator:
             return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}, True
         if mechanism == "PLAIN":
             self._server = PlainServer(self._settings.plain_users)
+        elif mechanism == "OAUTHBEARER":
+            assert self._settings.oauthbearer is not None
+            self._server = OAuthBearerServer(self._settings.oauthbearer)
         else:
             self._server = ScramServer(mechanism, self._settings.lookup, self._settings.decoy_key)
         self._mechanism = mechanism
@@ -190,6 +207,15 @@ class SaslAuthenticator:
             answer = await self._server.evaluate(bytes(token))
             if self._server.complete:
                 self._check_user_unchanged(self._server.user)
+        except InvalidClientMessage as exc:
+            # Kafka tells the client nothing of a malformed message (a
+            # SaslException's text may say who exists); the log says what.
+            log.info("%s from %s: %s", self._mechanism, self._host, exc)
+            self.state = SaslState.FAILED
+            await asyncio.sleep(self._failures.failed(self._host))
+            step = "re-authentication" if self.previous is not None else "authentication"
+            return b"", f"Authentication failed during {step} due to invalid credentials with SASL mechanism " \
+                f"{self._mechanism}"
         except AuthenticationFailed as exc:
             self.state = SaslState.FAILED
             await asyncio.sleep(self._failures.failed(self._host))
@@ -202,9 +228,15 @@ class SaslAuthenticator:
         assert self._server is not None and self._server.user is not None
         user = self.user = self._server.user
         self.state = SaslState.COMPLETE
-        self.session_lifetime_ms = self._settings.max_reauth_ms.get(mechanism, 0)
+        max_reauth_ms = self._settings.max_reauth_ms.get(mechanism, 0)
+        credential_ms = None
+        if isinstance(self._server, OAuthBearerServer) and self._server.token is not None:
+            credential_ms = self._server.token.lifetime_ms - int(self._settings.wall_clock() * 1000)
         expires = None
-        if self.session_lifetime_ms > 0:
+        if credential_ms is not None or max_reauth_ms > 0:
+            lifetimes = [ms for ms in (credential_ms, max_reauth_ms if max_reauth_ms > 0 else None)
+                         if ms is not None]
+            self.session_lifetime_ms = max(0, min(lifetimes))
             expires = time.monotonic() + self.session_lifetime_ms / 1000
         self.session = Session(mechanism, user, expires)
         self._failures.succeeded(self._host)

@@ -18,6 +18,7 @@ X500Principal prints it (most specific attribute first: ``CN=client,O=kcore,C=FR
 """
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import ssl
@@ -27,11 +28,16 @@ from typing import Any
 
 from kcore.client.security import ClientSecurity
 from kcore.config import BrokerConfig, ConfigError
-from kcore.controller.scram_store import CredentialStore
-from kcore.listener_config import Listener
+from kcore.listener_config import CALLBACK_HANDLER_KEY, JWT_VALIDATOR_CLASSES, Listener
+from kcore.metadata_store.base import CredentialStore
 from kcore.security.jaas import JaasError, parse_jaas_config
+from kcore.security.jwks import JwtSettings, JwtValidator
+from kcore.security.oauthbearer import OAuthBearerConfigError, TokenValidator, UnsecuredValidator
 from kcore.server import pkcs12
+from kcore.server.jwks_source import HttpJwks, jwks_source
 from kcore.server.sasl import SaslSettings
+
+log = logging.getLogger(__name__)
 
 _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
@@ -124,7 +130,48 @@ def sasl_settings(config: BrokerConfig, listener: Listener,
         except JaasError as exc:
             raise ConfigError(f"listener.name.{listener.name.lower()}.plain.sasl.jaas.config: {exc}") from None
     max_reauth_ms = {mechanism: config.max_reauth_ms(listener.name, mechanism) for mechanism in mechanisms}
-    return SaslSettings(mechanisms, users, credentials.get, secrets.token_bytes(32), max_reauth_ms)
+    settings = SaslSettings(mechanisms, users, credentials.get, secrets.token_bytes(32), max_reauth_ms)
+    if "OAUTHBEARER" in mechanisms:
+        settings.oauthbearer, refresher = oauthbearer_validator(config, listener)
+        if refresher is not None:
+            settings.background.append(refresher.run)
+    return settings
+
+
+def oauthbearer_validator(config: BrokerConfig, listener: Listener) -> tuple[TokenValidator, HttpJwks | None]:
+    """The listener's OAUTHBEARER validator (Kafka's
+    sasl.server.callback.handler.class: unsecured tokens by default, signed
+    JWTs against a JWKS), and the JWKS endpoint to keep refreshing if any.
+    Reads the JWKS file or URL now: a bad one fails the start."""
+    prefix = f"listener.name.{listener.name.lower()}.oauthbearer."
+    try:
+        modules = parse_jaas_config(config.jaas_config(listener.name, "OAUTHBEARER") or "")
+    except JaasError as exc:
+        raise ConfigError(f"{prefix}sasl.jaas.config: {exc}") from None
+    if len(modules) != 1:
+        raise ConfigError(f"{prefix}sasl.jaas.config: Must supply exactly 1 non-null JAAS mechanism "
+                          f"configuration (size was {len(modules)})")
+
+    def value(name: str) -> Any:
+        return config.mechanism_value(listener.name, "OAUTHBEARER", name)
+    if value(CALLBACK_HANDLER_KEY) not in JWT_VALIDATOR_CLASSES:
+        if value("sasl.oauthbearer.jwks.endpoint.url") is not None:
+            log.warning("listener %s validates unsecured OAUTHBEARER tokens (Kafka's default), not against "
+                        "sasl.oauthbearer.jwks.endpoint.url: set %s%s=%s to check signed tokens",
+                        listener.name, prefix, CALLBACK_HANDLER_KEY, JWT_VALIDATOR_CLASSES[0])
+        try:
+            return UnsecuredValidator(modules[0].options), None
+        except OAuthBearerConfigError as exc:
+            raise ConfigError(f"{prefix}sasl.jaas.config: {exc}") from None
+    source = jwks_source(value("sasl.oauthbearer.jwks.endpoint.url"),
+                         value("sasl.oauthbearer.jwks.endpoint.refresh.ms"),
+                         value("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"),
+                         value("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"))
+    settings = JwtSettings(value("sasl.oauthbearer.expected.issuer"),
+                           tuple(value("sasl.oauthbearer.expected.audience") or ()),
+                           value("sasl.oauthbearer.scope.claim.name"), value("sasl.oauthbearer.sub.claim.name"),
+                           value("sasl.oauthbearer.clock.skew.seconds"))
+    return JwtValidator(source, settings), source if isinstance(source, HttpJwks) else None
 
 
 def tls_principal(ssl_object: Any) -> str | None:
@@ -172,6 +219,9 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity | None:
         _load_key_store(context, listener, value)
     username = password = None
     mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if listener.uses_sasl and mechanism == "OAUTHBEARER":
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism}: kcore brokers log in to each "
+                          "other with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
     if listener.uses_sasl:
         if mechanism not in config.listener_value(listener.name, "sasl.enabled.mechanisms"):
             raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not enabled on "

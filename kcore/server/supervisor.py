@@ -37,9 +37,9 @@ from pathlib import Path
 from kcore.client.inter_broker import set_inter_broker_security
 from kcore.config import BrokerConfig, split_http_listener, split_listener
 from kcore.controller.local import META_PROPERTIES, new_cluster_id, read_meta_properties, write_meta_properties
-from kcore.controller.metadata import BrokerInfo
 from kcore.controller.node import NodeController
 from kcore.log.relocate import find_partitions, relocate
+from kcore.metadata import BrokerInfo
 from kcore.server.security import inter_broker_security
 
 log = logging.getLogger(__name__)

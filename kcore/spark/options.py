@@ -52,6 +52,8 @@ OWN_KAFKA_KEYS = ("kafka.default.api.timeout.ms",)
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 DEFAULT_TRANSACTIONAL_ID_PREFIX = "kcore-spark"
 
+# (topic, partition), as kcore/metadata.py has it; declared again because
+# spark/ stands apart from the broker and imports nothing of kcore outside it.
 TopicPartition = tuple[str, int]
 
 

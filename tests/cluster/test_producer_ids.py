@@ -2,8 +2,9 @@
 brokers never hand out the same id, however they interleave."""
 import asyncio
 
-from kcore.controller.producer_ids import BLOCK_SIZE, ZkProducerIdManager
-from kcore.controller.zk_client import ZkClient
+from kcore.metadata_store.base import BLOCK_SIZE
+from kcore.metadata_store.zk_client import ZkClient
+from kcore.metadata_store.zookeeper import ZkProducerIdManager
 
 
 def test_brokers_claim_distinct_blocks(zookeeper):

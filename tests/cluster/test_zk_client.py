@@ -1,4 +1,4 @@
-"""kcore.controller.zk_client against real ZooKeeper servers, on uvloop.
+"""kcore.metadata_store.zk_client against real ZooKeeper servers, on uvloop.
 
 Nothing is mocked: each test gets its own standalone server or 3-server
 ensemble (tests/cluster/conftest.py). Every scenario runs under a deadline,
@@ -14,7 +14,7 @@ import pytest
 import uvloop
 from kazoo.client import KazooClient
 
-from kcore.controller.zk_client import (
+from kcore.metadata_store.zk_client import (
     BadVersionError,
     CheckOp,
     CreateOp,

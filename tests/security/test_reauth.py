@@ -9,8 +9,6 @@ import logging
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from kafka import KafkaConsumer, KafkaProducer
 
 from kcore.client.connection import BrokerConnection
 from kcore.client.security import ClientSecurity
@@ -20,6 +18,7 @@ from tests.support import free_port
 from tests.support.cli import kcore_cli
 from tests.support.compat import unique_topic
 from tests.support.metrics import scrape
+from tests.support.reauth_clients import caught, confluent_round_trip, kafka_python_round_trip
 from tests.support.sasl_wire import metadata, sasl_login
 from tests.support.secure_broker import SCRAM_PASSWORD, SCRAM_USER, USERS, start_secure_broker
 from tests.support.security_clients import confluent_config, kafka_python_config
@@ -218,49 +217,17 @@ def test_scram_user_changed_fails_reauthentication(broker, change):
         client.close()
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 def test_librdkafka_reauthenticates_across_several_lifetimes(broker):
     """A producer and a consumer keep their connections for 3.5 lifetimes:
     librdkafka re-authenticates at 90% of each, so the broker never has to
     close one and nothing is lost or reported as an error."""
     topic = unique_topic("reauth")
-    lines = _Lines()
-    logger = logging.getLogger(f"librdkafka.{topic}")
-    logger.addHandler(lines)
-    logger.setLevel(logging.DEBUG)
     errors: list = []
+    logger = logging.getLogger(f"librdkafka.{topic}")
     config = {**confluent_config(broker, "SASL_PLAINTEXT", "PLAIN", "alice", USERS["alice"]),
               "error_cb": errors.append, "debug": "security", "logger": logger}
-    producer = Producer(config)
-    consumer = Consumer({**config, "group.id": topic, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    sent, received, failures = 0, [], []
-    try:
-        deadline = time.monotonic() + 3.5 * LIFETIME_MS / 1000
-        while time.monotonic() < deadline:
-            producer.produce(topic, b"value-%d" % sent,
-                             on_delivery=lambda err, _msg: failures.append(err) if err else None)
-            sent += 1
-            producer.poll(0)
-            message = consumer.poll(0.05)
-            if message is not None and message.error() is None:
-                received.append(message.value())
-        assert producer.flush(15) == 0 and not failures, failures
-        drain_deadline = time.monotonic() + 20
-        while len(received) < sent and time.monotonic() < drain_deadline:
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                received.append(message.value())
-    finally:
-        consumer.close()
+    with caught(logger) as lines:
+        sent, received = confluent_round_trip(config, topic, 3.5 * LIFETIME_MS / 1000)
     assert received == [b"value-%d" % i for i in range(sent)]
     assert not errors, errors
     reauths = [line for line in lines.lines if "Auth in state REAUTH" in line]
@@ -273,32 +240,9 @@ def test_kafka_python_reauthenticates_across_several_lifetimes(broker):
     """kafka-python 3 drains its in-flight requests, then re-authenticates
     at 85-95% of the lifetime (its kafka.net.connection logs each one)."""
     topic = unique_topic("reauth-kafka-python")
-    lines = _Lines()
-    logger = logging.getLogger("kafka.net.connection")
-    previous_level = logger.level
-    logger.addHandler(lines)
-    logger.setLevel(logging.DEBUG)
     config = kafka_python_config(broker, "SASL_PLAINTEXT", "SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD)
-    producer = KafkaProducer(**config)
-    consumer = KafkaConsumer(topic, group_id=topic, auto_offset_reset="earliest", **config)
-    sent, received = 0, []
-    try:
-        deadline = time.monotonic() + 3.5 * LIFETIME_MS / 1000
-        while time.monotonic() < deadline:
-            producer.send(topic, b"value-%d" % sent)
-            sent += 1
-            for records in consumer.poll(timeout_ms=50).values():
-                received.extend(record.value for record in records)
-        producer.flush(timeout=15)
-        drain_deadline = time.monotonic() + 20
-        while len(received) < sent and time.monotonic() < drain_deadline:
-            for records in consumer.poll(timeout_ms=200).values():
-                received.extend(record.value for record in records)
-    finally:
-        consumer.close()
-        producer.close()
-        logger.removeHandler(lines)
-        logger.setLevel(previous_level)
+    with caught(logging.getLogger("kafka.net.connection")) as lines:
+        sent, received = kafka_python_round_trip(config, topic, 3.5 * LIFETIME_MS / 1000)
     assert received == [b"value-%d" % i for i in range(sent)]
     assert not [line for line in lines.lines if "re-authentication failed" in line]
     assert len([line for line in lines.lines if "Beginning SASL re-authentication" in line]) >= 4

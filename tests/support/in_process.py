@@ -11,10 +11,10 @@ from types import SimpleNamespace
 from kcore import protocol
 from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.config import BrokerConfig
-from kcore.controller.metadata import BrokerInfo, PartitionState
 from kcore.handlers import HANDLERS
 from kcore.log.file_slice import FileSlice
 from kcore.log.manager import LogManager
+from kcore.metadata import BrokerInfo, PartitionState
 from kcore.metrics import BrokerStats
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.security.quotas import ClientQuotas

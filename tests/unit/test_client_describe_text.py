@@ -1,15 +1,16 @@
 """`kcore topics describe` text: kafka-topics layout, only non-default configs."""
 from kcore.cli.client_commands import describe_topic_text
-from kcore.client.admin import ConfigEntry, ConfigSource
-from kcore.client.metadata import PartitionInfo, TopicInfo
+from kcore.client.admin import ConfigEntry
+from kcore.client.metadata import PartitionMetadata, TopicMetadata
+from kcore.protocol.constants import ConfigSource
 
 
 def _topic():
-    partitions = {i: PartitionInfo("t", i, leader_id=i % 2, leader_epoch=0,
+    partitions = {i: PartitionMetadata("t", i, leader_id=i % 2, leader_epoch=0,
                                    replicas=(i % 2, 1 - i % 2), isr=(i % 2,))
                   for i in range(2)}
-    partitions[2] = PartitionInfo("t", 2, leader_id=-1, leader_epoch=-1, replicas=(0, 1), isr=())
-    return TopicInfo("t", 0, False, partitions)
+    partitions[2] = PartitionMetadata("t", 2, leader_id=-1, leader_epoch=-1, replicas=(0, 1), isr=())
+    return TopicMetadata("t", 0, False, partitions)
 
 
 def test_describe_lists_partitions_with_leader_replicas_and_isr():

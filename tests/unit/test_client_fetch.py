@@ -1,6 +1,7 @@
 """records_from: records out of Fetch bytes (whole batches, offsets, markers)."""
-from kcore.client.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchedPartition, records_from
+from kcore.client.fetch import FetchedPartition, records_from
 from kcore.protocol.compression import CompressionType
+from kcore.protocol.constants import READ_COMMITTED, READ_UNCOMMITTED
 from kcore.protocol.records import ControlType, Record, build_batch, build_control_batch
 
 

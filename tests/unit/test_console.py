@@ -1,6 +1,6 @@
 """The console's pure parts: how bytes are shown, consumer assignments read
-back (kafka-python's encoder is the oracle), and the sampled history on a
-real replica manager and group coordinator (a clock the test moves)."""
+back (kafka-python's encoder is the oracle), and the sampled history and
+consumer lag on a real replica manager and group coordinator (a clock the test moves)."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
-from kcore.console.history import HISTORY_POINTS, ConsoleHistory
+from kcore.console.history import ConsoleHistory
 from kcore.console.messages import PREVIEW_BYTES, render
 from kcore.coordinator.group.consumer_protocol import assigned_partitions
+from kcore.coordinator.group.lag import HISTORY_POINTS, ConsumerLag
 from kcore.coordinator.group.records import OffsetValue
 from kcore.metrics import BrokerStats
 from tests.support.batches import make_batch
@@ -71,20 +72,24 @@ def test_history_rates_and_lag_come_from_the_broker_state(tmp_path):
         await node.create_topic("orders", 1)
         partition = node.replica_manager.get("orders", 0)
         stats, now = BrokerStats(), [1000.0]
-        history = ConsoleHistory(stats, node.replica_manager, coordinator, clock=lambda: now[0])
+        history = ConsoleHistory(stats, clock=lambda: now[0])
+        lag = ConsumerLag(node.replica_manager, coordinator, clock=lambda: now[0])
         history.sample()
+        lag.sample()
         stats.topics.record_produce("orders", 4000, 40)
         partition.append_records_to_leader(memoryview(make_batch(40)), 1)
         coordinator.commit_offsets("billing", "", None, -1, {("orders", 0): OffsetValue(15, -1, "", 0)})
         now[0] += 2.0
         history.sample()
+        lag.sample()
         assert history.throughput() == [{"at": 1002.0, "seconds": 2.0, "bytes_in": 2000.0, "bytes_out": 0.0,
                                          "messages_in": 20.0}]
         assert history.topic_rates("orders") == {"bytes_in": 2000.0, "bytes_out": 0.0, "messages_in": 20.0}
-        assert history.lag_history("billing") == [(1002.0, 40 - 15)]
+        assert lag.lag_history("billing") == [(1002.0, 40 - 15)]
         for _ in range(HISTORY_POINTS + 10):
             now[0] += 1.0
             history.sample()
+            lag.sample()
         assert len(history.throughput()) == HISTORY_POINTS
-        assert len(history.lag_history("billing")) == HISTORY_POINTS
+        assert len(lag.lag_history("billing")) == HISTORY_POINTS
     run(tmp_path, scenario)

@@ -3,8 +3,8 @@ Kafka's behaviour (PartitionLeaderElectionAlgorithms, AdminUtils)."""
 import pytest
 
 from kcore.controller import election
-from kcore.controller.metadata import NO_LEADER, BrokerInfo, TopicError
 from kcore.controller.placement import assign_replicas
+from kcore.metadata import NO_LEADER, BrokerInfo, TopicError
 
 
 @pytest.mark.parametrize("assignment,isr,live,unclean,expected", [

@@ -6,8 +6,9 @@ import pytest
 
 from kcore.controller.base import StopReplicaPartition
 from kcore.controller.local import LocalController
-from kcore.controller.metadata import BrokerInfo, TopicError
-from kcore.controller.producer_ids import BLOCK_SIZE, ProducerIdManager
+from kcore.metadata import BrokerInfo, TopicError
+from kcore.metadata_store.base import BLOCK_SIZE
+from kcore.metadata_store.file import FileProducerIdManager
 
 
 class Recorder:
@@ -129,9 +130,9 @@ def test_data_dir_of_another_broker_is_refused(tmp_path):
 
 
 def test_producer_ids_never_repeat_across_restarts(tmp_path):
-    first = ProducerIdManager(tmp_path)
+    first = FileProducerIdManager(tmp_path)
     ids = [run(first.next_id()) for _ in range(3)]
-    second = ProducerIdManager(tmp_path)
+    second = FileProducerIdManager(tmp_path)
     later = run(second.next_id())
     assert ids == [0, 1, 2]
     assert later == BLOCK_SIZE  # the rest of the first block is skipped, never reused

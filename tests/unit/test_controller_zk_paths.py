@@ -4,7 +4,7 @@ import json
 import uuid
 
 from kcore.controller import zk_paths as paths
-from kcore.controller.metadata import BrokerInfo
+from kcore.metadata import BrokerInfo
 
 
 def test_broker_registration_is_kafkas_version_5_json():

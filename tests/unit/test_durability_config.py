@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kcore.config import LONG_MAX, BrokerConfig, ConfigError, parse_topic_configs
+from kcore.config import BrokerConfig, ConfigError, parse_topic_configs
 from kcore.log.log import Log
 from kcore.log.manager import LogManager
+from kcore.protocol.constants import INT64_MAX
 from kcore.replication.partition import Partition
 from tests.support.batches import make_batch
 from tests.support.clock import HOUR_S, ManualClock
@@ -16,7 +17,7 @@ from tests.support.clock import HOUR_S, ManualClock
 
 def test_broker_flush_settings_become_topic_defaults():
     defaults = BrokerConfig({}).topic_defaults()
-    assert (defaults["flush.messages"], defaults["flush.ms"]) == (LONG_MAX, LONG_MAX)
+    assert (defaults["flush.messages"], defaults["flush.ms"]) == (INT64_MAX, INT64_MAX)
     configured = BrokerConfig({"log.flush.interval.messages": "1",
                                "log.flush.interval.ms": "250"}).topic_defaults()
     assert (configured["flush.messages"], configured["flush.ms"]) == (1, 250)
@@ -47,7 +48,7 @@ def test_page_cache_mode_flushes_every_flush_messages_messages(tmp_path):
 def test_page_cache_mode_flushes_on_flush_ms_from_the_background_task(tmp_path):
     manager = LogManager([tmp_path], BrokerConfig({"log.flush.interval.ms": "0"}).topic_defaults())
     eager = manager.get_or_create_log("eager", 0)
-    lazy = manager.get_or_create_log("lazy", 0, {"flush.ms": LONG_MAX})
+    lazy = manager.get_or_create_log("lazy", 0, {"flush.ms": INT64_MAX})
     for item in (eager, lazy):
         item.append(make_batch(4), 0)
     manager.flush_dirty_logs()

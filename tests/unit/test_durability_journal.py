@@ -9,9 +9,10 @@ import os
 import pytest
 
 from kcore.log import journal as journal_file
-from kcore.log.durability import GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend
+from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.journal import DATA_START, JOURNAL_FILE, Journal, encode_entry, read_entries, replay
 from kcore.log.log import Log
+from kcore.log.sync_backends import IoUringBackend, ThreadBackend
 from tests.support.batches import make_batch
 from tests.support.log import read_slices
 

@@ -8,9 +8,10 @@ import asyncio
 import pytest
 
 from kcore.config import BrokerConfig
-from kcore.log.durability import GroupCommitSyncer, IoUringBackend, ThreadBackend
+from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
 from kcore.log.log import Log
+from kcore.log.sync_backends import IoUringBackend, ThreadBackend
 from kcore.replication.partition import Partition
 from tests.support.batches import make_batch
 from tests.support.log import segment_fd_on_a_pipe
@@ -144,7 +145,7 @@ def test_a_follower_with_flush_messages_1_syncs_before_its_high_watermark_moves(
     """A follower's copy is durable before the fetcher reports it (it awaits
     the future returned here), and the leader's HW it learns never passes
     what it has synced."""
-    from kcore.controller.metadata import PartitionState
+    from kcore.metadata import PartitionState
 
     async def main():
         syncer = make_syncer(kind)

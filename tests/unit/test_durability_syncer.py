@@ -1,4 +1,4 @@
-"""Group commit (kcore/log/durability.py) over both real backends: rounds
+"""Group commit (kcore/log/durability.py) over both real backends (sync_backends.py): rounds
 are shared, cover every file holding unsynced data, report real kernel
 errors, and the io_uring backend is the one ``auto`` picks here."""
 from __future__ import annotations
@@ -9,9 +9,10 @@ import errno
 import pytest
 
 from kcore.log.config import LogConfig
-from kcore.log.durability import GroupCommitSyncer, IoUringBackend, SyncFailedError, ThreadBackend, open_syncer
+from kcore.log.durability import GroupCommitSyncer, SyncFailedError, open_syncer
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import Log
+from kcore.log.sync_backends import IoUringBackend, ThreadBackend
 from tests.support.batches import make_batch
 from tests.support.log import segment_fd_on_a_pipe
 

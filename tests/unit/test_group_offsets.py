@@ -14,8 +14,9 @@ from kcore.coordinator.group.manager import StoreError
 from kcore.coordinator.group.offsets import sync_error_code
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
-from kcore.log.durability import GroupCommitSyncer, IoUringBackend
+from kcore.log.durability import GroupCommitSyncer
 from kcore.log.errors import LogError
+from kcore.log.sync_backends import IoUringBackend
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode as E
 from tests.support.group_coordinator import form_group, join, run, subscription

@@ -7,8 +7,8 @@ import asyncio
 from types import SimpleNamespace
 
 from kcore import protocol
-from kcore.controller.metadata import BrokerInfo, PartitionState
 from kcore.handlers import metadata
+from kcore.metadata import BrokerInfo, PartitionState
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.header import RequestHeader
 from kcore.replication.metadata_cache import MetadataCache

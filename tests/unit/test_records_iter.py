@@ -11,7 +11,7 @@ from kcore.protocol.records import (
     BATCH_HEADER_SIZE,
     ControlType,
     CorruptBatchError,
-    CorruptRecordError,
+    InvalidRecordError,
     Record,
     RecordBatch,
     build_batch,
@@ -117,7 +117,7 @@ def test_record_count_above_the_records_present_is_corrupt():
     data = build_batch([Record(timestamp=NOW, value=b"x")] * 2)
     struct.pack_into(">i", data, 57, 3)
     restamp_crc(data)
-    with pytest.raises(CorruptRecordError, match="record 2 of 3"):
+    with pytest.raises(InvalidRecordError, match="record 2 of 3"):
         RecordBatch(data).records()
 
 
@@ -125,14 +125,14 @@ def test_bytes_left_after_the_declared_records_are_corrupt():
     data = build_batch([Record(timestamp=NOW, value=b"x")] * 2)
     struct.pack_into(">i", data, 57, 1)
     restamp_crc(data)
-    with pytest.raises(CorruptRecordError, match="left after 1 records"):
+    with pytest.raises(InvalidRecordError, match="left after 1 records"):
         RecordBatch(data).records()
 
 
 def test_record_length_overrunning_the_batch_is_corrupt():
     data = build_batch([Record(timestamp=NOW, value=b"abc")])
     data[BATCH_HEADER_SIZE] = 0x7E  # length 63 > what follows
-    with pytest.raises(CorruptRecordError) as info:
+    with pytest.raises(InvalidRecordError) as info:
         RecordBatch(data).records()
     assert isinstance(info.value, CorruptBatchError) and info.value.reason == "records"
 
@@ -140,7 +140,7 @@ def test_record_length_overrunning_the_batch_is_corrupt():
 def test_undecodable_compressed_section_is_corrupt():
     data = build_batch([Record(timestamp=NOW, value=b"v" * 500)], codec=CompressionType.LZ4)
     data[BATCH_HEADER_SIZE] ^= 0xFF  # the LZ4 frame magic
-    with pytest.raises(CorruptRecordError, match="decompress"):
+    with pytest.raises(InvalidRecordError, match="decompress"):
         RecordBatch(data).records()
 
 

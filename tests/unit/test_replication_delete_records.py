@@ -12,9 +12,9 @@ import asyncio
 import pytest
 
 from kcore.config import BrokerConfig
-from kcore.controller.metadata import PartitionState
 from kcore.log.config import LogConfig
 from kcore.log.log import Log
+from kcore.metadata import PartitionState
 from kcore.protocol.errors import ErrorCode as E
 from kcore.replication.partition import Partition, PartitionError
 from tests.support.batches import make_batch

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from kcore.client.fetch_session import FetchSessionHandler, FetchState
-from kcore.controller.metadata import PartitionState
+from kcore.metadata import PartitionState
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetcher import FetcherConfig, LeaderFetcher

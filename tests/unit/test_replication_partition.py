@@ -11,8 +11,8 @@ import pytest
 
 from kcore.clock import SYSTEM_CLOCK
 from kcore.config import BrokerConfig
-from kcore.controller.metadata import PartitionState
 from kcore.log.log import Log
+from kcore.metadata import PartitionState
 from kcore.protocol.errors import ErrorCode as E
 from kcore.replication.partition import Partition, PartitionError
 from tests.support.batches import make_batch

@@ -9,13 +9,12 @@ import pytest
 from kcore.config import BrokerConfig
 from kcore.dynamic_config import (
     DEFAULT_ENTITY,
-    DYNAMIC_BROKER_CONFIG,
-    DYNAMIC_DEFAULT_BROKER_CONFIG,
     DynamicBrokerConfig,
     DynamicConfigError,
     apply_change,
     validate,
 )
+from kcore.protocol.constants import ConfigSource
 from kcore.replication.replication_quota import ALL_PARTITIONS, ReplicationQuota, throttled_partitions
 
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
@@ -85,7 +84,7 @@ def test_own_value_wins_over_the_default_which_wins_over_the_static_one():
     dynamic.replace(stored)
     assert dynamic["follower.replication.throttled.rate"] == 30
     assert dynamic.dynamic_synonyms("follower.replication.throttled.rate") == [
-        ("30", DYNAMIC_BROKER_CONFIG), ("20", DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        ("30", ConfigSource.DYNAMIC_BROKER_CONFIG), ("20", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
     dynamic.replace(stored)  # unchanged: no one is told
     assert heard == [1, 1]
     apply_change(stored, "4", {"follower.replication.throttled.rate": None})

@@ -10,12 +10,11 @@ import pytest
 
 from kcore.coordinator.txn.metadata import (
     MAX_EPOCH,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
     TransactionMetadata,
     is_epoch_exhausted,
 )
 from kcore.coordinator.txn.state import IllegalStateError, TransactionState
+from kcore.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 S = TransactionState
 # Kafka's TransactionState.validPreviousStates (kafka.coordinator.transaction):

@@ -17,6 +17,8 @@ consumer-protocol groups (KIP-848).
 - consumer_admin.py: ConsumerGroupDescribe, deleting consumer groups
 - consumer_classic.py: classic members inside consumer-protocol groups
 - migration.py: groups changing protocol (upgrade, downgrade)
+- lag.py: ConsumerLag, the groups' lag and its history, read by /metrics
+  and the console; end_offsets.py: end offsets of partitions led elsewhere
 """
 from kcore.coordinator.group.coordinator import GroupConfig, GroupCoordinator, JoinRequest
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager

@@ -26,14 +26,13 @@ from kcore.coordinator.group.consumer_group import ConsumerGroup
 from kcore.coordinator.group.consumer_member import CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE
 from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.internal_log import StoreError
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kcore.coordinator.group.coordinator import GroupConfig
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ from kcore.coordinator.group.consumer_member import (
 from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.group.records import GroupKey
 from kcore.coordinator.internal_log import APPEND_ERRORS, StoreError
+from kcore.metadata import INTERNAL_TOPICS
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -81,7 +82,6 @@ log = logging.getLogger(__name__)
 
 # ConsumerGroupHeartbeat v1 requires the member id from the client (KIP-1082).
 CONSUMER_GENERATED_MEMBER_ID_VERSION = 1
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 # A consumer-group record, or a classic group record where a group changes protocol.

@@ -144,9 +144,13 @@ def _key_schema(record_type: int) -> Struct:
 
 
 def encode_key(key: ConsumerGroupKey) -> bytes:
-    fields = {"group_id": key.group, "member_id": key.member_id,
-              "regular_expression": key.regular_expression}
-    return _VERSION.pack(key.type) + encode_struct(_key_schema(key.type), 0, fields)
+    schema = _key_schema(key.type)
+    fields: dict[str, str] = {"group_id": key.group}
+    if schema is _MEMBER_KEY:
+        fields["member_id"] = key.member_id
+    elif schema is _REGEX_KEY:
+        fields["regular_expression"] = key.regular_expression
+    return _VERSION.pack(key.type) + encode_struct(schema, 0, fields)
 
 
 def decode_key(record_type: int, data: bytes) -> ConsumerGroupKey:

@@ -56,6 +56,7 @@ from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
 from kcore.coordinator.group.txn_offsets import TxnOffsetOperations
 from kcore.coordinator.internal_log import StoreError
+from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 
@@ -100,7 +101,7 @@ class GroupConfig:
     # Consumer-protocol groups (KIP-848), Kafka's defaults.
     consumer_heartbeat_interval_ms: int = 5000
     consumer_session_timeout_ms: int = 45000
-    consumer_max_size: int = 2**31 - 1
+    consumer_max_size: int = INT32_MAX
     consumer_assignors: list[str] = field(default_factory=lambda: ["uniform", "range"])
     migration_policy: str = "bidirectional"
 

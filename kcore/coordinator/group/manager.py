@@ -35,13 +35,14 @@ from typing import Any
 
 from kcore.clock import SYSTEM_CLOCK, Clock, wall_ms
 from kcore.controller.base import Controller
-from kcore.controller.metadata import TopicError
 from kcore.coordinator.group import consumer_records
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
-from kcore.coordinator.internal_log import ACKS_ALL, StoreError, append_replicated, iter_log_batches
+from kcore.coordinator.internal_log import StoreError, append_replicated, iter_log_batches
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metadata import TopicError
 from kcore.protocol import records as record_codec
+from kcore.protocol.constants import ACKS_ALL
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
 from kcore.replication.replica_manager import ReplicaManager

@@ -38,6 +38,7 @@ from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.coordinator.internal_log import StoreError
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:  # coordinator.py imports this module
@@ -45,7 +46,6 @@ if TYPE_CHECKING:  # coordinator.py imports this module
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 # OffsetCommit v9: consumer-protocol members commit with their member epoch.
 FIRST_MEMBER_EPOCH_COMMIT = 9
@@ -72,6 +72,7 @@ def consumer_commit_error(group: ConsumerGroup, member_id: str, member_epoch: in
     if not transactional and not member.uses_classic_protocol and api_version < FIRST_MEMBER_EPOCH_COMMIT:
         return ErrorCode.UNSUPPORTED_VERSION
     return _epoch_error(member, member_epoch)
+
 
 # storeOffsets error translation (Kafka GroupMetadataManager.storeOffsets).
 _STORE_OFFSETS_ERRORS: dict[int, int] = {
@@ -237,13 +238,14 @@ class OffsetOperations:
             return ErrorCode.NONE, [(t, p, value) for (t, p), value in sorted(offsets.items())]
         return ErrorCode.NONE, [(t, p, offsets.get((t, p))) for t, p in partitions]
 
-    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
-        """Partitions whose offsets an open transaction holds (OffsetFetch
-        require_stable answers them UNSTABLE_OFFSET_COMMIT)."""
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """Partitions with a transactional offset commit not yet settled by
+        its marker (Kafka's hasPendingOffsetCommitsForTopicPartition), in a
+        classic or a consumer-protocol group."""
         group = self.groups.get(group_id) or self.consumer_groups.get(group_id)
         if group is None:
             return set()
-        return {key for pending in group.pending_txn_offsets.values() for key in pending}
+        return {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
 
     def _validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """Kafka's validateOffsetFetch: classic groups check nothing; a

@@ -33,6 +33,7 @@ from kcore.coordinator.group.offsets import consumer_commit_error, sync_error_co
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.coordinator.internal_log import StoreError
+from kcore.metadata import TopicPartition
 from kcore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 
 class TxnOffsetOperations:

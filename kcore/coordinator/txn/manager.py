@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.controller.base import Controller
-from kcore.controller.metadata import TopicError
 from kcore.coordinator.internal_log import APPEND_ERRORS, StoreError, append_replicated, iter_log_batches
 from kcore.coordinator.txn import records as txn_records
 from kcore.coordinator.txn.metadata import TransactionMetadata, TxnTransit
 from kcore.coordinator.txn.state import TransactionState
 from kcore.log.durability import GroupCommitSyncer
+from kcore.metadata import TopicError
 from kcore.protocol import records as record_codec
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_manager import ReplicaManager

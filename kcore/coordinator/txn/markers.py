@@ -31,6 +31,7 @@ from typing import Protocol
 
 from kcore.client.broker_pool import BrokerPool
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.metadata import TopicPartition
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.metadata_cache import MetadataCache
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 RETRY_BACKOFF_S = 0.05
 REQUEST_TIMEOUT_S = 30.0
 
-TopicPartition = tuple[str, int]
 
 _DONE = frozenset({ErrorCode.NONE, ErrorCode.UNSUPPORTED_VERSION,
                    ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT})

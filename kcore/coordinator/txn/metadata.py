@@ -31,9 +31,9 @@ from dataclasses import dataclass, field, replace
 
 from kcore.coordinator.txn.records import TransactionValue
 from kcore.coordinator.txn.state import IllegalStateError, TransactionState
+from kcore.metadata import TopicPartition
+from kcore.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 # Kafka's TransactionMetadata.isEpochExhausted: the last epoch is kept for
 # fencing (Short.MaxValue - 1), so a producer id lasts 32766 bumps.
 MAX_EPOCH = 32767 - 1
@@ -41,7 +41,6 @@ MAX_EPOCH = 32767 - 1
 # not past it.
 LAST_FENCE_EPOCH = 32767
 
-TopicPartition = tuple[str, int]
 
 
 def is_epoch_exhausted(epoch: int) -> bool:

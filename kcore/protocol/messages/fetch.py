@@ -10,8 +10,13 @@ chunks; replica_id >= 0 marks a follower fetch.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 FetchRequest.json and FetchResponse.json (field names: snake_case of
-the JSON names).
+the JSON names). ``FetchResponseDict`` and its parts type the response a
+handler builds as dicts.
 """
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
 from kcore.protocol.schema import Field, Message
 
 REQUEST = Message(
@@ -69,3 +74,34 @@ RESPONSE = Message(
 
 FetchRequest = REQUEST.data_class
 FetchResponse = RESPONSE.data_class
+
+
+# The response as the handler builds it: dicts that mypy checks key by key
+# (fields of every version; tests/unit/test_protocol_typed_bodies.py keeps
+# them equal to RESPONSE).
+class AbortedTransactionDict(TypedDict, total=False):
+    producer_id: int
+    first_offset: int
+
+
+class PartitionDataDict(TypedDict, total=False):
+    partition_index: int
+    error_code: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[AbortedTransactionDict] | None
+    preferred_read_replica: int
+    records: Any  # a file slice, a list of them, bytes or None
+
+
+class FetchableTopicResponseDict(TypedDict, total=False):
+    topic: str
+    partitions: list[PartitionDataDict]
+
+
+class FetchResponseDict(TypedDict, total=False):
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    responses: list[FetchableTopicResponseDict]

@@ -12,8 +12,14 @@ name the topic ids of their assignment (KIP-848).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 MetadataRequest.json and MetadataResponse.json (field names: snake_case of
-the JSON names).
+the JSON names). ``MetadataResponseDict`` and its parts type the response
+a handler builds as dicts.
 """
+from __future__ import annotations
+
+import uuid
+from typing import TypedDict
+
 from kcore.protocol.schema import Field, Message
 
 REQUEST = Message(
@@ -63,3 +69,41 @@ RESPONSE = Message(
 
 MetadataRequest = REQUEST.data_class
 MetadataResponse = RESPONSE.data_class
+
+
+# The response as the handler builds it: dicts that mypy checks key by key
+# (fields of every version; tests/unit/test_protocol_typed_bodies.py keeps
+# them equal to RESPONSE).
+class MetadataResponseBrokerDict(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class MetadataResponsePartitionDict(TypedDict, total=False):
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: list[int]
+    isr_nodes: list[int]
+    offline_replicas: list[int]
+
+
+class MetadataResponseTopicDict(TypedDict, total=False):
+    error_code: int
+    name: str | None
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[MetadataResponsePartitionDict]
+    topic_authorized_operations: int
+
+
+class MetadataResponseDict(TypedDict, total=False):
+    throttle_time_ms: int
+    brokers: list[MetadataResponseBrokerDict]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponseTopicDict]
+    cluster_authorized_operations: int

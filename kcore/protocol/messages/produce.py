@@ -11,8 +11,13 @@ acks=0 requests get no response at all.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 ProduceRequest.json and ProduceResponse.json (field names: snake_case of
-the JSON names).
+the JSON names). ``ProduceResponseDict`` and its parts type the response
+a handler builds as dicts.
 """
+from __future__ import annotations
+
+from typing import TypedDict
+
 from kcore.protocol.schema import Field, Message
 
 REQUEST = Message(
@@ -55,3 +60,31 @@ RESPONSE = Message(
 
 ProduceRequest = REQUEST.data_class
 ProduceResponse = RESPONSE.data_class
+
+
+# The response as the handler builds it: dicts that mypy checks key by key
+# (fields of every version; tests/unit/test_protocol_typed_bodies.py keeps
+# them equal to RESPONSE).
+class BatchIndexAndErrorMessageDict(TypedDict, total=False):
+    batch_index: int
+    batch_index_error_message: str | None
+
+
+class PartitionProduceResponseDict(TypedDict, total=False):
+    index: int
+    error_code: int
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    record_errors: list[BatchIndexAndErrorMessageDict]
+    error_message: str | None
+
+
+class TopicProduceResponseDict(TypedDict, total=False):
+    name: str
+    partition_responses: list[PartitionProduceResponseDict]
+
+
+class ProduceResponseDict(TypedDict, total=False):
+    responses: list[TopicProduceResponseDict]
+    throttle_time_ms: int

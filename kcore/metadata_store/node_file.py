@@ -4,7 +4,7 @@ processes when ``num.processes`` > 1 (without ZooKeeper).
 ``<first log dir>/__cluster_metadata.json`` is the node's ZooKeeper: broker
 processes write topic changes into it (as Kafka's brokers write
 ``/brokers/topics/T`` from any broker) and the supervisor, the node's
-controller, reacts to them (node.py). Every change holds an exclusive
+controller, reacts to them (kcore/controller/node.py). Every change holds an exclusive
 ``flock`` on ``__cluster_metadata.lock`` for its read-modify-write and
 replaces the file atomically (temp file, fsync, rename), so readers see a
 whole old or a whole new state and two writers never lose each other's
@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcore.controller.metadata import BrokerInfo, TopicInfo
+from kcore.metadata import BrokerInfo, TopicInfo
 
 METADATA_FILE = "__cluster_metadata.json"
 LOCK_FILE = "__cluster_metadata.lock"

@@ -1,12 +1,14 @@
-"""End offsets of partitions led by other brokers, for a group's lag.
+"""End offsets of partitions led by other brokers, for a group's lag
+(lag.py).
 
 A group's coordinator holds its committed offsets, but the high watermark
 of a partition is known only to the partition's leader, which in a cluster
-or a node of several processes is often another broker. The console asks
-the leaders with ListOffsets (latest, read_uncommitted: the high
+or a node of several processes is often another broker. The coordinator's
+broker asks the leaders with ListOffsets (latest, read_uncommitted: the high
 watermark), as Kafka's consumer-groups tool does, one request per leader
 in parallel, each bounded by ``REQUEST_TIMEOUT_S``; a leader that does not
-answer leaves its partitions' lag unknown (null), never the page waiting.
+answer leaves its partitions' lag unknown, never a console page or a /metrics
+scrape waiting.
 
 Answers are kept (``cached``) so the once-a-second lag history can use
 them without a round trip; ``refresh_in_background`` renews those of the
@@ -23,18 +25,19 @@ from collections.abc import Iterable
 
 from kcore.client.broker_pool import BrokerPool
 from kcore.client.errors import BrokerConnectionError, KafkaError
+from kcore.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
+from kcore.protocol.constants import CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, READ_UNCOMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 REQUEST_TIMEOUT_S = 2.0
-LATEST_TIMESTAMP = -1
 # The lag history samples once a second; asking every leader that often for
-# every tracked group's partitions would be most of the console's traffic.
+# every tracked group's partitions would be most of the inter-broker traffic
+# of a console left open.
 REFRESH_INTERVAL_S = 5.0
 # An answer older than this is not shown as the current end offset.
 MAX_AGE_S = 3 * REFRESH_INTERVAL_S
@@ -45,6 +48,8 @@ class RemoteEndOffsets:
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self._known: dict[TopicPartition, tuple[int, float]] = {}  # -> (end offset, when)
+        # The client id other brokers see in their request logs (kept since
+        # the console first asked).
         self._pool = BrokerPool(f"kcore-console-{broker_id}", metadata_cache.address_of,
                                 REQUEST_TIMEOUT_S)
         self._refreshing: asyncio.Task | None = None
@@ -85,7 +90,7 @@ class RemoteEndOffsets:
         topics: dict[str, list[int]] = {}
         for topic, index in partitions:
             topics.setdefault(topic, []).append(index)
-        body = {"replica_id": -1, "isolation_level": 0, "topics": [
+        body = {"replica_id": CONSUMER_REPLICA_ID, "isolation_level": READ_UNCOMMITTED, "topics": [
             {"name": topic, "partitions": [{"partition_index": index, "timestamp": LATEST_TIMESTAMP}
                                            for index in indexes]}
             for topic, indexes in topics.items()]}

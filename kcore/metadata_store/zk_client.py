@@ -30,11 +30,11 @@ start() finding no server in time to ZkUnreachableError; others to ZkError.
 Session expiry, as a caller sees it: the connection drops and listeners
 get SUSPENDED; requests issued meanwhile wait for a connection (up to
 connection_timeout_s). The client learns of the expiry only when a server
-answers again: listeners get EXPIRED (the session's ephemeral nodes are
+answers again: listeners get EXPIRED (the session's ephemeral znodes are
 already gone; waiting requests fail with SessionExpiredError), then kazoo
 opens a new session at once and listeners get NEW_SESSION: re-create
-ephemeral nodes then (a broker's `/brokers/ids/<id>`: its new czxid is its
-new broker epoch). Watches re-read their node under the new session and
+ephemeral znodes then (a broker's `/brokers/ids/<id>`: its new czxid is its
+new broker epoch). Watches re-read their znode under the new session and
 call back if it changed. A client cut off from every server stays
 SUSPENDED; past the session timeout, assume the session is gone.
 """
@@ -72,19 +72,19 @@ class ZkError(Exception):
 
 
 class NodeExistsError(ZkError):
-    """create: the node exists."""
+    """create: the znode exists."""
 
 
 class NoNodeError(ZkError):
-    """The node (for create: its parent) does not exist."""
+    """The znode (for create: its parent) does not exist."""
 
 
 class BadVersionError(ZkError):
-    """The node's version is not the expected one."""
+    """The znode's version is not the expected one."""
 
 
 class NotEmptyError(ZkError):
-    """delete: the node has children."""
+    """delete: the znode has children."""
 
 
 class ZkConnectionError(ZkError):
@@ -92,7 +92,7 @@ class ZkConnectionError(ZkError):
 
 
 class SessionExpiredError(ZkConnectionError):
-    """The session expired first: its ephemeral nodes are gone."""
+    """The session expired first: its ephemeral znodes are gone."""
 
 
 class ZkUnreachableError(ZkConnectionError):
@@ -121,7 +121,7 @@ class SessionEvent(enum.Enum):
     CONNECTED = "connected"      # start(): the first session is up
     SUSPENDED = "suspended"      # connection lost; the session may live on
     RECONNECTED = "reconnected"  # the same session back: ephemerals intact
-    EXPIRED = "expired"          # session gone, its ephemeral nodes deleted
+    EXPIRED = "expired"          # session gone, its ephemeral znodes deleted
     NEW_SESSION = "new_session"  # connected under a new session id
 
 
@@ -129,7 +129,7 @@ class SessionEvent(enum.Enum):
 class Stat:
     version: int          # data version: the zkVersion of conditional writes
     czxid: int            # creating transaction id (Kafka's broker epoch)
-    ephemeral_owner: int  # owning session id; 0 for a persistent node
+    ephemeral_owner: int  # owning session id; 0 for a persistent znode
     num_children: int
 
 
@@ -140,7 +140,7 @@ def _stat(kazoo_stat: Any) -> Stat | None:
 
 
 def _existing_stat(kazoo_stat: Any) -> Stat:
-    """The Stat of a node a request just read or wrote (never None)."""
+    """The Stat of a znode a request just read or wrote (never None)."""
     return Stat(kazoo_stat.version, kazoo_stat.czxid, kazoo_stat.ephemeralOwner,
                 kazoo_stat.numChildren)
 
@@ -186,7 +186,7 @@ def _deliver(loop: asyncio.AbstractEventLoop, callback: Callable, *args) -> bool
 
 class Watch:
     """A data or children watch. cancel() stops its callbacks at once;
-    kazoo drops the recipe at the node's next change."""
+    kazoo drops the recipe at the znode's next change."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable) -> None:
         self._loop = loop
@@ -236,7 +236,7 @@ class ZkClient:
 
     @property
     def session_id(self) -> int | None:
-        """The session's id (an ephemeral node's owner); None while disconnected."""
+        """The session's id (an ephemeral znode's owner); None while disconnected."""
         client_id = self._kazoo.client_id
         return client_id[0] if client_id else None
 
@@ -286,7 +286,7 @@ class ZkClient:
             _stop(bootstrap)
 
     async def close(self) -> None:
-        """End the session (the server deletes its ephemeral nodes at once)
+        """End the session (the server deletes its ephemeral znodes at once)
         and stop kazoo's threads."""
         if self._closed:
             return
@@ -356,16 +356,16 @@ class ZkClient:
 
     async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
                      sequential: bool = False, makepath: bool = False) -> str:
-        """The created node's path (with its sequence number if sequential)."""
+        """The created znode's path (with its sequence number if sequential)."""
         return await self._request(path, self._kazoo.create_async, path, data,
                                    ephemeral=ephemeral, sequence=sequential, makepath=makepath)
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
-        """Write if the node's version is `version` (-1: any)."""
+        """Write if the znode's version is `version` (-1: any)."""
         return _existing_stat(await self._request(path, self._kazoo.set_async, path, data, version))
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        """Delete if the node's version is `version` (-1: any). `recursive`
+        """Delete if the znode's version is `version` (-1: any). `recursive`
         deletes the descendants first (not atomically; a descendant that
         vanishes meanwhile is skipped)."""
         if recursive:
@@ -405,8 +405,8 @@ class ZkClient:
 
     async def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Watch:
         """`callback(children)` on the loop now and after each change, until
-        cancelled or the node is deleted (then silently, as kazoo's
-        ChildrenWatch does). NoNodeError if the node does not exist."""
+        cancelled or the znode is deleted (then silently, as kazoo's
+        ChildrenWatch does). NoNodeError if the znode does not exist."""
         watch = Watch(self.loop, callback)
         await self._arm(ChildrenWatch, path, watch)
         if not watch.armed:
@@ -416,13 +416,13 @@ class ZkClient:
     async def watch_data(self, path: str,
                          callback: Callable[[bytes | None, Stat | None], None]) -> Watch:
         """`callback(data, stat)` on the loop now and after each change,
-        (None, None) while the node does not exist; until cancelled."""
+        (None, None) while the znode does not exist; until cancelled."""
         watch = Watch(self.loop, lambda data, stat, _event: callback(data, _stat(stat)))
         await self._arm(DataWatch, path, watch)
         return watch
 
     async def _arm(self, recipe: type, path: str, watch: Watch) -> None:
-        # The recipe's constructor reads the node (blocking, retried while
+        # The recipe's constructor reads the znode (blocking, retried while
         # disconnected) and makes the first call before it returns.
         try:
             async with asyncio.timeout(self.connection_timeout_s):

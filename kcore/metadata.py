@@ -1,4 +1,11 @@
-"""The cluster metadata every controller implementation speaks in.
+"""The cluster metadata value types, shared by every layer above protocol/.
+
+Controllers record them, the stores persist them, replication and the
+handlers read them; so they live here, low in the layer map, and import
+nothing of kcore but protocol error codes.
+
+- ``TopicPartition``: ``(topic, partition)``, the key of every
+  per-partition map.
 
 - ``TopicInfo``: a topic as the controller records it (id, partition count,
   replica assignment, config overrides).
@@ -8,6 +15,8 @@
 - ``BrokerInfo``: a live broker's id, advertised address, rack and epoch
   (the czxid of its registration, which fences a restarted broker's
   predecessor).
+
+- ``TopicError``: a topic operation refused with Kafka's error code.
 
 Brokers learn partition states only through the controller-to-broker path
 (LeaderAndIsr, UpdateMetadata, StopReplica), whatever the controller.
@@ -107,14 +116,3 @@ def validate_topic_name(name: str) -> None:
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
-
-def validate_counts(num_partitions: int, replication_factor: int, live_brokers: int) -> None:
-    if num_partitions < 1:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be larger than 0")
-    if replication_factor < 1:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         "replication factor must be larger than 0")
-    if replication_factor > live_brokers:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"replication factor {replication_factor} is larger than the "
-                         f"{live_brokers} available broker{'s' if live_brokers != 1 else ''}")

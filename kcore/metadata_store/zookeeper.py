@@ -1,5 +1,5 @@
-"""ACLs, client quotas and dynamic broker configs of a ZooKeeper cluster,
-in Kafka's znodes.
+"""The stores of a ZooKeeper cluster, in Kafka's znodes: ACLs, client
+quotas, dynamic broker configs, SCRAM credentials and producer id blocks.
 
 | path | content |
 |---|---|
@@ -7,17 +7,24 @@ in Kafka's znodes.
   "permissionType","operation","host"}]}`` |
 | /kafka-acl-extended/prefixed/<ResourceType>/<name> | prefixed ACLs, same JSON |
 | /kafka-acl-changes/acl_changes_NNNNNNNNNN | sequential: ``<ResourceType>:LITERAL:<name>`` changed |
-| /config/users/<user>[/clients/<client-id>] | ``{"version":1,"config":{"producer_byte_rate":"1048576"}}`` |
-| /config/clients/<client-id> | same |
+| /config/users/<user>[/clients/<client-id>] | ``{"version":1,"config":{"producer_byte_rate":"1048576",
+  "SCRAM-SHA-256":"salt=...,stored_key=...,server_key=...,iterations=4096"}}`` |
+| /config/clients/<client-id> | same, quotas only |
 | /config/brokers/<id> (or <default>) | ``{"version":1,"config":{"leader.replication.throttled.rate":"1"}}`` |
 | /config/changes/config_change_NNNNNNNNNN | ``{"version":2,"entity_path":"users/alice/clients/app"}`` |
+| /latest_producer_id_block | ``{"version":1,"broker":N,"block_start":"S","block_end":"E"}``, end inclusive |
 
 ``<default>`` names the default user, client id or broker; names are URL-encoded
 as Kafka's ``Sanitizer`` does. Resource, operation and permission names are
 Kafka's (``Topic``, ``Read``, ``Allow``). Every broker watches both change
 paths and, on a new notification, reads the whole set again: ACL and
 quota sets (and broker configs) are small and a full read cannot miss a change.
-Source: Kafka's ``kafka.zk.ZkData`` and ``AclAuthorizer`` (ZooKeeper mode).
+SCRAM credentials are read from the znode when a client authenticates, so
+they need no watch. A producer id block is claimed with a write
+conditional on the version read, so two brokers never claim the same block
+(two producers with one id would each take the other's retries for their
+own). Source: Kafka's ``kafka.zk.ZkData``, ``AclAuthorizer`` and
+``ProducerIdManager`` (ZooKeeper mode).
 
 Not thread-safe: owned by the broker's event loop.
 """
@@ -29,8 +36,19 @@ import logging
 from collections.abc import Callable, Iterable
 from urllib.parse import quote, unquote
 
-from kcore.controller.zk_client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
 from kcore.dynamic_config import BrokerConfigs
+from kcore.metadata_store.base import (
+    BLOCK_SIZE,
+    Credentials,
+    Deletion,
+    OnBrokerConfigs,
+    OnChange,
+    QuotaConfigs,
+    Upsertion,
+    decode_user,
+    encode_user,
+)
+from kcore.metadata_store.zk_client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
 from kcore.security.acl import (
     AclBinding,
     AclOperation,
@@ -39,7 +57,7 @@ from kcore.security.acl import (
     ResourceType,
 )
 from kcore.security.quotas import CLIENT_ID, QUOTA_KEYS, USER, QuotaEntity
-from kcore.security.store import OnBrokerConfigs, OnChange, QuotaConfigs
+from kcore.security.scram import ScramCredential
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +71,7 @@ CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DEFAULT = "<default>"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 # A conditional write that loses to another broker's is retried this often.
 MAX_CAS_RETRIES = 20
 
@@ -106,7 +125,7 @@ def quota_path(entity: QuotaEntity) -> str:
 
 
 class ZkSecurityStore:
-    """See module doc."""
+    """ACLs, quotas and broker configs (see module doc)."""
 
     def __init__(self, zk: ZkClient):
         self.zk = zk
@@ -338,3 +357,88 @@ def _resource(acl: AclBinding) -> tuple[ResourceType, PatternType, str]:
 def _sequence(child: str) -> int:
     digits = child[-10:]
     return int(digits) if digits.isdigit() else -1
+
+
+class ZkCredentialStore:
+    """SCRAM credentials in ``/config/users`` (see module doc)."""
+
+    def __init__(self, zk: ZkClient):
+        self._zk = zk
+
+    async def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return (await self._user(user)).get(mechanism)
+
+    async def all(self) -> Credentials:
+        try:
+            names = await self._zk.get_children(CONFIG_USERS)
+        except NoNodeError:
+            return {}
+        result = {}
+        for name in names:
+            credentials = await self._user(unquote(name))
+            if credentials:
+                result[unquote(name)] = credentials
+        return result
+
+    async def alter(self, upsertions: Iterable[Upsertion], deletions: Iterable[Deletion]) -> None:
+        changed: Credentials = {}
+        for user, mechanism in deletions:
+            credentials = changed.setdefault(user, await self._user(user))
+            credentials.pop(mechanism, None)
+        for user, mechanism, credential in upsertions:
+            if user not in changed:
+                changed[user] = await self._user(user)
+            changed[user][mechanism] = credential
+        for user, credentials in changed.items():
+            path = f"{CONFIG_USERS}/{quote(user, safe='')}"
+            data = encode_user(credentials).encode()
+            try:
+                await self._zk.set(path, data)
+            except NoNodeError:
+                await self._zk.create(path, data, makepath=True)
+
+    async def _user(self, user: str) -> dict[str, ScramCredential]:
+        try:
+            data, _ = await self._zk.get(f"{CONFIG_USERS}/{quote(user, safe='')}")
+        except NoNodeError:
+            return {}
+        return decode_user(data)
+
+
+class ZkProducerIdManager:
+    """A cluster broker's producer ids, from blocks claimed in ZooKeeper
+    (see module doc)."""
+
+    def __init__(self, zk: ZkClient, broker_id: int):
+        self._zk = zk
+        self._broker_id = broker_id
+        self._next = 0
+        self._block_end = 0  # exclusive
+        self._lock = asyncio.Lock()
+
+    async def next_id(self) -> int:
+        async with self._lock:
+            if self._next >= self._block_end:
+                self._next, self._block_end = await self._claim_block()
+            producer_id = self._next
+            self._next += 1
+            return producer_id
+
+    async def _claim_block(self) -> tuple[int, int]:
+        while True:
+            try:
+                data, stat = await self._zk.get(PRODUCER_ID_BLOCK)
+                start = int(json.loads(data)["block_end"]) + 1 if data else 0
+                version = stat.version
+            except NoNodeError:
+                start, version = 0, None
+            value = json.dumps({"version": 1, "broker": self._broker_id, "block_start": str(start),
+                                "block_end": str(start + BLOCK_SIZE - 1)}).encode()
+            try:
+                if version is None:
+                    await self._zk.create(PRODUCER_ID_BLOCK, value)
+                else:
+                    await self._zk.set(PRODUCER_ID_BLOCK, value, version=version)
+                return start, start + BLOCK_SIZE
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker claimed a block meanwhile: claim the next
