@@ -123,6 +123,9 @@ class Broker:
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
                              if key in HANDLERS}
+        if "consumer" not in config["group.coordinator.rebalance.protocols"]:
+            for key in (protocol.ApiKey.CONSUMER_GROUP_HEARTBEAT, protocol.ApiKey.CONSUMER_GROUP_DESCRIBE):
+                self.api_versions.pop(key, None)
         self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaConnection] = set()
         self._tasks: list[asyncio.Task] = []

@@ -16,6 +16,8 @@ from kcore.protocol.messages import (
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -117,6 +119,8 @@ _MODULES = {
     ApiKey.LIST_TRANSACTIONS: list_transactions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
 }
 
 REQUESTS: dict[int, Message] = {int(key): module.REQUEST for key, module in _MODULES.items()}
