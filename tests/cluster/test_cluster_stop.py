@@ -15,7 +15,7 @@ import time
 from kcore.testing.broker import BrokerProcess
 from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
 
-ROUNDS = 5
+ROUNDS = 2
 EXIT_BOUND_S = 30.0
 # Kafka's controlled-shutdown defaults, not the 200 ms back-off the other
 # cluster tests use: the bound must hold with what operators run.
