@@ -54,9 +54,7 @@ def leader_error(broker, topic: str, index: int, partition, current_leader_epoch
     """What a request for the leader of ``topic``-``index`` gets here:
     NONE when this broker leads it at the epoch the client knows."""
     if partition is None:
-        if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return broker.replica_manager.partition_error(topic, index)
     if not partition.is_leader:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     return partition.check_leader_epoch(current_leader_epoch)

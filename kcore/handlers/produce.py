@@ -20,16 +20,18 @@ is not appended, as in Kafka. ``error_message`` (v8+) explains every
 partition error kcore has words for; Kafka fills it for the record errors
 only, and clients show it where they show the error code.
 
+Transactional batches are verified with their transaction coordinator
+before anything of the request is appended (KIP-890 part 1,
+handlers/produce_verification.py).
+
 v10+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER carries its
 current leader and epoch, and the answer the endpoints of those leaders
 (leader_hints.py), so the client sends the batch on to the new leader at
-once. v11-12 answer as v10: kcore does not check a transactional batch's
-partition with its transaction coordinator before appending it (Kafka's
-transaction.partition.verification.enable=false), so TRANSACTION_ABORTABLE
-never arises, and v12's implicit AddPartitionsToTxn needs transaction
-version 2, which kcore's ApiVersions does not finalize. v13 (KIP-516)
-names topics by id: an id this broker's metadata does not know gets
-UNKNOWN_TOPIC_ID.
+once. v11-12 answer as v10: a failed transaction verification is
+INVALID_TXN_STATE at every version (Kafka answers TRANSACTION_ABORTABLE
+from v11), and v12's implicit AddPartitionsToTxn needs transaction version
+2, which kcore's ApiVersions does not finalize. v13 (KIP-516) names topics
+by id: an id this broker's metadata does not know gets UNKNOWN_TOPIC_ID.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from typing import Any, NamedTuple
 from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
 from kcore.handlers.leader_hints import LeaderHints
+from kcore.handlers.produce_verification import Verification, verify_produce
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.messages.produce import (
@@ -75,14 +78,18 @@ async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict 
     denied = None if broker.authorizer is None else _denial(broker, context, body)
     cache = broker.replica_manager.metadata_cache
     appended = _Appended()
+    named = [(topic.name if version < FIRST_BY_TOPIC_ID else cache.topic_name(topic.topic_id), topic)
+             for topic in body.topic_data]
+    verification = await verify_produce(
+        broker, body, [(name, topic.partition_data) for name, topic in named if name is not None],
+        lambda topic: denied is None or denied(topic) is None)
     responses: list[TopicProduceResponseDict] = []
-    named: list[tuple[str | None, list[PartitionProduceResponseDict]]] = []
-    for topic in body.topic_data:
-        name = topic.name if version < FIRST_BY_TOPIC_ID else cache.topic_name(topic.topic_id)
+    answered: list[tuple[str | None, list[PartitionProduceResponseDict]]] = []
+    for name, topic in named:
         refused = _UNKNOWN_TOPIC_ID if name is None else denied(name) if denied is not None else None
-        results = [_partition_result(broker, version, body.acks, name, data, refused, appended)
+        results = [_partition_result(broker, version, body.acks, name, data, refused, verification, appended)
                    for data in topic.partition_data]
-        named.append((name, results))
+        answered.append((name, results))
         responses.append({"name": topic.name, "topic_id": topic.topic_id, "partition_responses": results})
     throttle_ms = _throttle(broker, context, request) if broker.quotas.active else 0
     if body.acks == 0:
@@ -98,16 +105,18 @@ async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict 
             await _wait_replicated(appended.replicated, body.timeout_ms / 1000)
     answer: ProduceResponseDict = {"responses": responses, "throttle_time_ms": throttle_ms}
     if version >= FIRST_WITH_LEADER_HINTS:
-        answer["node_endpoints"] = _leader_hints(broker, context, named)
+        answer["node_endpoints"] = _leader_hints(broker, context, answered)
     return answer
 
 
 def _partition_result(broker: BrokerFacade, version: int, acks: int, topic: str | None, data,
-                      refused: AppendOutcome | None, appended: _Appended) -> PartitionProduceResponseDict:
-    """Append one partition's batch (unless its topic was refused) and
-    note what its answer waits for."""
+                      refused: AppendOutcome | None, verification: Verification,
+                      appended: _Appended) -> PartitionProduceResponseDict:
+    """Append one partition's batch (unless its topic was refused or its
+    transaction verification failed) and note what its answer waits for."""
     if refused is None and topic is not None:
-        outcome = _append(broker, version, acks, topic, data)
+        outcome = _unverified(verification, topic, data.index) or _append(
+            broker, version, acks, topic, data, verification.guard((topic, data.index)))
     else:
         outcome = refused or _UNKNOWN_TOPIC_ID
     result = outcome.result
@@ -240,7 +249,13 @@ class AppendOutcome(NamedTuple):
 _UNKNOWN_TOPIC_ID = AppendOutcome(ErrorCode.UNKNOWN_TOPIC_ID, "no topic has this id")
 
 
-def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
+def _unverified(verification: Verification, topic: str, index: int) -> AppendOutcome | None:
+    refused = verification.refused.get((topic, index))
+    return None if refused is None else AppendOutcome(*refused)
+
+
+def _append(broker, version: int, acks: int, topic: str, data,
+            verification_guard: int | None) -> AppendOutcome:
     if version < FIRST_V2_VERSION:
         return AppendOutcome(ErrorCode.UNSUPPORTED_VERSION,
                              "produce v0-v2 (message format v0/v1) is not supported")
@@ -248,13 +263,12 @@ def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
         return AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}")
     partition = broker.replica_manager.get(topic, data.index)
     if partition is None:
-        if broker.replica_manager.metadata_cache.partition(topic, data.index) is not None:
-            return AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return AppendOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return AppendOutcome(broker.replica_manager.partition_error(topic, data.index))
     if data.records is None or len(data.records) == 0:
         return AppendOutcome(ErrorCode.INVALID_RECORD, "no record batch")
     try:
-        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
+        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer,
+                                                    verification_guard)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)

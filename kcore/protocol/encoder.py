@@ -208,7 +208,10 @@ class _Builder:
 def _struct_differs(value: Any, default: Any) -> bool:
     """Whether a tagged struct field's value (a data object, a dict or any
     object with the attributes) holds another value than its default data
-    object in some field; a field it leaves out takes the default."""
+    object in some field; a field it leaves out takes the default. A
+    nullable struct whose default is null differs when it is not null."""
+    if default is None or value is None:
+        return value is not default
     for name in default._field_names:
         expected = getattr(default, name)
         item = value.get(name, expected) if isinstance(value, dict) else getattr(value, name, expected)

@@ -32,10 +32,14 @@ class MetadataCache:
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self.responses: dict[object, object] = {}
+        # Bumped by every update: consumer-protocol groups recompute their
+        # subscribed topics' metadata and regexes only when it moved.
+        self.version = 0
 
     def update(self, controller_id: int, brokers: Sequence[BrokerInfo],
                states: Iterable[PartitionState], deleted: Iterable[str] = ()) -> None:
         self.responses.clear()
+        self.version += 1
         self.controller_id = controller_id
         self.brokers = {broker.broker_id: broker for broker in brokers}
         for topic in deleted:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from importlib import resources
 from pathlib import Path
 
+from kcore.protocol.primitives import ZERO_UUID
 from kcore.protocol.schema import Field, Struct, parse_versions
 
 SPECS = resources.files("kafka.protocol.schemas.resources")
@@ -95,6 +95,6 @@ def schema_view(struct: Struct, version: int) -> list[tuple]:
 
 def _comparable_default(field: Field) -> object:
     value = field.default_value()
-    if field.kind == "uuid":  # a UUID is never falsy: the zero UUID is the unset default
-        return None if value == uuid.UUID(int=0) else value
+    if field.kind == "uuid" and value == ZERO_UUID:
+        return None  # Kafka's Uuid.ZERO_UUID, the specs' unstated default
     return None if field.kind in ("bytes", "records") and not value else value
