@@ -331,6 +331,8 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("default.replication.factor", _at_least(1), 1, "Replication factor of an auto-created topic."),
     _key("auto.create.topics.enable", _bool, True, "Create a topic when a client asks for its metadata."),
     _key("delete.topic.enable", _bool, True, "Allow DeleteTopics."),
+    _key("max.request.partition.size.limit", _at_least(1), 2000,
+         "Most partitions one DescribeTopicPartitions answer holds, whatever its request asks (KIP-966)."),
     _key("authorizer.class.name", str, "",
          "Any non-empty value turns on kcore's ACL authorizer (Kafka's names, e.g. "
          "kafka.security.authorizer.AclAuthorizer, are accepted); empty allows everything."),

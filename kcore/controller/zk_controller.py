@@ -250,6 +250,9 @@ class ZkController:
     def topic_names(self) -> list[str]:
         return sorted(self._topics)
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return next((info for info in self._topics.values() if info.topic_id == topic_id), None)
+
     def _on_topics(self, children: list[str]) -> None:
         names = set(children)
         for gone in set(self._topics) - names:
@@ -276,7 +279,8 @@ class ZkController:
         info = self._topics.get(name)
         if data is None or info is None:
             return
-        assignment, _ = paths.decode_assignment(data)
+        # The id too: the controller gives one to a topic created without.
+        assignment, info.topic_id = paths.decode_assignment(data)
         info.assignment = assignment
         info.adding_replicas, info.removing_replicas = paths.decode_reassignments(data)
         info.num_partitions = len(assignment)
@@ -390,14 +394,13 @@ class ZkController:
         else:
             added = assign_replicas(total - len(current), replication_factor, brokers,
                                     first_partition=len(current))
-        info = self._topics.get(name) or TopicInfo(name, topic_id or uuid.uuid4(), len(current),
-                                                   replication_factor)
+        info = self._topics.get(name) or TopicInfo(name, topic_id, len(current), replication_factor)
         if validate_only:
             return info
         merged = {**current, **added}
         try:
             await self.zk.set(paths.topic_path(name),
-                              paths.encode_assignment(merged, topic_id or info.topic_id),
+                              paths.encode_assignment(merged, topic_id),
                               version=stat.version)
         except ZkError as exc:
             raise TopicError(ErrorCode.REASSIGNMENT_IN_PROGRESS,

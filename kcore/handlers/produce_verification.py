@@ -13,8 +13,9 @@ request names no transactional id included).
 
 The coordinator's answers become what producers know (Kafka's mapping):
 TRANSACTION_ABORTABLE and INVALID_TXN_STATE become INVALID_TXN_STATE
-("Partition was not added to the transaction"; TRANSACTION_ABORTABLE is for
-Produce v11+, and kcore serves up to v8); the retriable
+("Partition was not added to the transaction"), at every Produce version:
+Kafka answers TRANSACTION_ABORTABLE itself from v11, which kcore does not
+yet do); the retriable
 CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR become NOT_ENOUGH_REPLICAS,
 which every producer retries without refreshing its metadata; the others
@@ -24,7 +25,7 @@ whole with INVALID_PRODUCER_ID_MAPPING.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 
 TopicPartition = tuple[str, int]
+NamedTopics = Sequence[tuple[str, Sequence[Any]]]
 
 _RETRIABLE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION,
                         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -57,11 +59,12 @@ class Verification:
         return self.guards.get(partition, NO_VERIFICATION_GUARD) if self.enabled else None
 
 
-async def verify_produce(broker: BrokerFacade, body,
+async def verify_produce(broker: BrokerFacade, body, topics: NamedTopics,
                          writable: Callable[[str], bool]) -> Verification:
     """Verify what the request's transactional batches need (module
-    docstring); topics not ``writable`` (refused by the authorizer) are
-    left out."""
+    docstring); ``topics``: (name, partition_data) of the request's topics
+    whose name is known (v13 names them by id); topics not ``writable``
+    (refused by the authorizer) are left out."""
     verifier = broker.txn_verifier
     if not verifier.enabled:
         return Verification(False)
@@ -70,14 +73,14 @@ async def verify_produce(broker: BrokerFacade, body,
         return verification
     producers: set[tuple[int, int]] = set()
     wanted: dict[TopicPartition, Partition] = {}
-    for partition, header in _transactional_batches(broker, body, writable):
+    for partition, header in _transactional_batches(broker, topics, writable):
         producers.add((header.producer_id, header.producer_epoch))
         if not partition.producers.has_ongoing_transaction(header.producer_id):
             wanted[partition.topic_partition] = partition
     if len(producers) > 1:
         verification.refused = {tp: (ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                                      "transactional records of more than one producer id")
-                                for tp, _ in _partitions(body)}
+                                for tp, _ in _partitions(topics)}
         return verification
     if not wanted:
         return verification
@@ -100,17 +103,17 @@ def _for_produce(code: int) -> tuple[int, str]:
     return code, f"transaction verification: {ErrorCode(code).name}"
 
 
-def _partitions(body) -> Iterator[tuple[TopicPartition, Any]]:
-    for topic in body.topic_data:
-        for data in topic.partition_data:
-            yield (topic.name, data.index), data
+def _partitions(topics: NamedTopics) -> Iterator[tuple[TopicPartition, Any]]:
+    for name, partition_data in topics:
+        for data in partition_data:
+            yield (name, data.index), data
 
 
-def _transactional_batches(broker: BrokerFacade, body, writable: Callable[[str], bool]
+def _transactional_batches(broker: BrokerFacade, topics: NamedTopics, writable: Callable[[str], bool]
                            ) -> Iterator[tuple[Partition, BatchHeader]]:
     """(partition, batch header) of each partition this broker leads whose
     batch is transactional; anything else is left to the append's checks."""
-    for (topic, index), data in _partitions(body):
+    for (topic, index), data in _partitions(topics):
         records = data.records
         if records is None or len(records) < BATCH_HEADER_SIZE or not writable(topic):
             continue

@@ -7,7 +7,8 @@ schema default. Consecutive fixed-width fields are packed by one
 precompiled ``struct.Struct.pack``. Records fields go through
 ``primitives.put_records`` (small buffers inline, the rest spliced).
 Fields absent from the version are ignored. Known tagged fields are written
-only when they differ from their default.
+only when they differ from their default (a struct given as a dict differs
+when one of its keys holds another value than the struct's default).
 
 Unknown keys (``KCORE_STRICT_KEYS=1``): a dict may then name only fields
 that some version of its struct defines; any other key is refused with a
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcore.protocol import primitives
-from kcore.protocol.schema import FIXED_FORMATS, Field, Struct
+from kcore.protocol.schema import FIXED_FORMATS, Field, Struct, _DataObject
 
 Encoder = Callable[[Any, bytearray, list], None]
 
@@ -94,6 +95,7 @@ class _Builder:
             "_write_tags": primitives.write_tagged_fields,
             "_Error": primitives.ProtocolEncodeError,
             "_unknown_keys": _unknown_keys,
+            "_struct_differs": _struct_differs,
         }
         self.counter = 0
         self.done: dict[int, tuple[str, str, str, str]] = {}
@@ -184,7 +186,8 @@ class _Builder:
         for field in tagged:
             default = self.default_const(field)
             body.emit(f"v = {getter.format(name=field.name, default=default)}")
-            condition = "v" if field.kind == "array" else f"v != {default}"
+            condition = ("v" if field.kind == "array" else f"_struct_differs(v, {default})"
+                         if field.kind == "struct" else f"v != {default}")
             body.emit(f"if {condition}:")
             body.emit("    t = bytearray()")
             body.emit(f"    {self.value_function(field)}(v, t, sp)")
@@ -200,6 +203,26 @@ class _Builder:
         self.lines.append(f"def {fname}(v, out, sp):")
         self.lines.extend(body.lines)
         return fname
+
+
+def _struct_differs(value: Any, default: Any) -> bool:
+    """Whether a tagged struct field's value (a data object, a dict or any
+    object with the attributes) holds another value than its default data
+    object in some field; a field it leaves out takes the default. A
+    nullable struct whose default is null differs when it is not null."""
+    if default is None or value is None:
+        return value is not default
+    for name in default._field_names:
+        expected = getattr(default, name)
+        item = value.get(name, expected) if isinstance(value, dict) else getattr(value, name, expected)
+        if item is expected:
+            continue
+        if isinstance(expected, _DataObject) and item is not None:
+            if _struct_differs(item, expected):
+                return True
+        elif item != expected:
+            return True
+    return False
 
 
 def _unknown_keys(obj: dict, names: frozenset[str], struct_name: str) -> None:

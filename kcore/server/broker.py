@@ -37,7 +37,7 @@ from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
-from kcore.metadata import BrokerInfo
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, topic_id_to_string
 from kcore.metadata_store.base import QuotaConfigs
 from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
@@ -268,15 +268,22 @@ class Broker:
 
     def _delete_stray_logs(self) -> None:
         """In a cluster, logs of topics that no longer exist (deleted while
-        this broker was down) go, as the controller would have had them."""
+        this broker was down) go, as the controller would have had them;
+        so do logs of a topic deleted and created again under the same
+        name meanwhile: their ``partition.metadata`` names another id."""
         if not self.mode.replicated:
             return
-        known = set(self.controller.topic_names())
         for log_ in list(self.log_manager.all_logs()):
-            if log_.topic not in known:
-                log.info("deleting the log of %s-%d: the topic no longer exists", log_.topic,
-                         log_.partition)
-                self.log_manager.delete_log(log_.topic, log_.partition)
+            topic = self.controller.topic(log_.topic)
+            if topic is None:
+                reason = "the topic no longer exists"
+            elif log_.topic_id not in (None, topic.topic_id) and topic.topic_id != NO_TOPIC_ID:
+                reason = (f"it belongs to topic id {topic_id_to_string(log_.topic_id)}, deleted; "
+                          f"{log_.topic} is {topic_id_to_string(topic.topic_id)} now")
+            else:
+                continue
+            log.info("deleting the log of %s-%d: %s", log_.topic, log_.partition, reason)
+            self.log_manager.delete_log(log_.topic, log_.partition)
 
     def broker_info(self) -> BrokerInfo:
         """This broker as other brokers and clients reach it."""

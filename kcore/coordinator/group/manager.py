@@ -94,7 +94,6 @@ class GroupMetadataManager:
         # The broker's group-commit syncer (kcore.log.durability), once started.
         self.syncer: GroupCommitSyncer | None = None
         # (metadata version, topic id -> name) for topic_name.
-        self._names_by_id: tuple[int, dict[uuid.UUID, str]] = (-1, {})
 
     # -- topic ---------------------------------------------------------------------------
     @property
@@ -157,16 +156,9 @@ class GroupMetadataManager:
         return self.controller.topic_names()
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        """The name of the topic with this id (a dict rebuilt on a metadata change)."""
-        version = self.metadata_version
-        if self._names_by_id[0] != version or topic_id not in self._names_by_id[1]:
-            names = {}
-            for name in self.controller.topic_names():
-                info = self.controller.topic(name)
-                if info is not None:
-                    names[info.topic_id] = name
-            self._names_by_id = (version, names)
-        return self._names_by_id[1].get(topic_id)
+        """The name of the topic with this id in this broker's metadata
+        (the ids Metadata answers), None when unknown."""
+        return self.replica_manager.metadata_cache.topic_name(topic_id)
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],

@@ -1,14 +1,14 @@
-"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-12.
+"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-13.
 
 Versions: v0 an empty topic list means every topic; v1 null means every
 topic and adds rack, controller_id, is_internal; v2 cluster_id; v3
 throttle_time_ms; v4 allow_auto_topic_creation; v5 offline_replicas; v6
-throttles after answering; v7 leader_epoch (KIP-320: report -1 until
-OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430); v9
-flexible (and, for librdkafka, leader epochs it may trust); v10 each topic's
-topic_id; v11 drops the cluster's authorized operations (KIP-700); v12
-asks for topics by id (a null name), as consumer-protocol members do to
-name the topic ids of their assignment (KIP-848).
+throttles after answering; v7 leader_epoch (KIP-320); v8 authorized
+operations (KIP-430); v9 flexible; v10 each topic's topic_id in the
+response (KIP-516; the request's topic_id and null names are not to be
+used before v12); v11 drops the cluster's authorized operations (KIP-700:
+DescribeCluster has them); v12 topics asked for by id, answered with a
+null name when the id is unknown; v13 a top-level error_code (KIP-1102).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 MetadataRequest.json and MetadataResponse.json (field names: snake_case of
@@ -64,6 +64,7 @@ RESPONSE = Message(
             Field("topic_authorized_operations", "int32", "8+", default=-0x80000000),
         ]),
         Field("cluster_authorized_operations", "int32", "8-10", default=-0x80000000),
+        Field("error_code", "int16", "13+"),
     ],
 )
 
@@ -107,3 +108,4 @@ class MetadataResponseDict(TypedDict, total=False):
     controller_id: int
     topics: list[MetadataResponseTopicDict]
     cluster_authorized_operations: int
+    error_code: int
