@@ -25,6 +25,10 @@ are not kept.
 v8+ may ask for authorized operations (KIP-430): each topic's, and the
 cluster's (0 without DESCRIBE on the cluster), as Kafka's bit fields;
 without an authorizer, every operation of the resource type.
+
+v10+ answers each topic's id (``broker.topic_ids``, the seam of
+replication/topic_ids.py) and takes topics asked for by id (null name):
+an id no topic has gets UNKNOWN_TOPIC_ID with a null name.
 """
 from __future__ import annotations
 
@@ -57,6 +61,8 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     cache = broker.replica_manager.metadata_cache
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
+    if not all_topics and any(t.name is None for t in body.topics):
+        return await _by_ids(broker, context, request, cache)
     names = cache.topic_names() if all_topics else [t.name for t in body.topics]
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
@@ -81,20 +87,44 @@ async def handle(broker: BrokerFacade, context, request):
 
 
 def _operations_asked(request) -> tuple[bool, bool]:
-    """(cluster's, topics') authorized operations asked for (v8+)."""
+    """(cluster's (v8-10), topics') authorized operations asked for (v8+)."""
     if request.api_version < 8:
         return False, False
     body = request.body
-    return body.include_cluster_authorized_operations, body.include_topic_authorized_operations
+    return (request.api_version <= 10 and body.include_cluster_authorized_operations,
+            body.include_topic_authorized_operations)
+
+
+async def _by_ids(broker: BrokerFacade, context, request, cache) -> MetadataResponseDict:
+    """v10+ topics named by id: each resolved to its name, or answered
+    UNKNOWN_TOPIC_ID; never created."""
+    names = []
+    unknown: list[MetadataResponseTopicDict] = []
+    for topic in request.body.topics:
+        name = topic.name if topic.name is not None else broker.topic_ids.name_of(topic.topic_id)
+        if name is None or not cache.contains(name):
+            unknown.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None,
+                            "topic_id": topic.topic_id, "is_internal": False, "partitions": [],
+                            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+        else:
+            names.append(name)
+    if broker.authorizer is not None:
+        topics = await _describe_authorized(broker, context, cache, names, False, False)
+    else:
+        topics = [await _describe_topic(broker, cache, name, False) for name in names]
+    return _response(broker, context, request, cache, topics + unknown)
 
 
 def _response(broker: BrokerFacade, context, request, cache,
               topics: list[MetadataResponseTopicDict]) -> MetadataResponseDict:
     cluster_asked, topics_asked = _operations_asked(request)
-    if topics_asked:
-        for topic in topics:
-            topic["topic_authorized_operations"] = authorized_operations(
-                broker, context, ResourceType.TOPIC, topic["name"])
+    for topic in topics:
+        name = topic["name"]
+        if name is not None:
+            topic["topic_id"] = broker.topic_ids.id_of(name)
+            if topics_asked:
+                topic["topic_authorized_operations"] = authorized_operations(
+                    broker, context, ResourceType.TOPIC, name)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if cluster_asked:
         cluster_operations = cluster_authorized_operations(broker, context)

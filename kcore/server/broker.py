@@ -27,6 +27,7 @@ from kcore.console.history import ConsoleHistory
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.group.end_offsets import RemoteEndOffsets
 from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
+from kcore.coordinator.share.service import ShareGroupService
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
@@ -43,6 +44,7 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.topic_ids import DerivedTopicIds
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
@@ -92,6 +94,8 @@ class Broker:
         # A replica moving between log dirs swaps logs only between cleaner passes.
         self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
         self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
+        # Topic names <-> ids (KIP-516) for Metadata v10+ and the share groups.
+        self.topic_ids = DerivedTopicIds(self.replica_manager.metadata_cache.topic_names)
         self.dynamic_config = DynamicBrokerConfig(config)
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
@@ -99,6 +103,9 @@ class Broker:
         self._open_backend()
         broker_security = self._prepare_security()
         self.group_coordinator = self._make_group_coordinator()
+        self.share_groups = ShareGroupService(config, self.controller, self.replica_manager,
+                                              self.group_coordinator, self.topic_ids,
+                                              self.mode.replicated)
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
         # /metrics and the console: group lag, and the counters above sampled
@@ -180,6 +187,7 @@ class Broker:
         log.info("%s", durability)
         self.group_coordinator.manager.syncer = self.log_syncer
         self.txn_coordinator.manager.syncer = self.log_syncer
+        self.share_groups.store.syncer = self.log_syncer
         self.replica_manager.txn_markers.syncer = self.log_syncer
         if self.log_syncer is not None:
             self.log_manager.before_delete.append(self.log_syncer.forget)
@@ -325,6 +333,7 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.log_syncer is not None:
             await self.log_syncer.close()
+        self.share_groups.shutdown()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
         self.replica_manager.shutdown()

@@ -7,6 +7,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from kcore.protocol.primitives import ZERO_UUID
 from kcore.protocol.schema import Field, Struct, parse_versions
 
 SPECS = resources.files("kafka.protocol.schemas.resources")
@@ -94,4 +95,5 @@ def schema_view(struct: Struct, version: int) -> list[tuple]:
 
 def _comparable_default(field: Field) -> object:
     value = field.default_value()
-    return None if field.kind in ("bytes", "records", "uuid") and not value else value
+    empty = value == ZERO_UUID if field.kind == "uuid" else not value
+    return None if field.kind in ("bytes", "records", "uuid") and empty else value
