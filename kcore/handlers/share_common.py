@@ -56,7 +56,8 @@ def answer_partitions(results: dict[tuple[uuid.UUID, int], PartitionResult], wit
             acquired = result.acquired
             data["acknowledge_error_code"] = result.acknowledge_error_code
             data["acknowledge_error_message"] = None
-            data["records"] = acquired.slices if acquired is not None and acquired.slices else None
+            # Kafka sends empty records, never null: librdkafka reads no null here.
+            data["records"] = acquired.slices if acquired is not None and acquired.slices else b""
             data["acquired_records"] = [
                 {"first_offset": r.first_offset, "last_offset": r.last_offset,
                  "delivery_count": r.delivery_count}

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from kcore.coordinator.group.coordinator import GroupCoordinator
@@ -68,8 +67,6 @@ class ShareGroupCoordinator:
         self.configs = configs
         self.groups: dict[str, ShareGroup] = {}
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        # Called with (group id, member id) when a member leaves or expires.
-        self.member_removed: list[Callable[[str, str], None]] = []
 
     # -- checks --------------------------------------------------------------------------
     def check_group(self, group_id: str | None) -> int:
@@ -196,9 +193,10 @@ class ShareGroupCoordinator:
         if timer is not None:
             timer.cancel()
         group.bump_epoch()
+        # Its records stay acquired until its share sessions close or their
+        # locks expire, as in Kafka: a leave may come before the last
+        # acknowledgements.
         log.info("member %s left share group %s", member_id, group.group_id)
-        for listener in self.member_removed:
-            listener(group.group_id, member_id)
 
     def _schedule_expiry(self, group: ShareGroup, member: ShareMember) -> None:
         key = (group.group_id, member.member_id)

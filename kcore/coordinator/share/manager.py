@@ -137,12 +137,6 @@ class SharePartitionManager:
             self.entries.drop_where(lambda entry: entry.key.group_id == group_id
                                     and not entry.share.acquired)
 
-    def on_member_removed(self, group_id: str, member_id: str) -> None:
-        """The group coordinator (this broker) removed a member: its session goes."""
-        session = self.sessions.get((group_id, member_id))
-        if session is not None:
-            asyncio.ensure_future(self.close_session(session))
-
     # -- resolving partitions ------------------------------------------------------------
     def _partition(self, topic_id: uuid.UUID, index: int) -> tuple[int, str | None, Partition | None]:
         topic = self.topic_ids.name_of(topic_id)

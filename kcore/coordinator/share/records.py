@@ -107,6 +107,17 @@ def coordinator_key(key: ShareKey) -> str:
     return f"{key.group_id}:{encoded}:{key.partition}"
 
 
+def parse_coordinator_key(text: str) -> ShareKey:
+    """"group:topic_id:partition" back to its parts (ValueError if malformed);
+    the group id may itself hold colons."""
+    group_id, _, rest = text.rpartition(":")
+    group_id, _, encoded = group_id.rpartition(":")
+    if not group_id or not encoded:
+        raise ValueError(f"{text!r} is not group:topic_id:partition")
+    topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    return ShareKey(group_id, topic_id, int(rest))
+
+
 def state_partition_for(key: ShareKey, num_partitions: int) -> int:
     return partition_for(coordinator_key(key), num_partitions)
 

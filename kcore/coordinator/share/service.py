@@ -23,6 +23,7 @@ from kcore.coordinator.share.manager import SharePartitionManager
 from kcore.coordinator.share.persister import SharePersister
 from kcore.coordinator.share.records import ShareKey
 from kcore.coordinator.share.state_store import ShareStateConfig, ShareStateStore
+from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.replication.topic_ids import TopicIds
@@ -47,7 +48,6 @@ class ShareGroupService:
         self.partitions = SharePartitionManager(config.broker_id, replica_manager, topic_ids,
                                                 self.configs, self.persister)
         self.topic_ids = topic_ids
-        self.coordinator.member_removed.append(self.partitions.on_member_removed)
         replica_manager.leadership_listeners.append(self._on_leadership_change)
         replica_manager.deleted_topic_listeners.append(self.partitions.on_topics_deleted)
 
@@ -69,6 +69,25 @@ class ShareGroupService:
         """Share groups this broker knows of: coordinated, or with state here."""
         return ({group_id for group_id, _state in self.coordinator.list_groups()}
                 | {key.group_id for key in self.store.states})
+
+    def is_share_group(self, group_id: str) -> bool:
+        """A share group this broker coordinates, or one with state here."""
+        return self.coordinator.is_share_group(group_id) or bool(self.store.keys_of_group(group_id))
+
+    async def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of an empty share group: its state goes too."""
+        keys = self.state_keys(group_id)
+        if keys and self.coordinator.check_group(group_id) == ErrorCode.NONE:
+            self.coordinator.remember(group_id)
+        code = self.coordinator.forget(group_id)
+        if code != ErrorCode.NONE:
+            return code
+        for key in keys:
+            self.partitions.entries.drop(key)
+            outcome = await self.persister.delete(key)
+            if outcome != ErrorCode.NONE:
+                return outcome
+        return ErrorCode.NONE
 
     def shutdown(self) -> None:
         self.coordinator.shutdown()
