@@ -4,6 +4,11 @@ to one consumer at a time, acknowledgements, redelivery, the delivery
 count limit, read_committed, and the state after a restart."""
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 from confluent_kafka import AcknowledgeType, Producer
 
@@ -119,3 +124,63 @@ def test_read_committed_skips_aborted_records(shared_broker):
                                     + [f"c2-{i}".encode() for i in range(5)])
     assert consume(share_consumer(shared_broker.bootstrap, group, topic), 1, Consumed(),
                    idle_s=3).records == [], "the aborted records are not delivered later either"
+
+
+_HOLDER = """
+import sys, time
+from confluent_kafka import ShareConsumer
+consumer = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                          "share.acknowledgement.mode": "explicit"})
+consumer.subscribe([sys.argv[3]])
+for _ in range(60):
+    messages = consumer.poll(0.5)
+    if messages:
+        print(" ".join(str(m.offset()) for m in messages if not m.error()), flush=True)
+        break
+time.sleep(600)
+"""
+
+
+def test_records_of_a_sigkilled_consumer_come_back_after_the_lock_duration(shared_broker, tmp_path):
+    topic, group = unique("sharekill"), unique("g")
+    create_topic(shared_broker.bootstrap, topic)
+    _earliest(shared_broker, group, **{"share.record.lock.duration.ms": "3000"})
+    produce(shared_broker.bootstrap, topic, 20)
+    script = tmp_path / "holder.py"
+    script.write_text(_HOLDER)
+    holder = subprocess.Popen([sys.executable, str(script), shared_broker.bootstrap, group, topic],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        held = [int(offset) for offset in holder.stdout.readline().split()]
+        assert held, "the holder acquired records"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(30)
+    killed_at = time.monotonic()
+    out = consume(share_consumer(shared_broker.bootstrap, group, topic), 20, Consumed(), idle_s=8)
+    redelivered = {offset: count for _partition, offset, count in out.records if offset in held}
+    assert sorted(out.offsets) == list(range(20)), "the other consumer gets every record"
+    assert set(redelivered) == set(held) and set(redelivered.values()) == {2}, \
+        "the killed consumer's records come back as second deliveries"
+    assert time.monotonic() - killed_at >= 2.0, "not before their locks expired"
+
+
+def test_share_group_state_survives_a_broker_restart(broker_factory):
+    broker = broker_factory({"group.share.record.lock.duration.ms": "3000"})
+    topic, group = unique("sharerestart"), unique("g")
+    create_topic(broker.bootstrap_servers, topic)
+    set_group_configs([broker.bootstrap_servers], group, {"share.auto.offset.reset": "earliest"})
+    produce(broker.bootstrap_servers, topic, 100)
+    consumer = share_consumer(broker.bootstrap_servers, group, topic, **{"max.poll.records": "40"})
+    first: list[int] = []
+    for _ in range(40):
+        first += [m.offset() for m in consumer.poll(0.5) if not m.error()]
+        if first:
+            break
+    consumer.commit_sync()
+    consumer.close()
+    assert first
+    broker.restart(clean=False)
+    rest = consume(share_consumer(broker.bootstrap_servers, group, topic), 100 - len(first), Consumed())
+    assert sorted(first + rest.offsets) == list(range(100)), \
+        "after a SIGKILL and restart the group goes on where it was: nothing again, nothing lost"
