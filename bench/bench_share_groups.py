@@ -11,6 +11,11 @@ records of 100 bytes (produced once). Each round, interleaved:
   processes read every record, each acknowledging what it read
   (commit_sync at the end).
 
+- wire: one share member speaking the protocol itself (kcore.testing's
+  WireClient): each ShareFetch acknowledges (ACCEPT) the previous one's
+  records and acquires up to 500 more; the broker's own cost, without a
+  client library's loop.
+
 A round's rate is records / seconds from the first record read to the
 last record acknowledged (group joins excluded, the same for both); the
 report gives the medians and the ratio share / classic of each round.
@@ -39,7 +44,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kcore.protocol.api_keys import ApiKey
+from kcore.replication.topic_ids import derived_topic_id
 from kcore.testing import TEST_SETTINGS, BrokerProcess
+from kcore.testing.wire import WireClient
 
 TOPIC = "share-bench"
 VALUE = b"x" * 100
@@ -119,33 +127,66 @@ def run_share(bootstrap: str, total: int, limit_s: float) -> float:
     return rate
 
 
+def run_wire(port: int, total: int) -> float:
+    """One member over the raw protocol (batch-optimized acquisition)."""
+    client = WireClient(port)
+    group = f"w-{uuid.uuid4().hex[:6]}"
+    try:
+        client.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
+            "resource_type": 32, "resource_name": group, "configs": [
+                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
+            "validate_only": False})
+        topic_id = derived_topic_id(TOPIC)
+        count, epoch, acks, started = 0, 0, [], time.monotonic()
+        while count < total and time.monotonic() - started < 120:
+            response = client.request(ApiKey.SHARE_FETCH, 1, {
+                "group_id": group, "member_id": "bench", "share_session_epoch": epoch, "max_wait_ms": 500,
+                "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500,
+                "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0,
+                                                                  "acknowledgement_batches": acks}]}],
+                "forgotten_topics_data": []})
+            epoch += 1
+            ranges = [r for t in response.responses for p in t.partitions for r in p.acquired_records]
+            count += sum(r.last_offset - r.first_offset + 1 for r in ranges)
+            acks = [{"first_offset": r.first_offset, "last_offset": r.last_offset, "acknowledge_types": [1]}
+                    for r in ranges]
+        return count / (time.monotonic() - started)
+    finally:
+        client.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--records", type=int, default=50_000)
     parser.add_argument("--limit", type=float, default=120.0, help="seconds a consumer may run")
+    parser.add_argument("--batch-bytes", type=int, default=1 << 20,
+                        help="the producer's batch.size: a share fetch hands out whole batches")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kcore-share-bench-") as scratch:
         broker = BrokerProcess(Path(scratch) / "data", dict(TEST_SETTINGS)).start()
         try:
             bootstrap = broker.bootstrap_servers
-            AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
-            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1 << 20})
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": args.batch_bytes})
             for _ in range(args.records):
                 producer.produce(TOPIC, VALUE, partition=0)
                 producer.poll(0)
             producer.flush(60)
-            classic, share = [], []
+            classic, share, wire = [], [], []
             for _ in range(args.rounds):
                 classic.append(run_classic(bootstrap, args.records, args.limit))
                 share.append(run_share(bootstrap, args.records, args.limit))
+                wire.append(run_wire(broker.port, args.records))
             ratios = [s / c for s, c in zip(share, classic)]
-            print(json.dumps({"records": args.records, "rounds": args.rounds,
+            print(json.dumps({"records": args.records, "rounds": args.rounds, "batch_bytes": args.batch_bytes,
                               "classic_records_per_s": [round(r) for r in classic],
                               "share4_records_per_s": [round(r) for r in share],
                               "median_classic": round(statistics.median(classic)),
                               "median_share4": round(statistics.median(share)),
-                              "ratios_share4_over_classic": [round(r, 2) for r in ratios]}))
+                              "ratios_share4_over_classic": [round(r, 2) for r in ratios],
+                              "wire_one_member_records_per_s": [round(r) for r in wire]}))
         finally:
             broker.kill()
 

@@ -31,6 +31,8 @@ from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
 RENEW_VERSION = 2
+# ShareAcquireMode (v2, KIP-1206): 0 batch-optimized, 1 record-limit.
+RECORD_LIMIT = 1
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -56,7 +58,8 @@ async def handle(broker: BrokerFacade, context, request):
     if body.share_session_epoch == FINAL_EPOCH:
         await share.partitions.close_session(session)
     elif not renew:
-        await _acquire(broker, body, session, refused_topics, results)
+        record_limit = request.api_version >= RENEW_VERSION and body.share_acquire_mode == RECORD_LIMIT
+        await _acquire(broker, body, session, refused_topics, results, record_limit)
     responses, leaders = answer_partitions(results, with_records=True)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "acquisition_lock_timeout_ms": lock_ms, "responses": responses,
@@ -87,7 +90,7 @@ def _refused_topics(broker: BrokerFacade, context, body) -> set[uuid.UUID]:
 
 
 async def _acquire(broker: BrokerFacade, body, session, refused_topics: set[uuid.UUID],
-                   results: dict[tuple[uuid.UUID, int], PartitionResult]) -> None:
+                   results: dict[tuple[uuid.UUID, int], PartitionResult], record_limit: bool) -> None:
     manager = broker.share_groups.partitions
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
@@ -96,7 +99,7 @@ async def _acquire(broker: BrokerFacade, body, session, refused_topics: set[uuid
             results.setdefault(key, PartitionResult(*key)).error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             session.partitions.pop(key, None)
     while True:
-        partitions = await manager.acquire(session, body.max_records, body.max_bytes, results)
+        partitions = await manager.acquire(session, body.max_records, body.max_bytes, results, record_limit)
         ready = any(result.acquired is not None or result.error_code != ErrorCode.NONE
                     for result in results.values())
         remaining = deadline - loop.time()

@@ -35,7 +35,7 @@ def test_share_group_goes_on_after_its_share_coordinator_is_killed(cluster_facto
     cluster.create_topic(topic, 1, 3)
     set_group_configs([b.bootstrap_servers for b in cluster.brokers.values()], group,
                       {"share.auto.offset.reset": "earliest"})
-    produce(cluster.bootstrap, topic, 400)
+    produce(cluster.bootstrap, topic, 400, batch_records=25)
     consumers = [share_consumer(cluster.bootstrap, group, topic, **{"max.poll.records": "25"})
                  for _ in range(4)]
     first = consume_together(consumers, 200)

@@ -35,7 +35,7 @@ def test_four_consumers_on_one_partition_get_disjoint_records_and_all_of_them(sh
     topic, group = unique("share4"), unique("g")
     create_topic(shared_broker.bootstrap, topic)
     _earliest(shared_broker, group)
-    produce(shared_broker.bootstrap, topic, 2000)
+    produce(shared_broker.bootstrap, topic, 2000, batch_records=50)
     consumers = [share_consumer(shared_broker.bootstrap, group, topic, **{"max.poll.records": "50"})
                  for _ in range(4)]
     results = consume_together(consumers, 2000)

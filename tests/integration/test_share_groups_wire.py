@@ -16,6 +16,7 @@ from kcore.replication.topic_ids import derived_topic_id
 from kcore.testing.wire import WireClient, batch, create_topic, produce
 
 ACCEPT, RELEASE = 1, 2
+RECORD_LIMIT = 1
 GROUP = "wire-share"
 
 
@@ -33,10 +34,13 @@ def _heartbeat(wire: WireClient, member: str, epoch: int, topics: list[str] | No
 
 
 def _share_fetch(wire: WireClient, member: str, epoch: int, topic_id: uuid.UUID, acks=(), max_records=100,
-                 max_wait_ms=0):
-    return wire.request(ApiKey.SHARE_FETCH, 1, {
+                 max_wait_ms=0, record_limit=False):
+    """ShareFetch v1 (batch-optimized: whole batches, past max_records), or
+    v2 in the record-limit acquire mode (KIP-1206: max_records is exact)."""
+    version, mode = (2, {"share_acquire_mode": RECORD_LIMIT, "is_renew_ack": False}) if record_limit else (1, {})
+    return wire.request(ApiKey.SHARE_FETCH, version, {
         "group_id": GROUP, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": max_wait_ms,
-        "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records,
+        "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records, **mode,
         "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
             {"first_offset": first, "last_offset": last, "acknowledge_types": [kind]}
             for first, last, kind in acks]}]}],
@@ -78,7 +82,7 @@ def _prepare(wire: WireClient, topic: str, count: int) -> uuid.UUID:
 
 def test_acknowledging_a_record_not_acquired_is_invalid_record_state_and_changes_nothing(wire):
     topic_id = _prepare(wire, "share-wire-1", 10)
-    first = _share_fetch(wire, "member-a", 0, topic_id, max_records=5)
+    first = _share_fetch(wire, "member-a", 0, topic_id, max_records=5, record_limit=True)
     assert first.error_code == ErrorCode.NONE
     assert _acquired(first) == [(0, 4, 1)]
     # Offsets 3-7: 5-7 were never acquired: the whole batch is refused.
@@ -86,7 +90,7 @@ def test_acknowledging_a_record_not_acquired_is_invalid_record_state_and_changes
     assert refused.error_code == ErrorCode.NONE
     assert _partition(refused).error_code == ErrorCode.INVALID_RECORD_STATE
     # Another member may not acknowledge member-a's records either.
-    other = _share_fetch(wire, "member-b", 0, topic_id, max_records=5)
+    other = _share_fetch(wire, "member-b", 0, topic_id, max_records=5, record_limit=True)
     assert _acquired(other) == [(5, 9, 1)], "member-b gets only what member-a does not hold"
     stolen = _acknowledge(wire, "member-b", 1, topic_id, [(0, 4, ACCEPT)])
     assert _partition(stolen).error_code == ErrorCode.INVALID_RECORD_STATE
@@ -95,6 +99,16 @@ def test_acknowledging_a_record_not_acquired_is_invalid_record_state_and_changes
     assert _partition(accepted).error_code == ErrorCode.NONE
     again = _acknowledge(wire, "member-a", 3, topic_id, [(0, 4, ACCEPT)])
     assert _partition(again).error_code == ErrorCode.INVALID_RECORD_STATE
+
+
+def test_the_batch_optimized_mode_acquires_a_started_batch_whole(wire):
+    """Kafka exceeds max_records to end on a batch boundary (v1, and v2's
+    acquire mode 0): the whole batch goes to the client anyway."""
+    topic_id = _prepare(wire, "share-wire-5", 10)
+    first = _share_fetch(wire, "member-d", 0, topic_id, max_records=5)
+    assert _acquired(first) == [(0, 9, 1)]
+    assert _acquired(_share_fetch(wire, "member-e", 0, topic_id, max_records=5)) == [], \
+        "every record is held by member-d"
 
 
 def test_share_sessions_refuse_unknown_sessions_wrong_epochs_and_acks_on_open(wire):

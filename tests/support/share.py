@@ -44,8 +44,12 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, replication: i
     admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(timeout=30)
 
 
-def produce(bootstrap: str, topic: str, count: int, partition: int = 0, prefix: str = "v") -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+def produce(bootstrap: str, topic: str, count: int, partition: int = 0, prefix: str = "v",
+            batch_records: int = 10_000) -> None:
+    """``batch_records`` caps the records of one producer batch: a share
+    fetch acquires whole batches (Kafka's batch-optimized mode), so records
+    meant to be spread over several consumers go in several batches."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": batch_records})
     for index in range(count):
         producer.produce(topic, value=f"{prefix}{index}".encode(), partition=partition)
     assert producer.flush(30) == 0

@@ -78,10 +78,16 @@ def batch_headers(piece: FileSlice) -> list[BatchHeader]:
 
 
 def acquire_from_log(share: SharePartition, partition: Partition, member_id: str, deadline: float,
-                     max_records: int, max_bytes: int, read_committed: bool) -> Acquired:
+                     max_records: int, max_bytes: int, read_committed: bool,
+                     record_limit: bool = False) -> Acquired:
     """Acquire up to ``max_records`` records for ``member_id`` from the
     share-partition's next fetch offset; the batches holding them are sent
-    whole, the client keeps the acquired offsets."""
+    whole, the client keeps the acquired offsets. In the batch-optimized
+    mode (ShareFetch v1, and v2's ShareAcquireMode 0) a batch once started
+    is acquired whole, past ``max_records`` ("exceeded for alignment of
+    batch boundaries"): a producer's batch of 10,000 records would
+    otherwise go to the client 20 times for 500 records each. The
+    record-limit mode (v2's ShareAcquireMode 1, KIP-1206) keeps the limit."""
     if share.start_offset < partition.log_start_offset:
         share.move_start_to(partition.log_start_offset)
     upper = partition.last_stable_offset if read_committed else partition.high_watermark
@@ -102,7 +108,7 @@ def acquire_from_log(share: SharePartition, partition: Partition, member_id: str
                 share.archive(header.base_offset, header.last_offset)
                 continue
             ranges = share.acquire(member_id, header.base_offset, min(header.last_offset, upper - 1),
-                                   deadline, room)
+                                   deadline, room, whole_batch=not record_limit)
             if ranges:
                 _add_slice(result.slices, FileSlice(piece.fd, header.position, header.size))
                 result.ranges.extend(ranges)

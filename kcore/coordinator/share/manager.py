@@ -187,7 +187,8 @@ class SharePartitionManager:
 
     # -- acquisition ---------------------------------------------------------------------
     async def acquire(self, session: ShareSession, max_records: int, max_bytes: int,
-                      results: dict[SessionPartition, PartitionResult]) -> list[Partition]:
+                      results: dict[SessionPartition, PartitionResult],
+                      record_limit: bool = False) -> list[Partition]:
         """One pass over the session's partitions; returns the partitions
         read (for a wait)."""
         group_id, member_id = session.group_id, session.member_id
@@ -208,7 +209,7 @@ class SharePartitionManager:
             before = (entry.share.start_offset, entry.share.delivery_complete_count)
             try:
                 acquired = acquire_from_log(entry.share, partition, member_id, deadline, room,
-                                            max_bytes, read_committed)
+                                            max_bytes, read_committed, record_limit)
             except Exception as exc:  # noqa: BLE001 - a storage error answers this partition
                 code = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
                 result.error_code = code

@@ -170,16 +170,21 @@ class SharePartition:
 
     # -- acquisition ---------------------------------------------------------------------
     def acquire(self, member_id: str, first_offset: int, last_offset: int, deadline: float,
-                room: int) -> list[AcquiredRange]:
+                room: int, whole_batch: bool = False) -> list[AcquiredRange]:
         """Acquire for ``member_id`` up to ``room`` acquirable offsets of
         [first_offset, last_offset] (one fetched batch): available ones in
-        the window and new ones past it, as long as the window has room."""
+        the window and new ones past it, as long as the window has room.
+        ``whole_batch`` (Kafka's batch-optimized acquire mode) takes every
+        acquirable offset of the batch once it starts, past ``room`` and
+        the window's limit: the batch goes to the client whole anyway."""
         acquired: list[AcquiredRange] = []
         offset = max(first_offset, self.start_offset)
-        while offset <= last_offset and room > 0:
+        if whole_batch and (room <= 0 or self.is_full()):
+            return acquired
+        while offset <= last_offset and (room > 0 or whole_batch):
             entry = self.records.get(offset)
             if entry is None and offset >= self.end_offset:
-                if self.is_full():
+                if self.is_full() and not whole_batch:
                     break
                 entry = self.records[offset] = InFlight(RecordState.AVAILABLE)
                 self.end_offset = offset + 1
