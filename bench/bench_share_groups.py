@@ -45,9 +45,8 @@ from confluent_kafka.admin import (
 )
 
 from kcore.protocol.api_keys import ApiKey
-from kcore.replication.topic_ids import derived_topic_id
 from kcore.testing import TEST_SETTINGS, BrokerProcess
-from kcore.testing.wire import WireClient
+from kcore.testing.wire import WireClient, topic_id_of
 
 TOPIC = "share-bench"
 VALUE = b"x" * 100
@@ -136,7 +135,7 @@ def run_wire(port: int, total: int) -> float:
             "resource_type": 32, "resource_name": group, "configs": [
                 {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
             "validate_only": False})
-        topic_id = derived_topic_id(TOPIC)
+        topic_id = topic_id_of(client, TOPIC)
         count, epoch, acks, started = 0, 0, [], time.monotonic()
         while count < total and time.monotonic() - started < 120:
             response = client.request(ApiKey.SHARE_FETCH, 1, {

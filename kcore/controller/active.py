@@ -185,13 +185,27 @@ class ActiveController:
             await self._load_topic(name)
         batch = RequestBatch(metadata_all_to=set(self.brokers))
         await self._create_missing_states(list(self.topics), batch)
-        await self._elect_offline(batch)
+        await self._take_offline_replicas(batch)
         for state in self.states.values():
             batch.tell_replicas(state, self.brokers)
         self._send(batch)
         await self._resume_reassignments()
         if self.config.auto_leader_rebalance:
             self._schedule_rebalance()
+
+    async def _take_offline_replicas(self, batch: RequestBatch) -> None:
+        """Kafka's onControllerFailover: replicas on brokers that are not
+        live are offline. A broker that died before this controller took
+        office (the old controller itself, say) is still in the ISRs
+        ZooKeeper holds: it leaves them, and its leaderships move, as if
+        its death were an event of this office. Left in an ISR, it would
+        count as in sync for a reassignment that moves to it, and for a
+        leader election."""
+        offline = {r for state in self.states.values() for r in state.replicas} - set(self.brokers)
+        if offline:
+            log.info("brokers %s are not live: their replicas are offline", sorted(offline))
+        await self._remove_replicas(offline, batch)
+        await self._elect_offline(batch)
 
     async def _load_topic(self, name: str) -> None:
         topic = await zk_state.read_topic(self.zk, name)
@@ -255,16 +269,21 @@ class ActiveController:
                              excluded: frozenset[int] | set[int] = frozenset()) -> None:
         """Partitions whose leader is not live (or who have none) get one
         from their live ISR, or unclean where allowed; ``excluded`` brokers
-        count as not live."""
+        count as not live. A leader that is shutting down but still
+        registered is moved if it can be, and otherwise keeps leading (as
+        Kafka's election, failing, writes nothing): a cluster stopping
+        whole keeps its last leaders instead of going offline first."""
         changes = []
-        live = set(self.brokers) - self.shutting_down - set(excluded)
+        registered = set(self.brokers) - set(excluded)
+        live = registered - self.shutting_down
         for state in self.states.values():
             online = self._online(state.topic_partition, live)
             if state.leader in online:
                 continue
             result = election.offline_partition(state.replicas, state.isr, online,
                                                 self.unclean_allowed(state.topic))
-            if result.leader == NO_LEADER and state.leader == NO_LEADER:
+            if result.leader == NO_LEADER and (state.leader == NO_LEADER
+                                               or state.leader in registered):
                 continue
             if result.unclean:
                 log.warning("%s-%d: unclean leader election of %d; acknowledged data may be lost",

@@ -14,6 +14,8 @@ Every broker of a cluster has one ``ZkController``. It:
   ``ActiveController`` (active.py) until its session ends;
 - writes topic changes straight to ZooKeeper, as Kafka's AdminZkClient
   does from any broker: the active controller picks them up by its watches;
+  without ZooKeeper they fail with MetadataUnavailableError (Kafka's
+  broker blocks until ZooKeeper returns, and its client times out);
 - sends what only the active controller may decide (AlterPartition,
   ControlledShutdown, ElectLeaders, partition reassignments) to it over
   the Kafka protocol (controller_client.py), itself included;
@@ -56,6 +58,7 @@ from kcore.metadata_store.zk_client import (
     Watch,
     ZkClient,
     ZkError,
+    needs_zookeeper,
 )
 from kcore.protocol.errors import ErrorCode
 
@@ -315,6 +318,7 @@ class ZkController:
         return self.config.unclean_leader_election if value is None else value == "true"
 
     # -- topic changes (any broker writes them) -------------------------------------------
+    @needs_zookeeper
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str],
                            assignment: dict[int, list[int]] | None = None,
@@ -345,6 +349,7 @@ class ZkController:
         self._topics[name] = info
         return info
 
+    @needs_zookeeper
     async def delete_topic(self, name: str) -> None:
         """Queue the deletion (``/admin/delete_topics/<t>``, as Kafka's
         AdminZkClient). The topic stays in the cache until the controller
@@ -356,6 +361,7 @@ class ZkController:
         except NodeExistsError:
             pass  # queued already: the caller waits for it like the first one
 
+    @needs_zookeeper
     async def create_partitions(self, name: str, total: int,
                                 assignment: list[list[int]] | None = None,
                                 validate_only: bool = False) -> TopicInfo:
@@ -399,6 +405,7 @@ class ZkController:
         info.assignment, info.num_partitions = merged, total
         return info
 
+    @needs_zookeeper
     async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         if name not in self._topics:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")

@@ -6,7 +6,8 @@ controller says (``make_leader`` / ``make_follower``, from LeaderAndIsr).
 Leader, produce path (docs/architecture.md#produce-path): native
 validation of the v2 batch (sizes, magic, CRC-32C, record count) -> size
 and codec checks -> producer-state check (a retry of one of the last 5
-batches gets its original offset back) -> optional conversion to the
+batches gets its original offset back; a transactional batch must belong
+to an ongoing transaction, KIP-890) -> optional conversion to the
 topic's compression.type or LogAppendTime -> Log.append (offsets and
 leader epoch patched in place) -> producer state -> high watermark.
 
@@ -65,6 +66,7 @@ from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
 from kcore.metadata import PartitionState
 from kcore.protocol import records as record_codec
+from kcore.protocol.compression import max_decompressed_size
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters, low_watermark
 
@@ -249,10 +251,13 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
-                                 syncer: GroupCommitSyncer | None = None) -> LogAppendResult:
+                                 syncer: GroupCommitSyncer | None = None,
+                                 verification_guard: int | None = None) -> LogAppendResult:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
-        on disk; without a syncer the log is fsynced here, before return."""
+        on disk; without a syncer the log is fsynced here, before return.
+        ``verification_guard``: a client's produce with transaction
+        verification on (KIP-890; log/producer_state.py), None otherwise."""
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of "
@@ -269,8 +274,9 @@ class Partition:
             try:
                 original = None
                 if base_sequence >= 0:
-                    original = self.producers.check(producer_id, producer_epoch, base_sequence,
-                                                    last_offset_delta)
+                    original = self.producers.check(
+                        producer_id, producer_epoch, base_sequence, last_offset_delta,
+                        verification_guard if batch.is_transactional else None)
                 else:
                     self.producers.check_epoch(producer_id, producer_epoch)
             except ProducerStateError as exc:
@@ -391,7 +397,7 @@ class Partition:
         wanted = self.configs["compression.type"]
         if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
             level = self.configs.get(f"compression.{wanted}.level")  # gzip, lz4 and zstd have one
-            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
+            buffer = self._recompress(records, CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = wall_ms(self.clock)
@@ -399,6 +405,18 @@ class Partition:
             buffer = bytearray(buffer)
         native_records.stamp_log_append_time(buffer, now)
         return buffer, now
+
+    def _recompress(self, records: memoryview, codec: int, level: int | None) -> bytearray:
+        """The batch in ``codec``; its records inflate to at most 64 times
+        max.message.bytes (MESSAGE_TOO_LARGE past it, log_validator.py)."""
+        try:
+            return record_codec.recompress_batch(
+                bytes(records), codec, level,
+                max_decompressed_size(self.configs["max.message.bytes"]))
+        except record_codec.RecordsTooLargeError as exc:
+            raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE, str(exc)) from None
+        except record_codec.InvalidRecordError as exc:
+            raise PartitionError(ErrorCode.INVALID_RECORD, str(exc)) from None
 
     # -- follower side -----------------------------------------------------------------
     def append_records_as_follower(self, records: Buffer,

@@ -1,32 +1,30 @@
-"""Topic ids (KIP-516) as the share-group APIs and Metadata v10+ see them:
-one seam, ``TopicIds``, between a topic's name and its id.
+"""Topic ids (KIP-516): one seam, ``TopicIds``, between a topic's name and
+its id, for Metadata v10+, the consumer-protocol groups (KIP-848) and the
+share groups (KIP-932).
 
-ShareGroupHeartbeat, ShareFetch and ShareAcknowledge name topics by id,
-and the share-group state in ``__share_group_state`` is keyed by it, so a
-client learns ids from Metadata v10+ and every broker must map them the
-same way. Until the cluster metadata carries ids of its own,
-``DerivedTopicIds`` derives each topic's id from its name (a UUID version 5
-in a namespace of kcore's): the same on every broker and across restarts
-with no coordination. Its limit: a topic deleted and created again keeps
-its id, where Kafka gives it a new one (its share-group state is deleted
-with the topic, so nothing stale is read back). A metadata cache that
-records ids replaces it behind the same two lookups.
+ShareGroupHeartbeat, ShareFetch, ShareAcknowledge and ConsumerGroupHeartbeat
+name topics by id, and the share-group state in ``__share_group_state`` is
+keyed by it, so every broker must map them the same way. The ids are the
+controller's: created with the topic and kept by the metadata store
+(ZooKeeper's /brokers/topics/T, a single node's metadata file), so they
+are the same on every broker, survive restarts, and a topic deleted and
+created again gets a new one, as in Kafka.
 
 Not thread-safe; owned by the broker's event loop.
 """
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
 from typing import Protocol
 
-# The namespace of derived topic ids (a fixed, random UUID).
-TOPIC_ID_NAMESPACE = uuid.UUID("5f1c2a7e-8d3b-4e6f-9a0c-1b2d3e4f5a6b")
+from kcore.controller.base import Controller
+from kcore.protocol.primitives import ZERO_UUID
+from kcore.replication.metadata_cache import MetadataCache
 
 
 class TopicIds(Protocol):
     def id_of(self, topic: str) -> uuid.UUID:
-        """The id of a topic (known or not)."""
+        """The id of a topic, ZERO_UUID for one that does not exist."""
         ...
 
     def name_of(self, topic_id: uuid.UUID) -> str | None:
@@ -34,25 +32,27 @@ class TopicIds(Protocol):
         ...
 
 
-def derived_topic_id(topic: str) -> uuid.UUID:
-    return uuid.uuid5(TOPIC_ID_NAMESPACE, topic)
+class ControllerTopicIds:
+    """The controller's view of topic ids; the id -> name dict is rebuilt
+    when an id is not found in it (a topic created since) or the metadata
+    version moved (one deleted since)."""
 
-
-class DerivedTopicIds:
-    """Ids derived from names; names found among ``topic_names()``."""
-
-    def __init__(self, topic_names: Callable[[], Iterable[str]]) -> None:
-        self._topic_names = topic_names
-        self._names: dict[uuid.UUID, str] = {}
+    def __init__(self, controller: Controller, metadata_cache: MetadataCache) -> None:
+        self._controller = controller
+        self._metadata_cache = metadata_cache
+        self._names: tuple[int, dict[uuid.UUID, str]] = (-1, {})
 
     def id_of(self, topic: str) -> uuid.UUID:
-        return derived_topic_id(topic)
+        info = self._controller.topic(topic)
+        return info.topic_id if info is not None else ZERO_UUID
 
     def name_of(self, topic_id: uuid.UUID) -> str | None:
-        name = self._names.get(topic_id)
-        if name is None:
-            # A topic created since the last miss: look again (a dict of
-            # names; ShareFetch asks this once per unknown id).
-            self._names = {derived_topic_id(topic): topic for topic in self._topic_names()}
-            name = self._names.get(topic_id)
-        return name
+        version = self._metadata_cache.version
+        if self._names[0] != version or topic_id not in self._names[1]:
+            names = {}
+            for name in self._controller.topic_names():
+                info = self._controller.topic(name)
+                if info is not None:
+                    names[info.topic_id] = name
+            self._names = (version, names)
+        return self._names[1].get(topic_id)

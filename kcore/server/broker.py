@@ -29,7 +29,7 @@ from kcore.coordinator.group.end_offsets import RemoteEndOffsets
 from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
 from kcore.coordinator.share.service import ShareGroupService
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
-from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
+from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
@@ -44,7 +44,7 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
-from kcore.replication.topic_ids import DerivedTopicIds
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
@@ -94,8 +94,6 @@ class Broker:
         # A replica moving between log dirs swaps logs only between cleaner passes.
         self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
         self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
-        # Topic names <-> ids (KIP-516) for Metadata v10+ and the share groups.
-        self.topic_ids = DerivedTopicIds(self.replica_manager.metadata_cache.topic_names)
         self.dynamic_config = DynamicBrokerConfig(config)
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
@@ -103,6 +101,8 @@ class Broker:
         self._open_backend()
         broker_security = self._prepare_security()
         self.group_coordinator = self._make_group_coordinator()
+        # Topic names <-> ids (KIP-516): Metadata v10+, consumer and share groups.
+        self.topic_ids = self.group_coordinator.manager.topic_ids
         self.share_groups = ShareGroupService(config, self.controller, self.replica_manager,
                                               self.group_coordinator, self.topic_ids,
                                               self.mode.replicated)
@@ -117,12 +117,21 @@ class Broker:
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
+        self.txn_verifier = TransactionVerifier(
+            config.broker_id, self.replica_manager.metadata_cache,
+            lambda transactional_id: (TRANSACTION_STATE_TOPIC,
+                                      self.txn_coordinator.manager.partition_for(transactional_id)),
+            self.txn_coordinator.verify_partitions,
+            config["transaction.partition.verification.enable"])
         self._warn_if_brokers_are_refused(broker_security)
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
                              if key in HANDLERS}
+        if "consumer" not in config["group.coordinator.rebalance.protocols"]:
+            for key in (protocol.ApiKey.CONSUMER_GROUP_HEARTBEAT, protocol.ApiKey.CONSUMER_GROUP_DESCRIBE):
+                self.api_versions.pop(key, None)
         self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaConnection] = set()
         self._tasks: list[asyncio.Task] = []
@@ -327,7 +336,7 @@ class Broker:
         self.http.close()
         self.consumer_lag.close()
         for connection in list(self._connections):
-            connection.close()
+            connection.shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -336,6 +345,7 @@ class Broker:
         self.share_groups.shutdown()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.txn_verifier.close()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kcore.coordinator.share.records import ShareKey, state_partition_for
-from kcore.replication.topic_ids import derived_topic_id
+from kcore.testing.wire import WireClient, topic_id_of
 from tests.support.share import (
     Consumed,
     consume,
@@ -42,7 +42,12 @@ def test_share_group_goes_on_after_its_share_coordinator_is_killed(cluster_facto
     before = sorted(offset for result in first for offset in result.offsets)
     assert len(before) == len(set(before)), "no record went to two consumers"
     assert before, "the group consumed"
-    state_partition = state_partition_for(ShareKey(group, derived_topic_id(topic), 0), 3)
+    wire = WireClient(next(iter(cluster.brokers.values())).port)
+    try:
+        topic_id = topic_id_of(wire, topic)
+    finally:
+        wire.close()
+    state_partition = state_partition_for(ShareKey(group, topic_id, 0), 3)
     victim = cluster.leader("__share_group_state", state_partition)
     cluster.brokers[victim].kill()
     cluster.wait_for(lambda: cluster.leader("__share_group_state", state_partition) not in (victim, -1),

@@ -12,8 +12,7 @@ import uuid
 import pytest
 
 from kcore.protocol import ApiKey, ErrorCode
-from kcore.replication.topic_ids import derived_topic_id
-from kcore.testing.wire import WireClient, batch, create_topic, produce
+from kcore.testing.wire import WireClient, batch, create_topic, produce, topic_id_of
 
 ACCEPT, RELEASE = 1, 2
 RECORD_LIMIT = 1
@@ -77,7 +76,7 @@ def _prepare(wire: WireClient, topic: str, count: int) -> uuid.UUID:
     create_topic(wire, topic)
     produce(wire, topic, batch([b"v%d" % i for i in range(count)]))
     _set_earliest(wire)
-    return derived_topic_id(topic)
+    return topic_id_of(wire, topic)
 
 
 def test_acknowledging_a_record_not_acquired_is_invalid_record_state_and_changes_nothing(wire):
@@ -146,7 +145,7 @@ def test_heartbeats_of_unknown_members_and_stale_epochs_get_kafkas_errors(wire):
     assert _heartbeat(wire, "m1", 0, None).error_code == ErrorCode.INVALID_REQUEST
     joined = _heartbeat(wire, "m1", 0, ["share-wire-3"])
     assert joined.error_code == ErrorCode.NONE and joined.member_epoch >= 1
-    assert [tp.topic_id for tp in joined.assignment.topic_partitions] == [derived_topic_id("share-wire-3")]
+    assert [tp.topic_id for tp in joined.assignment.topic_partitions] == [topic_id_of(wire, "share-wire-3")]
     stale = _heartbeat(wire, "m1", joined.member_epoch + 7, None)
     assert stale.error_code == ErrorCode.FENCED_MEMBER_EPOCH
     still = _heartbeat(wire, "m1", joined.member_epoch, None)

@@ -95,5 +95,6 @@ def schema_view(struct: Struct, version: int) -> list[tuple]:
 
 def _comparable_default(field: Field) -> object:
     value = field.default_value()
-    empty = value == ZERO_UUID if field.kind == "uuid" else not value
-    return None if field.kind in ("bytes", "records", "uuid") and empty else value
+    if field.kind == "uuid" and value == ZERO_UUID:
+        return None  # Kafka's Uuid.ZERO_UUID, the specs' unstated default
+    return None if field.kind in ("bytes", "records") and not value else value

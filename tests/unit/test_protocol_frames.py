@@ -90,7 +90,7 @@ def test_truncated_headers_raise_protocol_decode_error():
 
 
 @pytest.mark.parametrize("api_key,version", [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.PRODUCE, 9),
-                                             (ApiKey.METADATA, 9), (ApiKey.LIST_OFFSETS, 0)])
+                                             (ApiKey.METADATA, 13), (ApiKey.LIST_OFFSETS, 0)])
 def test_version_outside_the_supported_range_raises_with_the_parsed_header(api_key, version):
     tags = b"\x00" if version >= 9 else b""
     with pytest.raises(UnsupportedVersionError) as raised:

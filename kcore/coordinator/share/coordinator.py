@@ -77,7 +77,10 @@ class ShareGroupCoordinator:
         if self.classic.manager.partition_for(group_id) not in self.classic.owned_partitions:
             return ErrorCode.NOT_COORDINATOR
         classic = self.classic.groups.get(group_id)
-        if classic is not None and classic.members:
+        # A group id is one group's: a classic group with members or a
+        # consumer-protocol group is not a share group (Kafka answers
+        # GROUP_ID_NOT_FOUND, "not a share group").
+        if (classic is not None and classic.members) or group_id in self.classic.consumer_groups:
             return ErrorCode.GROUP_ID_NOT_FOUND
         return ErrorCode.NONE
 

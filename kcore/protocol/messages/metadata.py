@@ -4,9 +4,11 @@ Versions: v0 an empty topic list means every topic; v1 null means every
 topic and adds rack, controller_id, is_internal; v2 cluster_id; v3
 throttle_time_ms; v4 allow_auto_topic_creation; v5 offline_replicas; v6
 throttles after answering; v7 leader_epoch (KIP-320: report -1 until
-OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430); v9 flexible; v10 topic ids (KIP-516:
-share consumers name topics by id); v11 drops the cluster's authorized
-operations (KIP-700); v12 a topic may be asked for by id alone (null name).
+OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430); v9
+flexible (and, for librdkafka, leader epochs it may trust); v10 each topic's
+topic_id; v11 drops the cluster's authorized operations (KIP-700); v12
+asks for topics by id (a null name), as consumer-protocol members do to
+name the topic ids of their assignment (KIP-848).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 MetadataRequest.json and MetadataResponse.json (field names: snake_case of
