@@ -166,3 +166,35 @@ def test_a_lock_that_expires_makes_the_records_available_again(broker_factory):
         assert _acquired(_share_fetch(wire, "waiter", 1, topic_id, max_wait_ms=2000)) == [(0, 2, 2)]
     finally:
         wire.close()
+
+
+def test_a_share_group_is_listed_described_and_deleted_beside_a_classic_group(wire):
+    """ListGroups v5 gives a share group's type ("share") and filters by it;
+    DescribeGroups v6 answers it as Kafka 4 does for any group that is not
+    classic; DeleteGroups refuses it while a member is in it."""
+    create_topic(wire, "share-wire-6")
+    _find_coordinator(wire)
+    classic = "wire-classic"
+    committed = wire.request(ApiKey.OFFSET_COMMIT, 2, {
+        "group_id": classic, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+        "topics": [{"name": "share-wire-6", "partitions": [
+            {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]})
+    assert committed.topics[0].partitions[0].error_code == ErrorCode.NONE
+    joined = _heartbeat(wire, "m6", 0, ["share-wire-6"])
+    assert joined.error_code == ErrorCode.NONE
+    listed = wire.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    kinds = {g.group_id: (g.protocol_type, g.group_state, g.group_type) for g in listed.groups}
+    assert kinds[GROUP] == ("share", "Stable", "share")
+    assert kinds[classic] == ("", "Empty", "classic")
+    only_share = wire.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Share"]})
+    assert [g.group_id for g in only_share.groups] == [GROUP]
+    described = wire.request(ApiKey.DESCRIBE_GROUPS, 6, {"groups": [GROUP], "include_authorized_operations": False})
+    assert described.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert described.groups[0].error_message == f"Group {GROUP} is not a classic group."
+    refused = wire.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": [GROUP]})
+    assert refused.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    assert _heartbeat(wire, "m6", -1, None).error_code == ErrorCode.NONE
+    deleted = wire.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": [GROUP, classic]})
+    assert [r.error_code for r in deleted.results] == [ErrorCode.NONE, ErrorCode.NONE]
+    left = wire.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    assert not {GROUP, classic} & {g.group_id for g in left.groups}

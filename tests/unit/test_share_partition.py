@@ -86,6 +86,14 @@ def test_the_window_stops_at_max_in_flight_records():
     assert share.acquire("a", 0, 9, 10.0, 100) == [AcquiredRange(3, 3, 1)]
 
 
+def test_a_whole_batch_once_started_goes_past_room_and_the_window():
+    share = _share(max_in_flight=3)
+    assert share.acquire("a", 0, 9, 10.0, 2, whole_batch=True) == [AcquiredRange(0, 9, 1)]
+    assert share.end_offset == 10
+    assert share.acquire("b", 10, 19, 10.0, 100, whole_batch=True) == [], "a full window starts no batch"
+    assert share.acquire("b", 0, 9, 10.0, 0, whole_batch=True) == [], "no room starts no batch"
+
+
 def test_state_batches_round_trip_and_acquired_records_restore_as_available():
     share = _share()
     share.acquire("a", 0, 5, 10.0, 100)
