@@ -480,6 +480,27 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "bidirectional",
          "Whether a classic group becomes a consumer-protocol group when a consumer-protocol "
          "member joins (upgrade), and back when the last one leaves (downgrade)."),
+    # Share groups (KIP-932), Kafka 4.2's names and defaults.
+    _key("group.share.session.timeout.ms", _at_least(1), 45000,
+         "A share group member that sends no heartbeat for this long leaves its group."),
+    _key("group.share.heartbeat.interval.ms", _at_least(1), 5000,
+         "How often share group members are told to heartbeat."),
+    _key("group.share.max.size", _at_least(1), 200, "Most members in one share group."),
+    _key("group.share.record.lock.duration.ms", _at_least(1000), 30000,
+         "How long a share group member holds the records it acquired before they are "
+         "delivered again (a group's share.record.lock.duration.ms overrides it)."),
+    _key("group.share.delivery.count.limit", _at_least(2), 5,
+         "Deliveries of one record before it is archived instead of delivered again."),
+    _key("group.share.partition.max.record.locks", _at_least(100), 2000,
+         "Most records in flight (acquired or waiting to be acquired again) per share-partition."),
+    _key("group.share.max.share.sessions", _at_least(1), 2000,
+         "Most share sessions (one per member and broker) this broker keeps."),
+    _key("share.coordinator.state.topic.num.partitions", _at_least(1), 50,
+         "Partitions of __share_group_state."),
+    _key("share.coordinator.state.topic.replication.factor", _at_least(1), 3,
+         "Replication factor of __share_group_state (a single node without ZooKeeper uses 1)."),
+    _key("share.coordinator.state.topic.min.isr", _at_least(1), 2,
+         "min.insync.replicas of __share_group_state."),
 ]}
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs never returns their values.

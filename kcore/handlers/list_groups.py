@@ -1,7 +1,8 @@
 """ListGroups (key 16): every group this broker coordinates, with its
 protocol type ("" for groups that only store offsets); v4 adds each
-group's state and a states filter (KIP-518), v5 its type ("classic" or
-"consumer") and a types filter (KIP-848). Both filters ignore case, as
+group's state and a states filter (KIP-518), v5 its type ("classic",
+"consumer", or "share" for share groups, KIP-932, whose protocol type is
+"share" too) and a types filter (KIP-848). Both filters ignore case, as
 Kafka's do, and an empty filter keeps every group."""
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from kcore.security.acl import AclOperation
 
 FIRST_STATES_VERSION = 4
 FIRST_TYPES_VERSION = 5
+SHARE_TYPE = "share"
 
 
 async def handle(broker: BrokerFacade, context, request):
     error, groups = broker.group_coordinator.list_groups()
+    groups += [(group_id, SHARE_TYPE, state, SHARE_TYPE)
+               for group_id, state in broker.share_groups.coordinator.list_groups()]
     if not allowed_on_cluster(broker, context, AclOperation.DESCRIBE):
         # Without DESCRIBE on the cluster: the groups it may DESCRIBE.
         groups = [group for group in groups

@@ -36,6 +36,7 @@ NO_PRODUCER_EPOCH = -1
 # FindCoordinator key_type (FindCoordinatorRequest.CoordinatorType).
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2  # FindCoordinator of a share-partition's share coordinator (KIP-932)
 
 # Fetch sessions, KIP-227 (FetchMetadata): a fetch without a session, and
 # the epoch of the request that opens one.
@@ -48,6 +49,7 @@ class ConfigResourceType(enum.IntEnum):
 
     TOPIC = 2
     BROKER = 4
+    GROUP = 32  # share groups' configs (KIP-932's GroupConfig)
 
 
 class ConfigSource(enum.IntEnum):
@@ -60,3 +62,5 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8

@@ -27,6 +27,7 @@ from kcore.console.history import ConsoleHistory
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.group.end_offsets import RemoteEndOffsets
 from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
+from kcore.coordinator.share.service import ShareGroupService
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
@@ -100,6 +101,11 @@ class Broker:
         self._open_backend()
         broker_security = self._prepare_security()
         self.group_coordinator = self._make_group_coordinator()
+        # Topic names <-> ids (KIP-516): Metadata v10+, consumer and share groups.
+        self.topic_ids = self.group_coordinator.manager.topic_ids
+        self.share_groups = ShareGroupService(config, self.controller, self.replica_manager,
+                                              self.group_coordinator, self.topic_ids,
+                                              self.mode.replicated)
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
         # /metrics and the console: group lag, and the counters above sampled
@@ -190,6 +196,7 @@ class Broker:
         log.info("%s", durability)
         self.group_coordinator.manager.syncer = self.log_syncer
         self.txn_coordinator.manager.syncer = self.log_syncer
+        self.share_groups.store.syncer = self.log_syncer
         self.replica_manager.txn_markers.syncer = self.log_syncer
         if self.log_syncer is not None:
             self.log_manager.before_delete.append(self.log_syncer.forget)
@@ -342,6 +349,7 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.log_syncer is not None:
             await self.log_syncer.close()
+        self.share_groups.shutdown()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
         self.txn_verifier.close()

@@ -46,6 +46,7 @@ from tests.support.protocol_strategies import normalize
 
 NEW_KEYS = [ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN,
             ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION]
+TRANSCRIBED_FIRST_LINE = "// Kafka's message spec as served by Apache Kafka 4.2"
 LICENSE_FIRST_LINE = "// Licensed to the Apache Software Foundation (ASF) under one or more"
 
 
@@ -88,13 +89,17 @@ def test_stored_specs_are_kafkas_licensed_files_for_served_schemas_kafka_python_
     served = {schema.name for schema in (*REQUESTS.values(), *RESPONSES.values())}
     stored = sorted(LOCAL_SPECS.glob("*.json"))
     # The ZooKeeper-era inter-broker APIs, and the KIP-848 group APIs that
-    # kafka-python (a classic-protocol client) does not ship.
+    # kafka-python (a classic-protocol client) does not ship; the share-group
+    # APIs (KIP-932) are transcriptions of Kafka 4.2's specs (README.md).
     kip848 = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
-    assert {path.stem for path in stored} == {
+    kip932 = {schema.name for key in SUPPORTED_VERSIONS if "SHARE" in key.name
+              for schema in (REQUESTS[key], RESPONSES[key])}
+    assert kip932
+    assert {path.stem for path in stored} == kip932 | {
         schema.name for key in (*INTER_BROKER_VERSIONS, *kip848) for schema in (REQUESTS[key], RESPONSES[key])
         if key != ApiKey.WRITE_TXN_MARKERS}  # still in Kafka 4, so kafka-python has it
     for path in stored:
-        assert path.read_text().startswith(LICENSE_FIRST_LINE)
+        assert path.read_text().startswith(TRANSCRIBED_FIRST_LINE if path.stem in kip932 else LICENSE_FIRST_LINE)
         assert path.stem in served
         assert not SPECS.joinpath(path.name).is_file()  # would shadow kafka-python's copy
         assert json.loads(re.sub(r"(?m)^\s*//.*$", "", path.read_text()))["name"] == path.stem

@@ -46,6 +46,7 @@ from kcore.protocol.constants import ACKS_ALL
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.topic_ids import CachedTopicIds
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class GroupMetadataManager:
         self._partitions: dict[str, int] = {}
         # The broker's group-commit syncer (kcore.log.durability), once started.
         self.syncer: GroupCommitSyncer | None = None
-        # (metadata version, topic id -> name) for topic_name.
+        self.topic_ids = CachedTopicIds(replica_manager.metadata_cache)
 
     # -- topic ---------------------------------------------------------------------------
     @property
@@ -158,7 +159,7 @@ class GroupMetadataManager:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         """The name of the topic with this id in this broker's metadata
         (the ids Metadata answers), None when unknown."""
-        return self.replica_manager.metadata_cache.topic_name(topic_id)
+        return self.topic_ids.name_of(topic_id)
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
