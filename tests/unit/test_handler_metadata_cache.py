@@ -14,7 +14,7 @@ from kcore.metadata import NO_TOPIC_ID, BrokerInfo, PartitionState
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.header import RequestHeader
 from kcore.replication.metadata_cache import MetadataCache
-from kcore.replication.topic_ids import ControllerTopicIds
+from kcore.replication.topic_ids import CachedTopicIds
 
 BROKERS = [BrokerInfo(1, "127.0.0.1", 9092, None), BrokerInfo(2, "127.0.0.1", 9093, "r1")]
 
@@ -32,7 +32,7 @@ def broker_with(cache: MetadataCache) -> SimpleNamespace:
     controller = SimpleNamespace(cluster_id="c1", topic=lambda name: None, topic_names=list)
     return SimpleNamespace(replica_manager=SimpleNamespace(metadata_cache=cache),
                            config={"auto.create.topics.enable": False}, controller=controller,
-                           topic_ids=ControllerTopicIds(controller, cache), authorizer=None)
+                           topic_ids=CachedTopicIds(cache), authorizer=None)
 
 
 def ask(broker, version: int, topics: list | None, operations: bool = False) -> dict:
