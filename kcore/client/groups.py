@@ -18,6 +18,8 @@ from kcore.client.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.constants import GROUP_KEY_TYPE
 
+# OffsetFetch v8+ asks for a list of groups instead of one group.
+OFFSET_FETCH_GROUPS_VERSION = 8
 
 @dataclass(frozen=True)
 class MemberDescription:
@@ -109,12 +111,17 @@ class GroupAdmin:
     async def committed(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (OffsetFetch, all topics)."""
         connection = await self.coordinator(group_id)
-        response = await connection.request(ApiKey.OFFSET_FETCH,
-                                            {"group_id": group_id, "topics": None})
-        if getattr(response, "error_code", 0):
-            raise KafkaError(response.error_code, context=f"group {group_id}")
+        if connection.version_for(ApiKey.OFFSET_FETCH) >= OFFSET_FETCH_GROUPS_VERSION:
+            response = await connection.request(ApiKey.OFFSET_FETCH, {"groups": [
+                {"group_id": group_id, "topics": None}]})
+            answer = response.groups[0]
+        else:
+            answer = await connection.request(ApiKey.OFFSET_FETCH,
+                                              {"group_id": group_id, "topics": None})
+        if getattr(answer, "error_code", 0):
+            raise KafkaError(answer.error_code, context=f"group {group_id}")
         committed = {}
-        for topic in response.topics:
+        for topic in answer.topics:
             for part in topic.partitions:
                 if part.error_code:
                     raise KafkaError(part.error_code, context=f"{topic.name}-{part.partition_index}")

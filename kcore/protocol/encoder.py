@@ -94,6 +94,7 @@ class _Builder:
             "_write_tags": primitives.write_tagged_fields,
             "_Error": primitives.ProtocolEncodeError,
             "_unknown_keys": _unknown_keys,
+            "_struct_differs": _struct_differs,
         }
         self.counter = 0
         self.done: dict[int, tuple[str, str, str, str]] = {}
@@ -184,7 +185,14 @@ class _Builder:
         for field in tagged:
             default = self.default_const(field)
             body.emit(f"v = {getter.format(name=field.name, default=default)}")
-            condition = "v" if field.kind == "array" else f"v != {default}"
+            if field.kind == "array":
+                condition = "v"
+            elif field.kind == "struct":
+                # A struct is written when it differs from its default, in
+                # whatever form it comes; an absent key is the default itself.
+                condition = f"v is not {default} and _struct_differs(v, {default})"
+            else:
+                condition = f"v != {default}"
             body.emit(f"if {condition}:")
             body.emit("    t = bytearray()")
             body.emit(f"    {self.value_function(field)}(v, t, sp)")
@@ -200,6 +208,22 @@ class _Builder:
         self.lines.append(f"def {fname}(v, out, sp):")
         self.lines.extend(body.lines)
         return fname
+
+
+def _struct_differs(value: Any, default: Any) -> bool:
+    """Whether a struct value (data object, dict or attribute object)
+    holds anything but its schema defaults, the rule of a tagged struct."""
+    if type(value) is type(default):
+        return bool(value != default)
+    for name in default._field_names:
+        expected = getattr(default, name)
+        item = value.get(name, expected) if type(value) is dict else getattr(value, name, expected)
+        if hasattr(expected, "_field_names"):
+            if _struct_differs(item, expected):
+                return True
+        elif item != expected:
+            return True
+    return False
 
 
 def _unknown_keys(obj: dict, names: frozenset[str], struct_name: str) -> None:

@@ -36,6 +36,7 @@ from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition
+from kcore.replication.replica_selector import ReplicaSelector
 from kcore.replication.replication_quota import ReplicationQuota
 from kcore.replication.txn_markers import TxnMarkerWriter
 
@@ -90,6 +91,9 @@ class ReplicaManager:
                                              lambda topic: None)
         self.follower_quota = ReplicationQuota(broker_id, "follower.replication.throttled.replicas",
                                                lambda topic: None)
+        # replica.selector.class (KIP-392, replica_selector.py): None, every
+        # consumer reads from the leader.
+        self.replica_selector: ReplicaSelector | None = None
 
     def effective_configs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         return {**self.topic_defaults, **overrides}

@@ -43,6 +43,7 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.replica_selector import replica_selector
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
@@ -89,6 +90,7 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
+        self.replica_manager.replica_selector = replica_selector(config["replica.selector.class"])
         self.dynamic_config = DynamicBrokerConfig(config)
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None

@@ -108,19 +108,23 @@ class OffsetOperations:
     # -- OffsetCommit ----------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id: int, offsets: dict[TopicPartition, OffsetValue],
-                       syncs: list | None = None) -> dict[TopicPartition, int]:
+                       syncs: list | None = None,
+                       missing_group_error: int = ErrorCode.ILLEGAL_GENERATION
+                       ) -> dict[TopicPartition, int]:
         """Error code per partition. ``syncs``: where a flush.messages=1
         commit leaves (future, partitions) for the caller to await before it
         answers (see ``sync_error_code``); the offsets count (OffsetFetch,
         the cache) once that sync succeeded. Without it the append is
-        fsynced here."""
+        fsynced here. ``missing_group_error``: the answer to a member's
+        commit (generation >= 0) for a group that does not exist, Kafka's
+        ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from it."""
         error = self._check_group_id(group_id, allow_empty=True)
         if error:
             return dict.fromkeys(offsets, error)
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+                return dict.fromkeys(offsets, missing_group_error)
             group = self.groups[group_id] = GroupMetadata(group_id, clock=self.manager.clock)
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error:
@@ -184,6 +188,14 @@ class OffsetOperations:
         if partitions is None:
             return ErrorCode.NONE, [(t, p, value) for (t, p), value in sorted(offsets.items())]
         return ErrorCode.NONE, [(t, p, offsets.get((t, p))) for t, p in partitions]
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions with a transactional commit of the group that no
+        marker ended yet (OffsetFetch's require_stable)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        return {key for offsets in group.pending_txn_offsets.values() for key in offsets}
 
     # -- OffsetDelete ----------------------------------------------------------------
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
