@@ -63,7 +63,7 @@ def _group_offsets(broker: BrokerFacade, context, group_id: str, wanted,
     refused: set[str] = set()
     if broker.authorizer is not None:
         rows, refused = _describable_rows(broker, context, rows, all_topics=partitions is None)
-    unstable = coordinator.unstable_offsets(group_id) if require_stable else set()
+    unstable = coordinator.unstable_partitions(group_id) if require_stable else set()
     topics: dict[str, list[dict]] = {}
     for topic, index, value in rows:
         if topic in refused:

@@ -18,9 +18,10 @@ fetch itself carries our latest epoch (``last_fetched_epoch``) and the
 leader answers a ``diverging_epoch`` when our log diverges from its own
 (Kafka's truncation on fetch), so a new leadership costs no extra round
 trip; the answer's high watermark is not taken until the truncation is
-done. From a leader without v12, and after an error that may mean the
-logs diverged (an append of the leader's batches failed, our log end is
-past the leader's), an OffsetForLeaderEpoch v3 exchange with our latest
+done; an append of the leader's batches that fails is checked the same
+way by the next fetch. From a leader without v12, and when our log end is
+past the leader's (OFFSET_OUT_OF_RANGE, where the leader may not know our
+latest epoch at all), an OffsetForLeaderEpoch v3 exchange with our latest
 epoch gives the same (epoch, end offset) before fetching. Without any
 epoch to ask for, the log is cut at the high watermark, Kafka's fallback.
 
@@ -99,8 +100,8 @@ class _FetchState:
     partition: Partition
     leader_epoch: int
     truncating: bool = True
-    # A new leadership's truncation: with Fetch v12 the fetch does it
-    # (module doc); False once an error asks for OffsetForLeaderEpoch.
+    # With Fetch v12 the fetch itself checks for divergence (module doc);
+    # False when our log end is past the leader's: OffsetForLeaderEpoch.
     on_fetch: bool = True
     delayed_until: float = 0.0
     rounds: int = 0  # truncations of this divergence (exchanges or diverging answers)
@@ -398,7 +399,8 @@ class LeaderFetcher:
                 except PartitionError as exc:
                     log.warning("%s-%d: cannot append the leader's batches: %s; checking "
                                 "for divergence", partition.topic, partition.index, exc.message)
-                    self._truncate_by_exchange(state)
+                    state.truncating = True
+                    state.rounds = 0
                     self._delay(state)
                     return None
             partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)

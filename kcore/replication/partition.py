@@ -718,8 +718,11 @@ class Partition:
     def read_for_follower(self, fetch_offset: int, max_bytes: int,
                           min_one_message: bool = True) -> list:
         """Everything from fetch_offset up to the log end: followers copy
-        what the HW does not cover yet."""
-        return self._read(fetch_offset, max_bytes, None, min_one_message)
+        what the HW does not cover yet. One segment's data at most, as
+        Kafka reads: the follower appends an answer whole, and an append
+        larger than segment.bytes is refused, so a follower further behind
+        than that across segments could never catch up."""
+        return self._read(fetch_offset, max_bytes, None, min_one_message)[:1]
 
     def _read(self, fetch_offset: int, max_bytes: int, upper: int | None,
               min_one_message: bool) -> list:

@@ -307,3 +307,25 @@ def test_from_a_leader_without_v12_the_follower_truncates_through_offset_for_lea
     versions = {(r.api_key, r.api_version) for r in leader_broker.requests}
     assert (ApiKey.OFFSET_FOR_LEADER_EPOCH, 3) in versions and (ApiKey.FETCH, 11) in versions
     assert (ApiKey.FETCH, 12) not in versions
+
+
+def test_a_follower_behind_by_more_than_a_segment_catches_up(tmp_path):
+    """The leader answers a follower with one segment's data at most, as
+    Kafka reads, so what the follower appends never exceeds segment.bytes
+    (which it would refuse, for ever, when behind by several segments)."""
+    leader_broker = InProcessBroker(tmp_path / "l", 1)
+    follower = InProcessBroker(tmp_path / "f", 2)
+    try:
+        for broker in (leader_broker, follower):
+            broker.replica_manager.topic_overrides = lambda topic: {"segment.bytes": 1000}
+        start(leader_broker, 1, 1, (1, 2))
+        for _ in range(12):
+            leader_broker.replica_manager.get("t", 0).append_records_to_leader(
+                memoryview(make_batch(1, value_bytes=250)), 1)
+        assert len(leader_broker.replica_manager.get("t", 0).log.segments) >= 4
+        start(follower, 1, 1, (1, 2))
+        asyncio.run(_copy(leader_broker, follower, 12))
+        assert batches(follower) == batches(leader_broker)
+    finally:
+        leader_broker.close()
+        follower.close()

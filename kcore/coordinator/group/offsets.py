@@ -189,13 +189,13 @@ class OffsetOperations:
             return ErrorCode.NONE, [(t, p, value) for (t, p), value in sorted(offsets.items())]
         return ErrorCode.NONE, [(t, p, offsets.get((t, p))) for t, p in partitions]
 
-    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
-        """Partitions with a transactional commit of the group that no
-        marker ended yet (OffsetFetch's require_stable)."""
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """Partitions with a transactional offset commit not yet settled by
+        its marker (Kafka's hasPendingOffsetCommitsForTopicPartition)."""
         group = self.groups.get(group_id)
         if group is None:
             return set()
-        return {key for offsets in group.pending_txn_offsets.values() for key in offsets}
+        return {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
 
     # -- OffsetDelete ----------------------------------------------------------------
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]

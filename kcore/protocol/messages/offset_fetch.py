@@ -32,7 +32,7 @@ REQUEST = Message(
                 Field("partition_indexes", "[]int32", "8+"),
             ]),
         ]),
-        Field("require_stable", "bool", "7+"),
+        Field("require_stable", "bool", "7+", default=False),
     ],
 )
 
