@@ -405,9 +405,10 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
         if replica_id >= 0:
             if not partition.is_follower(replica_id):
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, [], None
-            diverging = _diverging_epoch(partition, fetch)
-            if diverging is not None:  # not the follower's progress: it truncates first
-                return code, [], diverging
+            if fetch.last_fetched_epoch >= 0:  # v12
+                diverging = _diverging_epoch(partition, fetch)
+                if diverging is not None:  # not the follower's progress: it truncates first
+                    return code, [], diverging
             # Read first: a fetch offset outside the log (a follower with a
             # divergent tail) must not count as the follower's progress.
             if limits.quota is not None and _leader_throttled(limits.quota, partition, replica_id,
@@ -417,9 +418,10 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
                 slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
             return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset,
                                                          _fetcher_log_start_offset(fetch)), slices, None
-        diverging = _diverging_epoch(partition, fetch)
-        if diverging is not None:
-            return code, [], diverging
+        if fetch.last_fetched_epoch >= 0:  # v12
+            diverging = _diverging_epoch(partition, fetch)
+            if diverging is not None:
+                return code, [], diverging
         return code, partition.read(fetch.fetch_offset, limit, limits.read_committed,
                                     min_one_message), None
     except PartitionError as exc:
@@ -427,11 +429,9 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
 
 
 def _diverging_epoch(partition: Partition, fetch) -> EpochEndOffsetDict | None:
-    """Fetch v12's check of the fetcher's last fetched epoch against this
-    replica's epoch cache (module doc): the diverging epoch, or None."""
+    """Fetch v12's check of the fetcher's last fetched epoch (>= 0) against
+    this replica's epoch cache (module doc): the diverging epoch, or None."""
     last_fetched_epoch = fetch.last_fetched_epoch
-    if last_fetched_epoch < 0:
-        return None
     epoch, end_offset = partition.end_offset_for_epoch(last_fetched_epoch)
     if epoch < 0 or end_offset < 0:
         raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -467,7 +467,8 @@ def _redirects(data: PartitionDataDict) -> bool:
 def _answers_now(data: PartitionDataDict) -> bool:
     """An error, a diverging epoch or a preferred read replica answers at
     once (Kafka's fetchMessages), whatever min_bytes says."""
-    return data["error_code"] != ErrorCode.NONE or _redirects(data)
+    return (data["error_code"] != ErrorCode.NONE or data["preferred_read_replica"] >= 0
+            or "diverging_epoch" in data)
 
 
 def _cached(fetch) -> CachedPartition:
