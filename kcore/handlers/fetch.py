@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kcore.clock import monotonic_ms
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
@@ -79,7 +80,7 @@ from kcore.replication.fetch_session import (
     next_epoch,
 )
 from kcore.replication.partition import Partition, PartitionError
-from kcore.replication.replica_selector import preferred_read_replica
+from kcore.replication.replica_selector import ReplicaSelector, preferred_read_replica
 from kcore.replication.replication_quota import ReplicationQuota
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
@@ -89,10 +90,9 @@ SESSIONS_VERSION = 7
 CLIENT_METADATA_VERSION = 11
 
 
-@dataclass(frozen=True, slots=True)
-class _Client:
+class _Client(NamedTuple):
     """A v11+ consumer's metadata (Kafka's ClientMetadata): what a replica
-    selector looks at."""
+    selector looks at. One per request: a tuple is the cheapest to make."""
 
     rack_id: str
     listener: str
@@ -109,20 +109,22 @@ class _Limits:
     refused: frozenset[str] = frozenset()  # topics the principal may not fetch
     quota: ReplicationQuota | None = None  # a follower's fetch while a leader throttle is set
     client: _Client | None = None  # a v11+ consumer: any replica may serve it
+    selector: ReplicaSelector | None = None  # replica.selector.class, for such a consumer
 
 
 async def handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
     body = request.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
+    client = (_Client(body.rack_id, context.listener)
+              if body.replica_id < 0 and request.api_version >= CLIENT_METADATA_VERSION else None)
     limits = _Limits(body.max_bytes if request.api_version >= 3 else INT32_MAX,
                      max(body.min_bytes, 1),
                      request.api_version >= 4 and body.isolation_level == READ_COMMITTED,
-                     body.replica_id)
+                     body.replica_id, client=client,
+                     selector=broker.replica_manager.replica_selector if client else None)
     if body.replica_id >= 0 and broker.replica_manager.leader_quota.active:
         limits = replace(limits, quota=broker.replica_manager.leader_quota)
-    elif body.replica_id < 0 and request.api_version >= CLIENT_METADATA_VERSION:
-        limits = replace(limits, client=_Client(body.rack_id, context.listener))
     sessions = broker.replica_manager.fetch_sessions
     with_sessions = request.api_version >= SESSIONS_VERSION
     if with_sessions and body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -365,15 +367,13 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
         return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0
     if partition is None:
         return _error(index, _missing_code(broker, topic, index)), 0
-    client = limits.client
-    if client is not None and partition.is_leader:
-        selector = broker.replica_manager.replica_selector
-        if selector is not None:
-            preferred = preferred_read_replica(
-                selector, partition, broker.replica_manager.metadata_cache, client.rack_id,
-                client.listener, fetch.fetch_offset, monotonic_ms(partition.clock))
-            if preferred >= 0:
-                return _redirect(partition, index, fetch, preferred), 0
+    if limits.selector is not None and limits.client is not None and partition.is_leader:
+        preferred = preferred_read_replica(
+            limits.selector, partition, broker.replica_manager.metadata_cache,
+            limits.client.rack_id, limits.client.listener, fetch.fetch_offset,
+            monotonic_ms(partition.clock))
+        if preferred >= 0:
+            return _redirect(partition, index, fetch, preferred), 0
     limit = min(partition_max_bytes, max(limits.max_bytes - total, 0))
     code, slices, diverging = _read_one(partition, fetch, limit, limits, min_one_message=total == 0)
     data: PartitionDataDict = {

@@ -2,7 +2,7 @@
 version it knows: librdkafka commits and fetches with OffsetCommit /
 OffsetFetch v9 (require_stable, as its consumers read_committed by
 default) and lists offsets with ListOffsets v7 (max timestamp); kafka-python's
-admin reads several groups' offsets with OffsetFetch v8, its consumer lists
+admin reads two groups' offsets in one OffsetFetch v8, its consumer lists
 offsets with v11; aiokafka stays at its own older versions. Each reads what
 the others wrote."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import asyncio
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as AioTopicPartition
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConsumerGroupTopicPartitions
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.structs import OffsetAndMetadata
@@ -54,10 +54,10 @@ def test_each_client_reads_the_offsets_another_committed(shared_broker, admin):
         consumer.close()
     assert confluent_committed(bootstrap, first, topic) == {0: 7, 1: 9}
     assert confluent_committed(bootstrap, second, topic)[0] == 3
-    # kafka-python's admin: OffsetFetch v8 (one group per request here).
-    for group, expected in ((first, {0: 7, 1: 9}), (second, {0: 3})):
-        found = admin.list_consumer_group_offsets(group)
-        assert {tp.partition: meta.offset for tp, meta in found.items() if tp.topic == topic} == expected
+    # kafka-python's admin: both groups in one OffsetFetch v8.
+    found = admin.list_group_offsets({first: None, second: None})
+    assert {group: {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic}
+            for group, offsets in found.items()} == {first: {0: 7, 1: 9}, second: {0: 3}}
     # librdkafka's admin: OffsetFetch at its highest version.
     client = AdminClient({"bootstrap.servers": bootstrap})
     request = [ConsumerGroupTopicPartitions(first, [TopicPartition(topic, p) for p in range(PARTITIONS)])]

@@ -136,10 +136,15 @@ def test_read_uncommitted_sees_open_and_aborted_records(shared_broker):
     assert read_to_end(bootstrap, topic, 1, READ_COMMITTED) == []
 
 
-def committed_offset(bootstrap: str, group: str, topic: str) -> int:
-    consumer = reader(bootstrap, READ_COMMITTED, **{"group.id": group})
+def committed_offset(bootstrap: str, group: str, topic: str, isolation: str = READ_UNCOMMITTED,
+                     timeout: float = 10) -> int:
+    """The group's committed offset as a consumer with ``isolation`` reads
+    it: librdkafka asks read_committed ones' OffsetFetch to be stable
+    (require_stable, KIP-447), so those wait out a pending transactional
+    commit of the partition."""
+    consumer = reader(bootstrap, isolation, **{"group.id": group})
     try:
-        return consumer.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+        return consumer.committed([TopicPartition(topic, 0)], timeout=timeout)[0].offset
     finally:
         consumer.close()
 
@@ -171,6 +176,38 @@ def test_offsets_sent_to_a_transaction_are_committed_only_with_it(shared_broker)
     finally:
         consumer.close()
     assert values(read_to_end(bootstrap, sink, 1, READ_COMMITTED)) == [b"committed-output"]
+
+
+@pytest.mark.processes
+def test_a_read_committed_consumer_waits_for_a_pending_transactional_offset_commit(shared_broker):
+    """KIP-447: a consumer taking over a partition must not start from the
+    offset before a transactional commit that is about to land (it would
+    process those records again: seen as a value processed by two committed
+    transactions in the fault suite's exactly-once workload)."""
+    bootstrap = shared_broker.bootstrap
+    source, sink = create_topic(bootstrap, "txn-stable-in"), create_topic(bootstrap, "txn-stable-out")
+    group = f"txn-stable-{uuid.uuid4().hex[:8]}"
+    consumer = reader(bootstrap, READ_COMMITTED, **{"group.id": group})
+    producer = txn_producer(bootstrap)
+    try:
+        consumer.commit(offsets=[TopicPartition(source, 0, 5)], asynchronous=False)
+        producer.begin_transaction()
+        producer.produce(sink, b"output", partition=0)
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 20)],
+                                             consumer.consumer_group_metadata(), TXN_TIMEOUT_S)
+        with pytest.raises(KafkaException):     # still pending: no stable answer
+            committed_offset(bootstrap, group, source, READ_COMMITTED, timeout=2)
+        assert committed_offset(bootstrap, group, source, READ_UNCOMMITTED) == 5
+        waiting = asyncio.new_event_loop()
+        try:
+            answer = waiting.run_in_executor(None, committed_offset, bootstrap, group, source, READ_COMMITTED, 20)
+            time.sleep(1.0)
+            producer.commit_transaction(TXN_TIMEOUT_S)
+            assert waiting.run_until_complete(answer) == 20
+        finally:
+            waiting.close()
+    finally:
+        consumer.close()
 
 
 def fenced(error: KafkaException) -> bool:
