@@ -1,9 +1,10 @@
 """Followers copy their leaders: one fetcher task per leader broker.
 
-A follower fetches like a consumer (Fetch v12, or v11 from a leader
-that lacks it), with ``replica_id`` set to its broker id, from its log end
-offset, up to the leader's log end offset; the leader learns the follower's progress from
-the fetch offset and answers with its high watermark and log start offset.
+A follower fetches like a consumer (Fetch v12, or v11 from a leader that
+lacks it), with ``replica_id`` set to its broker id, from its log end
+offset, up to the leader's log end offset; the leader learns the
+follower's progress from the fetch offset and answers with its high
+watermark and log start offset.
 Batches are appended as they are (offsets, leader epochs), the producer
 state follows them, so a follower can lead next without losing its
 deduplication window.
