@@ -6,7 +6,7 @@ SOURCES := pyproject.toml setup.py $(wildcard native/*.pyx native/*.pxd native/*
 BASE_STAMP := $(VENV)/.installed-base
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test broker lint test test-fast bench native dist system-deps kafkajs-deps clean
+.PHONY: install install-test broker lint test test-fast bench faults native dist system-deps kafkajs-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,7 @@ system-deps:
 	test -f /usr/share/java/zookeeper.jar || (apt-get update -qq && apt-get install -y -qq zookeeper >/dev/null)
 	command -v mkfs.ext4 >/dev/null || (apt-get update -qq && apt-get install -y -qq e2fsprogs >/dev/null)
 	command -v losetup >/dev/null || (apt-get update -qq && apt-get install -y -qq mount >/dev/null)
+	command -v cc >/dev/null || (apt-get update -qq && apt-get install -y -qq gcc libc6-dev >/dev/null)
 
 # KafkaJS and its codec plugins at the versions of package-lock.json; the
 # lz4 and zstd plugins compile native addons with node-gyp (about 2 min on
@@ -75,7 +76,7 @@ lint: install-test
 # The static checks run first: a lint or type regression fails CI before
 # the ~10 minutes of tests.
 test: lint system-deps kafkajs-deps
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=40 tests
 
 test-fast: install-test
 	$(BIN)/python -m pytest -q tests/unit
@@ -87,6 +88,16 @@ bench: install-test
 # platform (docs/testing.md says why not manylinux) into dist/.
 dist: install-test
 	$(BIN)/python -m build --outdir dist .
+
+# The fault suite's long run (tests/faults/harness/run.py), as root: every
+# nemesis for MINUTES each against every workload on 3 (or BROKERS=5)
+# brokers and a 3-server ZooKeeper ensemble in network namespaces;
+# results.jsonl, failover.jsonl and each round's history under FAULTS_OUT.
+MINUTES ?= 2
+BROKERS ?= 3
+FAULTS_OUT ?= faults-runs
+faults: install-test system-deps
+	$(BIN)/python -m tests.faults.harness.run --minutes $(MINUTES) --brokers $(BROKERS) --out $(FAULTS_OUT)
 
 clean:
 	rm -rf build dist native/*.c kcore/_native/*.so $(VENV)

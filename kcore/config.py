@@ -81,6 +81,26 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+# Kafka's assignor class names and the short names its 4.x configs accept.
+_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def _assignors(text: str) -> list[str]:
+    names = [_ASSIGNOR_CLASSES.get(item, item) for item in _list(text)]
+    unknown = [name for name in names if name not in ("uniform", "range")]
+    if unknown or not names:
+        raise ValueError(f"unknown assignors {unknown}: expected uniform or range")
+    return names
+
+
+def _rebalance_protocols(text: str) -> list[str]:
+    protocols = [item.lower() for item in _list(text)]
+    if "classic" not in protocols or any(p not in ("classic", "consumer") for p in protocols):
+        raise ValueError("expected classic, optionally with consumer")
+    return protocols
+
+
 def _cleanup_policy(text: str) -> str:
     parts = sorted(set(_list(text)))
     if not parts or any(p not in ("compact", "delete") for p in parts):
@@ -277,7 +297,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Host names the web console answers besides IP addresses, localhost, this machine's name "
          "and the listeners' hosts (kcore's own setting; * allows any, which gives up the guard "
          "against DNS rebinding)."),
-    _key("log.dirs", _list, ["./data"], "Directories holding partition logs (one is used per partition)."),
+    _key("log.dirs", _list, ["./data"], "Directories holding partition logs, one per disk (docs/log-dirs.md)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,
          "Broker processes of this node (kcore's own setting): each serves its share of the "
@@ -441,6 +461,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Segment size of __transaction_state (small, so the cleaner compacts it often)."),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _at_least(1), 10000,
          "How often the coordinator aborts transactions past their transaction.timeout.ms."),
+    _key("transaction.partition.verification.enable", _bool, True,
+         "Before appending a transactional batch, a partition leader checks with the transaction "
+         "coordinator that the partition is in the producer's ongoing transaction (KIP-890)."),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", _at_least(1), 3600000,
          "How often the coordinator forgets transactional ids idle past "
          "transactional.id.expiration.ms."),
@@ -449,6 +472,21 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
     _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
     _key("group.max.size", _at_least(1), INT32_MAX, "Most members in one group."),
+    _key("group.coordinator.rebalance.protocols", _rebalance_protocols, ["classic", "consumer"],
+         "Group protocols served: classic (JoinGroup/SyncGroup) always; consumer "
+         "(ConsumerGroupHeartbeat, KIP-848) when listed."),
+    _key("group.consumer.heartbeat.interval.ms", _at_least(1), 5000,
+         "How often members of consumer-protocol groups heartbeat (told in every answer)."),
+    _key("group.consumer.session.timeout.ms", _at_least(1), 45000,
+         "A consumer-protocol member that does not heartbeat for this long is removed."),
+    _key("group.consumer.max.size", _at_least(1), INT32_MAX, "Most members in one consumer-protocol group."),
+    _key("group.consumer.assignors", _assignors, ["uniform", "range"],
+         "Server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class "
+         "names); the first is the default, members may pick another with group.remote.assignor."),
+    _key("group.consumer.migration.policy", _choice("bidirectional", "upgrade", "downgrade", "disabled"),
+         "bidirectional",
+         "Whether a classic group becomes a consumer-protocol group when a consumer-protocol "
+         "member joins (upgrade), and back when the last one leaves (downgrade)."),
 ]}
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs never returns their values.

@@ -16,7 +16,9 @@ nothing of kcore but protocol error codes.
   (the czxid of its registration, which fences a restarted broker's
   predecessor).
 
-- ``TopicError``: a topic operation refused with Kafka's error code.
+- ``TopicError``: a topic operation refused with Kafka's error code;
+  ``MetadataUnavailableError``, one of them, when the metadata's store
+  (ZooKeeper) does not answer.
 
 Brokers learn partition states only through the controller-to-broker path
 (LeaderAndIsr, UpdateMetadata, StopReplica), whatever the controller.
@@ -46,6 +48,15 @@ class TopicError(Exception):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+
+
+class MetadataUnavailableError(TopicError):
+    """The store of the cluster metadata (ZooKeeper) did not answer, so a
+    change could not be made or confirmed. REQUEST_TIMED_OUT: what a Kafka
+    client sees when its broker cannot complete a change in time."""
+
+    def __init__(self, message: str):
+        super().__init__(ErrorCode.REQUEST_TIMED_OUT, message)
 
 
 @dataclass

@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from kcore.bench import procs, security
+from kcore.testing.broker import BrokerProcess
 from kcore.testing.ports import free_ports
 
 START_TIMEOUT_S = 60.0
@@ -75,6 +76,17 @@ class Running:
     client_netns: str | None = None
     # Client settings of this run's listener (security.protocol, ssl.*, sasl.*).
     client_config: dict = dataclasses.field(default_factory=dict)
+    # A cluster run (kcore.testing.Cluster): its brokers' pids, all measured,
+    # and what its topics are created with.
+    cluster: Any = None
+    measured_pids: list = dataclasses.field(default_factory=list)
+    replication_factor: int = 1
+    topic_configs: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def pids(self) -> list[int]:
+        """The processes whose CPU and RSS count (with their children)."""
+        return self.measured_pids or [self.pid]
 
     def stop(self) -> None:
         for process in self.processes:
@@ -87,35 +99,33 @@ class Unsupported(Exception):
 
 
 class Kcore:
-    """The broker under test. By default the kcore this harness imports;
-    with ``KCORE_BENCH_SOURCE=DIR`` (a source tree with its native modules
-    built in place, e.g. a ``git archive`` of one commit) the broker runs
-    from DIR, so edits landing in the working tree during a long sweep do
-    not change what is measured. DIR/.revision names the commit."""
+    """The broker under test, from a ``Build`` (kcore/bench/builds.py): by
+    default the kcore this harness imports; with ``KCORE_BENCH_SOURCE=DIR``
+    (a source tree with its native modules built in place, e.g. a ``git
+    archive`` of one commit) the broker runs from DIR, so edits landing in
+    the working tree during a long sweep do not change what is measured
+    (DIR/.revision names the commit); ``kcore bench compare`` passes the
+    builds it compares. A workload with ``brokers`` > 1 gets a cluster of
+    that many brokers and a real ZooKeeper (kcore.testing)."""
     name = "kcore"
     client_config: dict = {}
 
-    def __init__(self, profile_dir: Path | None = None):
+    def __init__(self, profile_dir: Path | None = None, build=None):
+        from kcore.bench import builds
         self.profile_dir = profile_dir
         self.profile_path: Path | None = None
         source = os.environ.get("KCORE_BENCH_SOURCE")
-        self.source_dir = Path(source).resolve() if source else None
+        self.build = build or builds.checkout(source=Path(source).resolve() if source else None)
 
     def version(self) -> str:
-        import kcore
-        if self.source_dir is not None:
-            revision_file = self.source_dir / ".revision"
-            revision = revision_file.read_text().strip() if revision_file.exists() else "snapshot"
-            return f"{kcore.__version__}+{revision}"
-        return f"{kcore.__version__}+{_git_revision()}"
+        return self.build.version
 
-    def _environment(self) -> tuple[dict, Path | None]:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        if self.source_dir is None:
-            return env, None
-        # -m puts the working directory first on sys.path: run from DIR.
-        env["PYTHONPATH"] = str(self.source_dir)
-        return env, self.source_dir
+    def launcher(self, port: int) -> list[str]:
+        """The argv prefix of ``kcore ...`` (under cProfile with a profile dir)."""
+        if self.profile_dir is None or self.build.mode != "checkout":
+            return self.build.launcher()
+        self.profile_path = self.profile_dir / f"kcore-{int(time.time())}-{port}.prof"
+        return [self.build.python, "-m", "cProfile", "-o", str(self.profile_path), "-m", "kcore.cli.main"]
 
     def install(self) -> None:
         pass
@@ -124,7 +134,9 @@ class Kcore:
         return sys.executable
 
     def check(self, setup: Setup, workload) -> None:
-        pass
+        if workload.brokers > 1 and (setup.network != "loopback" or _security(setup, workload) != "PLAINTEXT"
+                                     or int(dict(setup.overrides).get("num.processes", 1)) > 1):
+            raise Unsupported("a cluster of brokers runs on loopback, PLAINTEXT, one process per broker")
 
     def durability_overrides(self, workload) -> dict:
         # Kafka's own switch: flush (fsync) after every message, before the ack.
@@ -132,25 +144,24 @@ class Kcore:
 
     def start(self, workdir: Path, setup: Setup, workload, host: str = "127.0.0.1",
               advertised: str | None = None, prefix: list[str] | None = None) -> Running:
+        if workload.brokers > 1:
+            return self._start_cluster(workdir, setup, workload)
         processes = int(dict(setup.overrides).get("num.processes", 1))
         port = free_ports(processes)
         data_dir = workdir / "kcore-data"
-        listener, client_config = security.listener_settings(setup.security, host, port, workdir)
+        protocol = _security(setup, workload)
+        listener, client_config = security.listener_settings(protocol, host, port, workdir)
         settings = {**listener, "log.dirs": str(data_dir),
                     "num.partitions": str(workload.partitions),
                     **dict(setup.overrides), **self.durability_overrides(workload)}
         if advertised:
-            settings["advertised.listeners"] = f"{setup.security}://{advertised}"
-        command = [sys.executable]
-        if self.profile_dir is not None:
-            self.profile_path = self.profile_dir / f"kcore-{int(time.time())}-{port}.prof"
-            command += ["-m", "cProfile", "-o", str(self.profile_path)]
-        command += ["-m", "kcore.cli.main", "broker", "--log-level", "WARNING"]
+            settings["advertised.listeners"] = f"{protocol}://{advertised}"
+        command = [*self.launcher(port), "broker", "--log-level", "WARNING"]
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]
         log_path = workdir / "kcore.log"
-        env, cwd = self._environment()
-        process = procs.spawn((prefix or []) + command, log_path, cwd=cwd, env=env)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        process = procs.spawn((prefix or []) + command, log_path, env=env)
         netns = prefix[-1] if prefix else None
         for index in range(processes):  # a node of N processes: each listens
             procs.wait_for_port(host, port + index, process, START_TIMEOUT_S, netns, log_path)
@@ -159,9 +170,71 @@ class Kcore:
         return Running(self.name, self.version(), advertised or f"{host}:{port}", process.pid,
                        data_dir, log_path, [process], client_config=client_config)
 
+    def _start_cluster(self, workdir: Path, setup: Setup, workload) -> Running:
+        """ZooKeeper, then ``workload.brokers`` brokers (ids 1..n), each its
+        own process; CPU and RSS are the sum over the brokers. Unlike a
+        single broker (procs.spawn), these are kcore.testing's processes:
+        they outlive a harness that is SIGKILLed (any other end stops them)."""
+        from kcore.testing.cluster import Cluster
+        from kcore.testing.zookeeper import ZooKeeperServer
+        zookeeper = ZooKeeperServer(workdir / "zookeeper")
+        running = Running(self.name, self.version(), "", 0, None, workdir / "zookeeper" / "server.log", [],
+                          replication_factor=workload.replication_factor,
+                          topic_configs={"min.insync.replicas": str(workload.min_insync_replicas)})
+        try:
+            zookeeper.start()
+            running.processes.append(zookeeper.process)
+            settings = {**CLUSTER_SETTINGS, "num.partitions": str(workload.partitions),
+                        **dict(setup.overrides), **self.durability_overrides(workload)}
+            cluster = Cluster(workdir / "kcore-data", zookeeper.connect_string, workload.brokers, settings)
+            cluster.brokers = {broker_id: _QuietBroker(broker.data_dir, broker.overrides, broker.port,
+                                                       self.build.launcher())
+                               for broker_id, broker in cluster.brokers.items()}
+            running.cluster = cluster
+            # Brokers first in the list: Running.stop stops them before ZooKeeper.
+            for broker in cluster.brokers.values():
+                broker.start()
+                process = broker.process
+                assert process is not None  # start() set it, or raised
+                running.processes.insert(0, process)
+                running.measured_pids.append(process.pid)
+            cluster.wait_for(lambda: len(cluster.metadata().brokers) == workload.brokers,
+                             "every broker registered", START_TIMEOUT_S)
+        except BaseException:
+            running.stop()
+            zookeeper.kill()  # started, not yet in the list, when its wait failed
+            raise
+        running.bootstrap = cluster.bootstrap_servers
+        running.pid = running.measured_pids[0]
+        running.log_path = next(iter(cluster.brokers.values())).log_path
+        return running
+
     def create_topic(self, running: Running, topic: str, partitions: int) -> None:
+        if running.cluster is not None:
+            running.cluster.create_topic(topic, partitions, running.replication_factor, running.topic_configs)
+            return
         create_topic_admin(running.bootstrap, topic, partitions,
                            {**self.client_config, **running.client_config})
+
+
+# Cluster runs: Kafka's defaults where kcore.testing shortens them to see
+# failures quickly (a 3 s replica lag limit drops a follower from the ISR
+# whenever two loaded cores stall it that long, which would measure the
+# ISR's churn instead of replication).
+CLUSTER_SETTINGS = {"zookeeper.session.timeout.ms": "18000", "replica.lag.time.max.ms": "30000"}
+
+
+class _QuietBroker(BrokerProcess):
+    """A cluster's broker logging at WARNING, as a single bench broker does:
+    INFO lines would cost the broker CPU inside the measured phases."""
+
+    def command(self) -> list[str]:
+        return [*super().command(), "--log-level", "WARNING"]
+
+
+def _security(setup: Setup, workload) -> str:
+    """The listener's protocol: a sweep's set-up, else the workload's."""
+    return setup.security if setup.security != "PLAINTEXT" else workload.security
 
 
 def _wait_for_brokers(bootstrap: str, count: int, process, log_path: Path) -> None:
@@ -187,16 +260,6 @@ def create_topic_admin(bootstrap: str, topic: str, partitions: int, client_confi
     admin = AdminClient({"bootstrap.servers": bootstrap, **client_config})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=30).values():
         future.result(60)
-
-
-def _git_revision() -> str:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=5)
-        return done.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def targets(profile_dir: Path | None = None) -> dict:

@@ -16,7 +16,9 @@ Line protocol (one JSON spec line on stdin first, then):
     error <text>
 
 Producer spec: role, bootstrap, topic, partitions, config, count, rate
-(0 = max), message_bytes, payload, seed, stamp. Consumer spec: role,
+(0 = max), message_bytes, payload, seed, stamp, and for a transactional
+producer transactional_id and transaction_messages (commit every that
+many messages, and what is left at the end). Consumer spec: role,
 bootstrap, topic, partitions, config, mode ("catch-up": from offset 0
 until ``expected`` messages, as the producers reported them delivered;
 "tail": from the log end until drained), latency. The ``wait-topic`` role
@@ -84,13 +86,22 @@ def run_producer(spec: dict, control: Control) -> dict:
     config = dict(spec["config"])
     config["delivery.report.only.error"] = True
     config["on_delivery"] = lambda err, msg: errors.append(str(err)) if err else None
+    per_transaction = spec.get("transaction_messages", 0)
+    if per_transaction:
+        config["transactional.id"] = spec["transactional_id"]
     producer = Producer(config)
     producer.list_topics(spec["topic"], timeout=30)
+    if per_transaction:
+        producer.init_transactions(30)
     values = pool(spec["payload"], spec["message_bytes"], spec["seed"])
     emit("ready")
     control.go.wait()
     cpu0, start = cpu_seconds(), time.time()
+    if per_transaction:
+        producer.begin_transaction()
     sent, sent_bytes = _produce_loop(producer, spec, values, STAMP if spec.get("stamp") else None)
+    if per_transaction:
+        producer.commit_transaction(120)
     remaining = producer.flush(120)
     end = time.time()
     partitions = spec["partitions"]
@@ -98,13 +109,15 @@ def run_producer(spec: dict, control: Control) -> dict:
                      for j, p in enumerate(partitions)}
     return {"messages": sent, "bytes": sent_bytes, "start": start, "end": end,
             "cpu_s": cpu_seconds() - cpu0, "undelivered": remaining + len(errors),
-            "errors": errors[:5], "per_partition": per_partition}
+            "errors": errors[:5], "per_partition": per_partition,
+            "transactions": -(-sent // per_transaction) if per_transaction else 0}
 
 
 def _produce_loop(producer, spec: dict, values: list[bytes], stamp) -> tuple[int, int]:
     topic, partitions = spec["topic"], spec["partitions"]
     count, rate = spec["count"], spec["rate"]
     n_values, n_partitions = len(values), len(partitions)
+    per_transaction = spec.get("transaction_messages", 0)
     sent = sent_bytes = 0
     start = time.perf_counter()
     next_progress = start + PROGRESS_INTERVAL_S
@@ -125,6 +138,9 @@ def _produce_loop(producer, spec: dict, values: list[bytes], stamp) -> tuple[int
             continue
         sent += 1
         sent_bytes += len(value)
+        if per_transaction and sent % per_transaction == 0 and sent < count:
+            producer.commit_transaction(120)
+            producer.begin_transaction()
         if rate or sent % 1000 == 0:
             producer.poll(0)
             if now >= next_progress:

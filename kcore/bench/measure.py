@@ -18,22 +18,27 @@ SAMPLE_INTERVAL_S = 0.1
 class BrokerSampler:
     """CPU seconds at checkpoints and the peak RSS of a broker, sampled on a
     daemon thread: the process and every process under it, so a node of
-    several broker processes (num.processes) counts whole. Concurrency
-    contract: the thread only raises ``peak_rss``; ``cpu_seconds`` and
-    ``close`` are called by the owner."""
+    several broker processes (num.processes) counts whole, and every broker
+    of a cluster (several pids), summed. Concurrency contract: the thread
+    only raises ``peak_rss``; ``cpu_seconds`` and ``close`` are called by
+    the owner."""
 
-    def __init__(self, pid: int):
-        self.process = psutil.Process(pid)
+    def __init__(self, pids: int | list[int]):
+        self.processes = [psutil.Process(pid) for pid in ([pids] if isinstance(pids, int) else pids)]
         self.peak_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _tree(self) -> list[psutil.Process]:
-        try:
-            return [self.process, *self.process.children(recursive=True)]
-        except psutil.Error:
-            return [self.process]
+        tree = []
+        for process in self.processes:
+            tree.append(process)
+            try:
+                tree += process.children(recursive=True)
+            except psutil.Error:
+                pass
+        return tree
 
     def _sample(self) -> None:
         while not self._stop.is_set():
@@ -41,7 +46,7 @@ class BrokerSampler:
                 rss = sum(p.memory_info().rss for p in self._tree())
                 self.peak_rss = max(self.peak_rss, rss)
             except psutil.Error:
-                if not self.process.is_running():
+                if not any(process.is_running() for process in self.processes):
                     return
             self._stop.wait(SAMPLE_INTERVAL_S)
 
@@ -56,17 +61,34 @@ class BrokerSampler:
         return total
 
     def rss_hwm_bytes(self) -> int:
-        try:
-            for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return 0
+        """The kernel's RSS high-water marks (VmHWM) of the measured pids, summed."""
+        total = 0
+        for process in self.processes:
+            try:
+                for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1]) * 1024
+            except OSError:
+                pass
+        return total
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(1)
+
+
+def native_dirs(pids: list[int]) -> list[str]:
+    """The directories of the kcore kernels (.so files) mapped into these
+    processes: which build's kernels a broker runs on."""
+    found: set[str] = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        found.update(str(Path(line.split()[-1]).parent) for line in maps.splitlines()
+                     if "/kcore/_native/" in line and ".so" in line)
+    return sorted(found)
 
 
 def machine() -> dict:

@@ -57,6 +57,9 @@ class Kafka09:
         extra = [key for key, _ in setup.overrides if key not in self.supported_overrides]
         if extra or setup.network != "loopback" or setup.storage != "disk":
             raise Unsupported("peers run on loopback, on disk, with their own defaults only")
+        _check_single_plaintext(self.name, workload)
+        if workload.transaction_messages:
+            raise Unsupported("Kafka 0.9 has no transactions (they came in 0.11)")
 
     def _classpath(self) -> str:
         jars = sorted(str(p) for p in (self.home / "libs").glob("*.jar")
@@ -102,6 +105,12 @@ class Kafka09:
             "--partitions", str(partitions), "--replication-factor", "1"])
         subprocess.run(command, check=True, capture_output=True, timeout=120)
         _wait_for_leaders(running, topic, partitions, self)
+
+
+def _check_single_plaintext(name: str, workload) -> None:
+    """Peers run as one broker on a PLAINTEXT listener here."""
+    if workload.brokers > 1 or workload.security != "PLAINTEXT":
+        raise Unsupported(f"{name} runs as one broker on a PLAINTEXT listener here")
 
 
 def _kafka_properties(workdir: Path, port: int, zk_port: int, partitions: int) -> str:
@@ -164,6 +173,7 @@ class _PipPeer(abc.ABC):
             raise Unsupported(f"{self.name} keeps data in memory and runs with its defaults only")
         if workload.durability == "fsync":
             raise Unsupported(f"{self.name} keeps data in memory: no fsync-before-ack mode")
+        _check_single_plaintext(self.name, workload)
 
     def create_topic(self, running: Running, topic: str, partitions: int) -> None:
         create_topic_admin(running.bootstrap, topic, partitions, self.client_config)

@@ -6,8 +6,11 @@ runs by config and takes, per metric, the median (exact, interpolated
 like ``statistics.median``), the minimum, the maximum and the number of
 runs. Tables show ``median (min-max)``; ratio tables divide medians measured
 in the same sweep: kcore over each peer where the sweep has peers, else
-each config over the sweep's first config. Runs that were skipped or
-failed are listed with their reason.
+each config over the sweep's first config. A ``kcore bench compare``
+sweep gets a before/after table instead: per round, build B's figure over
+build A's (the two runs of that round), then the median and min-max of
+those ratios over the rounds, as the gate prints them. Runs that were
+skipped or failed are listed with their reason.
 
 Numbers are printed by ``fmt`` (3 significant figures), so a reader, or a
 test, can recompute a cell from the JSON lines.
@@ -88,6 +91,47 @@ def aggregate(spark, run_files: list[Path]) -> tuple[list[dict], list[dict]]:
     return aggregates, not_run
 
 
+def compare_ratios(spark, run_files: list[Path]) -> dict:
+    """(sweep_id, workload) -> figure -> (median, min, max, n) of build B's
+    figure / build A's per round, over the compare sweeps' rounds where
+    both ran (kcore/bench/compare.py pairs them the same way)."""
+    from pyspark.sql import functions as F
+
+    from kcore.bench.compare import ALL_FIGURES, figures_for
+    runs = spark.read.json([str(path) for path in run_files])
+    # Lines without a compare among them have build null everywhere, which
+    # Spark reads as a string column, not a struct.
+    if not all(_is_struct(runs, name) for name in ("build", "metrics")) \
+            or "label" not in runs.schema["build"].dataType.fieldNames():
+        return {}
+    present = {field.name for field in runs.schema["metrics"].dataType.fields}
+    names = [name for name in ALL_FIGURES if name in present]
+    ok = runs.where((F.col("sweep") == "compare") & (F.col("status") == "ok"))
+    keys = ["sweep_id", "workload", "rate", "round"]
+
+    def side(label: str):
+        return ok.where(F.col("build.label") == label).select(
+            "sweep_id", F.col("workload.name").alias("workload"), F.col("workload.rate").alias("rate"),
+            "round", *[F.col(f"metrics.{name}").cast("double").alias(f"{label}_{name}") for name in names])
+    paired = side("A").join(side("B"), keys)
+    ratios = paired.select(*keys, *[F.when(F.col(f"A_{name}") != 0, F.col(f"B_{name}") / F.col(f"A_{name}"))
+                                     .alias(name) for name in names])
+    aggregations = []
+    for name in names:
+        aggregations += [F.median(name).alias(f"{name}__median"), F.min(name).alias(f"{name}__min"),
+                         F.max(name).alias(f"{name}__max"), F.count(name).alias(f"{name}__n")]
+    out: dict = {}
+    for row in ratios.groupBy("sweep_id", "workload", "rate").agg(*aggregations).collect() if names else []:
+        out[(row["sweep_id"], row["workload"])] = {
+            name: (row[f"{name}__median"], row[f"{name}__min"], row[f"{name}__max"], row[f"{name}__n"])
+            for name in figures_for(row["rate"]) if name in names and row[f"{name}__n"]}
+    return out
+
+
+def _is_struct(frame, column: str) -> bool:
+    return column in frame.columns and hasattr(frame.schema[column].dataType, "fieldNames")
+
+
 def build_report(run_files: list[Path], out_dir: Path, notes: str = "", spark=None) -> list[Path]:
     """Aggregate ``run_files`` with Spark and write REPORT.md and charts/."""
     from kcore.bench import charts
@@ -95,6 +139,7 @@ def build_report(run_files: list[Path], out_dir: Path, notes: str = "", spark=No
     spark = spark or spark_session()
     try:
         aggregates, not_run = aggregate(spark, run_files)
+        before_after = compare_ratios(spark, run_files)
     finally:
         if own_session:
             spark.stop()
@@ -111,7 +156,8 @@ def build_report(run_files: list[Path], out_dir: Path, notes: str = "", spark=No
     for (sweep, sweep_id, workload), items in sections.items():
         chart = charts.for_section(sweep, sweep_id, workload, items, out_dir / "charts")
         written += chart
-        lines += _section(sweep, sweep_id, workload, items, [p.relative_to(out_dir) for p in chart])
+        lines += _section(sweep, sweep_id, workload, items, [p.relative_to(out_dir) for p in chart],
+                          before_after.get((sweep_id, workload), {}))
     codec_items = [a for a in aggregates if a["sweep"] == "codecs" and "compression_ratio" in a]
     if codec_items:
         written += charts.codecs(codec_items, out_dir / "charts" / "codecs.png")
@@ -173,7 +219,8 @@ def _pair_label(base: dict, other: dict, reading: str) -> str:
     return other["config"]
 
 
-def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts: list) -> list[str]:
+def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts: list,
+             before_after: dict) -> list[str]:
     groups = metric_groups(items)
     lines = [f"## {sweep}: {workload}", "",
              f"Sweep `{sweep_id}`; median (min-max) over n runs per config.", ""]
@@ -186,7 +233,9 @@ def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts
     versions = sorted({f"{item['target']} {item['target_version']}" for item in items})
     lines += ["Versions: " + "; ".join(versions) + ".", ""]
     pairs, reading = reference(items)
-    if pairs and sweep != "codecs":  # the codec table below compares codecs
+    if sweep == "compare":
+        lines += _before_after(items, before_after)
+    elif pairs and sweep != "codecs":  # the codec table below compares codecs
         lines += [f"Ratios of medians ({reading}; above 1 means more of the metric):", "",
                   "| metric | " + " | ".join(_pair_label(b, o, reading) for b, o in pairs) + " |",
                   "|---" * (len(pairs) + 1) + "|"]
@@ -197,6 +246,24 @@ def _section(sweep: str, sweep_id: str, workload: str, items: list[dict], charts
         lines.append("")
     lines += [f"![{path.stem}]({path})" for path in charts] + [""]
     return lines
+
+
+def _before_after(items: list[dict], ratios: dict) -> list[str]:
+    """The gate's table: each figure's A and B (median, min-max) and B / A
+    per round (median, min-max)."""
+    labels = {item["config"].split(" ", 1)[0]: item for item in items}
+    if not ratios or "A" not in labels or "B" not in labels:
+        return ["No round where both builds ran: no before/after ratios.", ""]
+    before, after = labels["A"], labels["B"]
+    lines = [f"Before/after: A = {before['config'].split(' ', 1)[-1]} ({before['target_version']}), "
+             f"B = {after['config'].split(' ', 1)[-1]} ({after['target_version']}); B / A per round, median (min-max) "
+             "over rounds (MB/s: above 1 is faster; latency, CPU-s per GB, RSS: below 1 is better).", "",
+             "| figure | A | B | B / A | rounds |", "|---|---|---|---|---|"]
+    for name, stat in ratios.items():
+        median, low, high, n = stat
+        spread = f"{fmt(median)}x" if n == 1 else f"{fmt(median)}x ({fmt(low)}-{fmt(high)}x)"
+        lines.append(f"| {name} | {cell(before.get(name))} | {cell(after.get(name))} | {spread} | {n} |")
+    return lines + [""]
 
 
 def ratio(base: dict, other: dict, name: str, reading: str) -> float | None:

@@ -37,7 +37,7 @@ def run_workload(target, running, setup, workload, workdir: Path, progress: bool
     else:
         target.create_topic(running, topic, workload.partitions)
     context = _Context(target, running, workload, topic, workdir, progress)
-    sampler = measure.BrokerSampler(running.pid)
+    sampler = measure.BrokerSampler(running.pids)
     try:
         metrics = {"load_avg_start": measure.load_average()}
         cpu_start = sampler.cpu_seconds()
@@ -86,6 +86,8 @@ class _Context:
                   **self.target.client_config, **self.running.client_config}
         if tail:
             config.update({"fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+        if w.transaction_messages:
+            config["isolation.level"] = "read_committed"
         return config
 
     def client(self, spec: dict, name: str) -> Client:
@@ -105,6 +107,9 @@ def _producers(context: _Context, count: int, rate: float, stamp: bool) -> list[
                 "config": context.producer_config(), "count": share,
                 "rate": rate / w.producers if rate else 0, "message_bytes": w.message_bytes,
                 "payload": w.payload, "seed": index, "stamp": stamp}
+        if w.transaction_messages:
+            spec.update(transaction_messages=w.transaction_messages,
+                        transactional_id=f"{context.topic}-{index}")
         clients.append(context.client(spec, f"producer-{index}"))
     return clients
 
@@ -182,6 +187,8 @@ def _max_rate(context: _Context, sampler, setup) -> dict:
                # that client, not the broker, set the pace.
                "broker_cores_produce": (cpu1 - cpu0) / elapsed,
                "producer_cores": sum(r["cpu_s"] for r in produced) / elapsed}
+    if w.transaction_messages:
+        metrics["transactions"] = sum(r["transactions"] for r in produced)
     stored = measure.log_bytes(context.running.data_dir, context.topic)
     if stored:
         metrics["log_bytes"] = stored

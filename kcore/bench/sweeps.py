@@ -5,7 +5,18 @@ A config is a target broker, a broker set-up (storage, network, broker
 keys) and changes to the workload (codec, payload, durability). Rounds run
 the configs in alternating order (A B C, C B A, A B C ...) so drift in the
 machine's load hits every config alike; every config gets a fresh broker
-per round, which runs each workload of the sweep once.
+per round (one per group of workloads that need the same broker: one
+node or a cluster, a listener's protocol), which runs each workload of the
+sweep once. With ``per_workload`` (``kcore bench compare``) the configs
+take turns on each workload instead, a fresh broker each time, so the two
+runs compared are next to each other in time.
+
+Only one broker runs at a time: each is stopped after its round, its data
+removed, and before the next starts the page cache is written back and
+dropped and the machine is waited on until idle (kcore/bench/idle.py):
+what a peer leaves behind (a JVM's collections, an in-memory broker's
+snapshot being written back) is not measured in the next one's round.
+What was done and seen is in each record's ``settle``.
 
 Built-in sweeps (``SWEEPS``): peers, durability, disk, network, codecs,
 processes (num.processes 1/2/4/8 beside noida-db and tansu), metrics
@@ -25,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from kcore.bench import brokers, measure, procs
 from kcore.bench.brokers import Setup, Unsupported
+from kcore.bench.idle import Settler
 from kcore.bench.runner import run_workload
 from kcore.testing.ports import free_port
 
@@ -34,10 +46,13 @@ MIB = 1 << 20
 
 @dataclasses.dataclass(frozen=True)
 class Config:
+    """``target``: a name of ``brokers.targets()``; ``build``: the kcore build
+    (kcore/bench/builds.py) a compare runs, None for this checkout's."""
     label: str
     target: str = "kcore"
     setup: Setup = Setup()
     workload_changes: tuple = ()
+    build: object = None
 
 
 def _kcore(label: str, **setup) -> Config:
@@ -112,25 +127,44 @@ class Sweep:
     Not thread-safe; one sweep at a time per harness."""
 
     def __init__(self, name: str, configs: list[Config], workloads: list, out: Path,
-                 rounds: int = 1, progress: bool = False, profile_dir: Path | None = None):
+                 rounds: int = 1, progress: bool = False, profile_dir: Path | None = None,
+                 settler: Settler | None = None, per_workload: bool = False):
         self.name, self.configs, self.workloads = name, configs, workloads
         self.out, self.rounds, self.progress = Path(out), rounds, progress
         self.targets = brokers.targets(profile_dir)
+        self.settler = settler or Settler()
+        self.per_workload = per_workload
         self.sweep_id = f"{name}-{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
         self.machine = measure.machine()
         self._client_versions: dict[str, dict] = {}
         self._install_failures: dict[str, str] = {}
+        self._settled: dict = {}
 
     def run(self) -> list[dict]:
         records = []
         self._install()
+        self.settler.begin()
         for round_index in range(self.rounds):
-            order = self.configs if round_index % 2 == 0 else self.configs[::-1]
-            for tag, config in enumerate(order):
-                for record in self._run_config(config, round_index, tag):
+            for tag, config, workloads in self._schedule(round_index):
+                for record in self._run_config(config, round_index, tag, workloads):
                     self._write(record)
                     records.append(record)
         return records
+
+    def _schedule(self, round_index: int):
+        """(tag, config, workloads for one broker) in this round's order."""
+        order = list(enumerate(self.configs if round_index % 2 == 0 else self.configs[::-1]))
+        if self.per_workload:
+            return [(tag, config, [workload]) for workload in self.workloads for tag, config in order]
+        groups: dict = {}
+        for workload in self.workloads:
+            groups.setdefault(workload.broker_shape, []).append(workload)
+        return [(tag, config, group) for tag, config in order for group in groups.values()]
+
+    def _target(self, config: Config):
+        if config.build is None:
+            return self.targets[config.target]
+        return brokers.Kcore(build=config.build)
 
     def _install(self) -> None:
         for name in sorted({config.target for config in self.configs}):
@@ -144,23 +178,28 @@ class Sweep:
         with open(self.out, "a") as handle:
             handle.write(json.dumps(record, sort_keys=True) + "\n")
 
-    def _run_config(self, config: Config, round_index: int, tag: int) -> list[dict]:
-        target = self.targets[config.target]
-        workloads = [w.with_changes(**dict(config.workload_changes)) for w in self.workloads]
+    def _run_config(self, config: Config, round_index: int, tag: int, workloads: list) -> list[dict]:
+        target = self._target(config)
+        workloads = [w.with_changes(**dict(config.workload_changes)) for w in workloads]
+        self._settled = {}
         if config.target in self._install_failures:
             return [self._record(config, target, w, round_index, "skipped",
                                  self._install_failures[config.target]) for w in workloads]
         workdir = Path(tempfile.mkdtemp(prefix="kcore-bench-"))
         environment = _Environment(config.setup, workdir, tag, workloads)
-        records = []
+        records: list[dict] = []
         running = None
         try:
             for workload in workloads:
                 target.check(config.setup, workload)
+            self._settled = self.settler.settle()
             environment.enter()
             running = environment.start(target, workloads[0])
             for workload in workloads:
                 records.append(self._one(config, target, running, workload, round_index, workdir))
+            kernels = measure.native_dirs(running.pids)
+            for record in records:
+                record["broker_kernels"] = kernels
         except Exception as error:  # noqa: BLE001 - recorded, and the sweep goes on
             status = "skipped" if isinstance(error, Unsupported) else "failed"
             done = {r["workload"]["name"] for r in records}
@@ -191,7 +230,8 @@ class Sweep:
                 "setup": config.setup.to_dict(), "workload": workload.to_dict(),
                 "durability_via": _durability_via(target, workload),
                 "machine": self.machine, "client": self._client(target),
-                "status": status, "reason": reason, "metrics": {}}
+                "build": config.build.to_dict() if config.build is not None else None,
+                "settle": self._settled, "status": status, "reason": reason, "metrics": {}}
 
     def _client(self, target) -> dict:
         python = target.client_python()

@@ -19,6 +19,14 @@ then consumes them all back from offset 0 (produce and consume MB/s apart).
 A rate-limited workload produces at ``rate`` for ``duration_s`` with the
 consumers reading concurrently from the log end, and measures end-to-end
 latency from the send time stamped at the start of each message.
+
+What the broker side needs (kcore only; a peer that cannot do it is
+skipped): ``brokers`` > 1 runs a cluster with a real ZooKeeper
+(kcore.testing) and the topic gets ``replication_factor`` replicas and
+``min_insync_replicas``; ``security`` is the listener's protocol
+(kcore/bench/security.py); ``transaction_messages`` > 0 makes each
+producer transactional, committing every that many messages, and the
+consumers read_committed.
 """
 from __future__ import annotations
 
@@ -27,6 +35,7 @@ import tomllib
 from pathlib import Path
 
 from kcore.bench.payloads import KINDS
+from kcore.bench.security import PROTOCOLS
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DURABILITY = ("page-cache", "fsync")
@@ -48,6 +57,11 @@ class Workload:
     linger_ms: int = 5
     batch_bytes: int = 1_000_000
     durability: str = "page-cache"
+    brokers: int = 1
+    replication_factor: int = 1
+    min_insync_replicas: int = 1
+    security: str = "PLAINTEXT"
+    transaction_messages: int = 0
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -59,13 +73,35 @@ class Workload:
             raise ValueError(f"{self.name}: durability {self.durability!r} is not one of {', '.join(DURABILITY)}")
         if self.acks not in ("0", "1", "all", "-1"):
             raise ValueError(f"{self.name}: acks {self.acks!r} is not 0, 1 or all")
-        for field in ("partitions", "message_bytes", "producers", "consumers", "messages"):
+        for field in ("partitions", "message_bytes", "producers", "consumers", "messages", "brokers",
+                      "replication_factor", "min_insync_replicas"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{self.name}: {field} must be at least 1")
+        self._check_broker_side()
         if self.rate < 0 or self.duration_s <= 0:
             raise ValueError(f"{self.name}: rate must be >= 0 and duration_s > 0")
         if self.consumers > self.partitions:
             raise ValueError(f"{self.name}: more consumers ({self.consumers}) than partitions")
+
+    def _check_broker_side(self) -> None:
+        if self.replication_factor > self.brokers:
+            raise ValueError(f"{self.name}: replication_factor {self.replication_factor} "
+                             f"needs as many brokers (brokers = {self.brokers})")
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(f"{self.name}: min_insync_replicas above replication_factor")
+        if self.security not in PROTOCOLS:
+            raise ValueError(f"{self.name}: security {self.security!r} is not one of {', '.join(PROTOCOLS)}")
+        if self.transaction_messages < 0:
+            raise ValueError(f"{self.name}: transaction_messages must be >= 0")
+        # librdkafka refuses a transactional producer with acks other than all.
+        if self.transaction_messages and self.acks not in ("all", "-1"):
+            raise ValueError(f"{self.name}: transactions need acks = \"all\"")
+
+    @property
+    def broker_shape(self) -> tuple:
+        """What the broker start depends on: workloads of one shape can
+        share a broker, others need their own."""
+        return (self.brokers, self.security)
 
     @property
     def max_rate(self) -> bool:

@@ -5,6 +5,8 @@ and build the performance reports from their JSON lines.
     kcore bench run 1-topic-16-partitions-1kb-max --rounds 3 --out runs.jsonl
     kcore bench sweep peers --workload 1-topic-16-partitions-1kb-max \
         --workload 1-topic-16-partitions-1kb-20k --rounds 5 --out runs.jsonl
+    kcore bench compare c6cdba0 --against main --rounds 3 \
+        --workload 1-topic-16-partitions-1kb-max --workload 1-topic-16-partitions-1kb-20k
     kcore bench report runs.jsonl --out perf_reports
     kcore bench profile 1-topic-16-partitions-1kb-20k --out perf_reports/profiles
 """
@@ -37,6 +39,8 @@ def add_parser(commands) -> None:
     _common(sweep)
     sweep.set_defaults(run=_sweep)
 
+    _add_compare(verbs)
+
     profile = verbs.add_parser("profile", help="run workloads against a cProfiled kcore; Markdown summaries")
     profile.add_argument("workloads", nargs="+", help="workload names or TOML paths")
     profile.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
@@ -51,14 +55,38 @@ def add_parser(commands) -> None:
     report.set_defaults(run=_report)
 
 
-def _common(parser) -> None:
-    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
+def _add_compare(verbs) -> None:
+    from kcore.bench.compare import STANDARD_WORKLOADS
+    compare = verbs.add_parser(
+        "compare", help="the regression gate: build a git ref (A) and compare it with this checkout "
+                        "or --against (B), interleaved; ratios B / A")
+    compare.add_argument("ref", help="git ref of build A, the before (a commit, a branch, HEAD~3)")
+    compare.add_argument("--against", metavar="REF",
+                         help="git ref of build B (default: this checkout as it is, uncommitted edits included)")
+    compare.add_argument("--workload", action="append",
+                         help="workload (repeatable); default the standard set: " + ", ".join(STANDARD_WORKLOADS))
+    compare.add_argument("--reuse-venv", action="store_true",
+                         help="build a ref into this environment (its dependencies; kernels copied from this "
+                              "checkout where native/ is identical) instead of a venv of its own")
+    compare.add_argument("--rebuild", action="store_true", help="build again even where a build of the commit exists")
+    compare.add_argument("--builds-dir", type=Path, help="where builds are kept (default <bench cache>/builds)")
+    compare.add_argument("--repo", type=Path, help="the git repository of the refs (default: this kcore's checkout)")
+    _common(compare, rounds=3, profile=False)
+    compare.set_defaults(run=_compare)
+
+
+def _common(parser, rounds: int = 1, profile: bool = True) -> None:
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"interleaved rounds (default {rounds})")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a workload field, e.g. --set messages=50000")
     parser.add_argument("--out", default=DEFAULT_RUNS, help=f"JSON lines to append to (default {DEFAULT_RUNS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--profile-dir", type=Path,
-                        help="run kcore under cProfile and keep one .prof per broker start here")
+    if profile:
+        parser.add_argument("--profile-dir", type=Path,
+                            help="run kcore under cProfile and keep one .prof per broker start here")
+    parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="S",
+                        help="before each broker starts, wait up to S seconds for the machine to be idle "
+                             "(load, disk writes; default 60; 0: no wait); the page cache is dropped anyway")
 
 
 def run(args) -> int:
@@ -89,8 +117,15 @@ def _workloads(args) -> int:
             w = load(str(path))
             rate = "max" if w.max_rate else f"{w.rate}/s for {w.duration_s:g}s"
             print(f"{w.name:45} {w.partitions:4}p {w.message_bytes:6}B {w.payload:12} {w.codec:6} "
-                  f"{w.producers}p{w.consumers}c {rate}")
+                  f"{w.producers}p{w.consumers}c {rate}{_broker_side(w)}")
     return 0
+
+
+def _broker_side(w) -> str:
+    parts = [f"{w.brokers} brokers RF {w.replication_factor} acks={w.acks}"] if w.brokers > 1 else []
+    parts += [w.security] if w.security != "PLAINTEXT" else []
+    parts += [f"transactions of {w.transaction_messages}"] if w.transaction_messages else []
+    return "".join(f", {part}" for part in parts)
 
 
 def _run(args) -> int:
@@ -101,7 +136,7 @@ def _run(args) -> int:
     label = args.target + "".join(f" {k}={v}" for k, v in overrides)
     config = Config(label, args.target, Setup(name=label, overrides=overrides))
     return _execute(Sweep("run", [config], workloads, Path(args.out), args.rounds,
-                          not args.no_progress, args.profile_dir))
+                          not args.no_progress, args.profile_dir, _settler(args)))
 
 
 def _sweep(args) -> int:
@@ -115,7 +150,35 @@ def _sweep(args) -> int:
         configs = [c for c in configs if c.label in keep]
     workloads = _load_workloads(args.workload, args.set)
     return _execute(Sweep(args.name, configs, workloads, Path(args.out), args.rounds,
-                          not args.no_progress, args.profile_dir))
+                          not args.no_progress, args.profile_dir, _settler(args)))
+
+
+def _settler(args):
+    from kcore.bench.idle import IdleRule, Settler
+    return Settler(IdleRule(timeout_s=args.idle_timeout))
+
+
+def _compare(args) -> int:
+    from kcore.bench import builds, compare
+    from kcore.bench.brokers import cache_dir
+    repo = args.repo or builds.CHECKOUT_ROOT
+    builds_dir = args.builds_dir or cache_dir() / "builds"
+    mode = "reuse-venv" if args.reuse_venv else "venv"
+
+    def say(text: str) -> None:
+        print(f"kcore bench compare: {text}", file=sys.stderr)
+    try:
+        pair = {"A": builds.build(repo, args.ref, "A", builds_dir, mode, args.rebuild, say)}
+        pair["B"] = builds.build(repo, args.against, "B", builds_dir, mode, args.rebuild, say) \
+            if args.against else builds.checkout("B")
+    except builds.BuildError as error:
+        print(f"kcore bench compare: {error}", file=sys.stderr)
+        return 2
+    workloads = _load_workloads(args.workload or list(compare.STANDARD_WORKLOADS), args.set)
+    records = compare.run(pair, workloads, Path(args.out), args.rounds, not args.no_progress, _settler(args))
+    print("\n".join(compare.summary(records, pair)))
+    print(f"{len(records)} runs appended to {args.out}", file=sys.stderr)
+    return 1 if any(r["status"] == "failed" for r in records) else 0
 
 
 def _execute(sweep) -> int:

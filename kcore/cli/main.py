@@ -1,6 +1,6 @@
 """`kcore` command line: broker, topics, produce, consume, groups, transactions,
-users, acls, quotas, configs, reassign-partitions, delete-records, status,
-dump-log, bench."""
+users, acls, quotas, configs, reassign-partitions, delete-records, log-dirs,
+status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +14,7 @@ from kcore.cli import (
     delete_records,
     dump_log,
     groups,
+    log_dirs,
     quotas,
     reassign,
     status,
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list:
     return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, configs, reassign,
-            delete_records, status, dump_log, bench]
+            delete_records, log_dirs, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

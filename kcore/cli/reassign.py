@@ -11,9 +11,13 @@ kafka-reassign-partitions.sh, with its JSON files.
     kcore reassign-partitions --topics-to-move-json-file F --broker-list 1,2,3 --generate
 
 The reassignment file: ``{"version":1,"partitions":[{"topic":"t",
-"partition":0,"replicas":[2,3]}]}`` (Kafka also allows a ``log_dirs`` list
-per partition; kcore keeps one log dir per broker, so only "any" is
-accepted there). The topics file: ``{"version":1,"topics":[{"topic":"t"}]}``.
+"partition":0,"replicas":[2,3],"log_dirs":["any","/data/b"]}]}``:
+``log_dirs`` (optional, one entry per replica) names the log dir each
+replica goes to on its broker, "any" for wherever the broker puts it;
+--execute starts those moves after the partition moves (log_dirs.py,
+waiting up to --timeout ms for replicas being created), --verify and
+--cancel cover them too. The topics file:
+``{"version":1,"topics":[{"topic":"t"}]}``.
 --execute prints the current assignment first, in the same format, to keep
 for a rollback. Broker errors print Kafka's error name and exit 1; bad
 usage or a bad file exits 2. --throttle limits the moves' replication to
@@ -27,6 +31,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from kcore.cli.client_commands import EXIT_ERROR, EXIT_USAGE, _client, _run, connection_arguments
+from kcore.cli.log_dirs import Replica, cancel_moves, execute_moves, verify_moves
 from kcore.cli.reassign_throttle import clear_throttles, set_throttles
 from kcore.client import Admin
 from kcore.controller.placement import assign_replicas
@@ -63,6 +68,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--broker-list", metavar="IDS", help="comma-separated broker ids")
     parser.add_argument("--throttle", type=int, default=-1, metavar="BYTES_PER_S",
                         help="with --execute: replication bytes/s of the moves (-1: no throttle)")
+    parser.add_argument("--timeout", type=int, default=10_000, metavar="MS",
+                        help="how long to wait for log dir moves to start (default 10000)")
     parser.set_defaults(run=run)
 
 
@@ -74,15 +81,16 @@ def run(args) -> int:
             return _run(_generate(args, topics, brokers))
         if args.list:
             return _run(_list(args))
-        plan = parse_reassignment(_read(args.reassignment_json_file, "--reassignment-json-file"))
+        text = _read(args.reassignment_json_file, "--reassignment-json-file")
+        plan, moves = parse_reassignment(text), parse_log_dirs(text)
     except PlanError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.execute:
-        return _run(_execute(args, plan))
+        return _run(_execute(args, plan, moves))
     if args.verify:
-        return _run(_verify(args, plan))
-    return _run(_cancel(args, plan))
+        return _run(_verify(args, plan, moves))
+    return _run(_cancel(args, plan, moves))
 
 
 # -- files -----------------------------------------------------------------------------------
@@ -120,12 +128,30 @@ def parse_reassignment(text: str) -> dict[Partition, list[int]]:
             replicas = [int(r) for r in entry["replicas"]]
         except (KeyError, TypeError, ValueError):
             raise PlanError(f"entry {entry!r} needs topic, partition and a replicas list") from None
-        if any(d != "any" for d in entry.get("log_dirs", [])):
-            raise PlanError(f"{key[0]}-{key[1]}: log_dirs other than \"any\" are not supported")
         if key in plan:
             raise PlanError(f"{key[0]}-{key[1]} appears twice")
         plan[key] = replicas
     return plan
+
+
+def parse_log_dirs(text: str) -> dict[Replica, str]:
+    """(topic, partition, broker) -> the log dir named for it ("any" left
+    out); the lists must match the replicas, as Kafka's tool checks."""
+    moves: dict[Replica, str] = {}
+    for entry in _load(text).get("partitions") or []:
+        dirs = entry.get("log_dirs") if isinstance(entry, dict) else None
+        if dirs is None:
+            continue
+        replicas = entry.get("replicas", [])
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise PlanError(f"entry {entry!r}: log_dirs must be a list of strings")
+        if len(dirs) != len(replicas):
+            raise PlanError(f"Size of replicas list {replicas} is different from size of log dirs "
+                            f"list {dirs} for partition {entry.get('topic')}-{entry.get('partition')}")
+        for replica, path in zip(replicas, dirs):
+            if path != "any":
+                moves[(str(entry["topic"]), int(entry["partition"]), int(replica))] = path
+    return moves
 
 
 def parse_topics_file(text: str) -> list[str]:
@@ -169,7 +195,7 @@ EXISTING_REASSIGNMENT = ("Cannot execute because there is an existing partition 
                          "Use --additional to start this one in addition to it.")
 
 
-async def _execute(args, plan: dict[Partition, list[int]]) -> int:
+async def _execute(args, plan: dict[Partition, list[int]], moves: dict[Replica, str]) -> int:
     async with _client(args) as client:
         admin = Admin(client)
         if not args.additional:
@@ -189,13 +215,19 @@ async def _execute(args, plan: dict[Partition, list[int]]) -> int:
             print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
         results = await admin.alter_partition_reassignments(
             dict(plan), allow_replication_factor_change=not args.disallow_replication_factor_change)
-    return _report(results, "Successfully started partition reassignment")
+        status = _report(results, "Successfully started partition reassignment")
+        if moves and status == 0:
+            status = await execute_moves(client, moves, args.timeout)
+    return status
 
 
-async def _cancel(args, plan: dict[Partition, list[int]]) -> int:
+async def _cancel(args, plan: dict[Partition, list[int]], moves: dict[Replica, str]) -> int:
     async with _client(args) as client:
         results = await Admin(client).alter_partition_reassignments({key: None for key in plan})
-    return _report(results, "Successfully cancelled partition reassignment")
+    status = _report(results, "Successfully cancelled partition reassignment")
+    if moves:
+        status = max(status, await cancel_moves(args, moves, args.timeout))
+    return status
 
 
 def _report(results: dict[Partition, tuple[int, str | None]], success: str) -> int:
@@ -211,15 +243,13 @@ def _report(results: dict[Partition, tuple[int, str | None]], success: str) -> i
     return EXIT_ERROR if failed else 0
 
 
-async def _verify(args, plan: dict[Partition, list[int]]) -> int:
+async def _verify(args, plan: dict[Partition, list[int]], moves: dict[Replica, str]) -> int:
     async with _client(args) as client:
         admin = Admin(client)
         ongoing = await admin.list_partition_reassignments(list(plan))
         current = await _current_replicas(admin, [t for t, _ in plan])
         complete = not ongoing and all(list(current.get(key, ())) == target
                                        for key, target in plan.items())
-        if complete:
-            await clear_throttles(admin, [t for t, _ in plan])
     print("Status of partition reassignment:")
     unfinished = 0
     for (topic, index), target in plan.items():
@@ -233,7 +263,12 @@ async def _verify(args, plan: dict[Partition, list[int]]) -> int:
             unfinished += 1
             print(f"There is no active reassignment of partition {name}, but replica set is "
                   f"{list(current.get((topic, index), ()))} rather than {target}.")
+    if moves and not await verify_moves(args, moves):
+        unfinished += 1
+        complete = False
     if complete:
+        async with _client(args) as client:
+            await clear_throttles(Admin(client), [t for t, _ in plan])
         print("\nClearing broker-level throttles on brokers and topic-level throttles on the "
               "reassigned topics.\nThrottle was removed.")
     return EXIT_ERROR if unfinished else 0

@@ -17,9 +17,8 @@ from kcore.client.errors import KafkaError
 from kcore.client.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.constants import GROUP_KEY_TYPE
+from kcore.protocol.errors import ErrorCode
 
-# OffsetFetch v8+ asks for a list of groups instead of one group.
-OFFSET_FETCH_GROUPS_VERSION = 8
 
 @dataclass(frozen=True)
 class MemberDescription:
@@ -96,9 +95,15 @@ class GroupAdmin:
         return sorted(groups)
 
     async def describe(self, group_id: str) -> GroupDescription:
+        """A classic group (DescribeGroups) or a consumer-protocol group
+        (ConsumerGroupDescribe, which brokers of Kafka 4 answer for the
+        groups DescribeGroups calls not found); an unknown group is Dead."""
         connection = await self.coordinator(group_id)
         response = await connection.request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id]})
         group = response.groups[0]
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND or (not group.error_code and group.group_state == "Dead"):
+            described = await self._describe_consumer_group(connection, group_id)
+            return described or GroupDescription(group_id, "Dead", "", "")
         if group.error_code:
             raise KafkaError(group.error_code, context=f"group {group_id}")
         members = tuple(
@@ -108,20 +113,31 @@ class GroupAdmin:
         return GroupDescription(group.group_id, group.group_state, group.protocol_type,
                                 group.protocol_data, members)
 
+    async def _describe_consumer_group(self, connection, group_id: str) -> GroupDescription | None:
+        if ApiKey.CONSUMER_GROUP_DESCRIBE not in connection.broker_versions:
+            return None
+        response = await connection.request(ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]})
+        group = response.groups[0]
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if group.error_code:
+            raise KafkaError(group.error_code, group.error_message, context=f"group {group_id}")
+        members = tuple(
+            MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host,
+                              tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
+                                    for p in t.partitions))
+            for m in group.members)
+        return GroupDescription(group_id, group.group_state, "consumer", group.assignor_name, members)
+
     async def committed(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (OffsetFetch, all topics)."""
         connection = await self.coordinator(group_id)
-        if connection.version_for(ApiKey.OFFSET_FETCH) >= OFFSET_FETCH_GROUPS_VERSION:
-            response = await connection.request(ApiKey.OFFSET_FETCH, {"groups": [
-                {"group_id": group_id, "topics": None}]})
-            answer = response.groups[0]
-        else:
-            answer = await connection.request(ApiKey.OFFSET_FETCH,
-                                              {"group_id": group_id, "topics": None})
-        if getattr(answer, "error_code", 0):
-            raise KafkaError(answer.error_code, context=f"group {group_id}")
+        response = await connection.request(ApiKey.OFFSET_FETCH,
+                                            {"group_id": group_id, "topics": None})
+        if getattr(response, "error_code", 0):
+            raise KafkaError(response.error_code, context=f"group {group_id}")
         committed = {}
-        for topic in answer.topics:
+        for topic in response.topics:
             for part in topic.partitions:
                 if part.error_code:
                     raise KafkaError(part.error_code, context=f"{topic.name}-{part.partition_index}")

@@ -17,7 +17,12 @@ waits, queued, until the move completes, as in Kafka's
 TopicDeletionManager), and requests from brokers: AlterPartition
 (ISR changes proposed by leaders), ControlledShutdown, ElectLeaders,
 AlterPartitionReassignments / ListPartitionReassignments (moving replicas,
-reassignment.py), plus the periodic preferred-leader rebalance. Each event reads what it needs
+reassignment.py), plus the periodic preferred-leader rebalance. A broker
+whose log dir failed says so under ``/log_dir_event_notification``: the
+controller sends it a LeaderAndIsr of all its replicas, and every
+LeaderAndIsr answer's KAFKA_STORAGE_ERROR partitions become offline
+replicas (Kafka's replicasOnOfflineDirs), which lead nothing and leave the
+ISR, until the broker registers again. Each event reads what it needs
 from ZooKeeper, decides (election.py), writes the new states, then sends
 the requests that tell the brokers (one batch per event).
 
@@ -32,9 +37,11 @@ task. Nothing outside that task mutates the context.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kcore.controller import election, wire, zk_state
 from kcore.controller import zk_paths as paths
@@ -89,6 +96,8 @@ class ActiveController:
         self.topics: dict[str, TopicInfo] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
         self.shutting_down: set[int] = set()
+        # Broker -> its replicas in failed log dirs (Kafka's replicasOnOfflineDirs).
+        self.offline_replicas: dict[int, set[TopicPartition]] = {}
         # Topics whose deletion waits for a reassignment of one of their
         # partitions to complete (Kafka's topicsIneligibleForDeletion).
         self.topics_to_delete: set[str] = set()
@@ -166,6 +175,9 @@ class ActiveController:
             paths.TOPICS, lambda children: self._events.post(self._on_topic_change)))
         self._watches.append(await self.zk.watch_children(
             paths.DELETE_TOPICS, lambda children: self._events.post(self._on_topic_deletion)))
+        self._watches.append(await self.zk.watch_children(
+            paths.LOG_DIR_EVENTS,
+            lambda children: self._events.post(self._on_log_dir_event) if children else None))
         self.brokers = await zk_state.read_brokers(self.zk)
         for broker in self.brokers.values():
             self.channel.add_broker(broker)
@@ -173,13 +185,27 @@ class ActiveController:
             await self._load_topic(name)
         batch = RequestBatch(metadata_all_to=set(self.brokers))
         await self._create_missing_states(list(self.topics), batch)
-        await self._elect_offline(batch)
+        await self._take_offline_replicas(batch)
         for state in self.states.values():
             batch.tell_replicas(state, self.brokers)
         self._send(batch)
         await self._resume_reassignments()
         if self.config.auto_leader_rebalance:
             self._schedule_rebalance()
+
+    async def _take_offline_replicas(self, batch: RequestBatch) -> None:
+        """Kafka's onControllerFailover: replicas on brokers that are not
+        live are offline. A broker that died before this controller took
+        office (the old controller itself, say) is still in the ISRs
+        ZooKeeper holds: it leaves them, and its leaderships move, as if
+        its death were an event of this office. Left in an ISR, it would
+        count as in sync for a reassignment that moves to it, and for a
+        leader election."""
+        offline = {r for state in self.states.values() for r in state.replicas} - set(self.brokers)
+        if offline:
+            log.info("brokers %s are not live: their replicas are offline", sorted(offline))
+        await self._remove_replicas(offline, batch)
+        await self._elect_offline(batch)
 
     async def _load_topic(self, name: str) -> None:
         topic = await zk_state.read_topic(self.zk, name)
@@ -201,6 +227,8 @@ class ActiveController:
             return
         for broker_id in dead:
             self.channel.remove_broker(broker_id)
+        for broker_id in dead | new:  # a new registration starts with every dir online
+            self.offline_replicas.pop(broker_id, None)
         self.brokers = current
         self.shutting_down = {b for b in self.shutting_down if b in current and b not in dead}
         for broker_id in new:
@@ -241,15 +269,21 @@ class ActiveController:
                              excluded: frozenset[int] | set[int] = frozenset()) -> None:
         """Partitions whose leader is not live (or who have none) get one
         from their live ISR, or unclean where allowed; ``excluded`` brokers
-        count as not live."""
+        count as not live. A leader that is shutting down but still
+        registered is moved if it can be, and otherwise keeps leading (as
+        Kafka's election, failing, writes nothing): a cluster stopping
+        whole keeps its last leaders instead of going offline first."""
         changes = []
-        live = set(self.brokers) - self.shutting_down - set(excluded)
+        registered = set(self.brokers) - set(excluded)
+        live = registered - self.shutting_down
         for state in self.states.values():
-            if state.leader in live:
+            online = self._online(state.topic_partition, live)
+            if state.leader in online:
                 continue
-            result = election.offline_partition(state.replicas, state.isr, live,
+            result = election.offline_partition(state.replicas, state.isr, online,
                                                 self.unclean_allowed(state.topic))
-            if result.leader == NO_LEADER and state.leader == NO_LEADER:
+            if result.leader == NO_LEADER and (state.leader == NO_LEADER
+                                               or state.leader in registered):
                 continue
             if result.unclean:
                 log.warning("%s-%d: unclean leader election of %d; acknowledged data may be lost",
@@ -398,6 +432,7 @@ class ActiveController:
         if broker_id not in new_isr or not set(new_isr) <= set(state.replicas):
             return ErrorCode.INVALID_REQUEST
         if any(r not in self.brokers or r in self.shutting_down
+               or state.topic_partition in self.offline_replicas.get(r, ())
                for r in new_isr if r not in state.isr):
             return ErrorCode.INELIGIBLE_REPLICA
         return ErrorCode.NONE
@@ -450,17 +485,18 @@ class ActiveController:
             if state is None:
                 results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
                 continue
+            online = self._online(key, live)
             if election_type == PREFERRED_ELECTION:
-                result = election.preferred_replica(state.replicas, state.isr, live)
+                result = election.preferred_replica(state.replicas, state.isr, online)
                 if state.leader == state.replicas[0]:
                     results[key] = (ErrorCode.ELECTION_NOT_NEEDED, None)
                     continue
                 missing = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
             else:
-                if state.leader in live:
+                if state.leader in online:
                     results[key] = (ErrorCode.ELECTION_NOT_NEEDED, None)
                     continue
-                result = election.offline_partition(state.replicas, state.isr, live, True)
+                result = election.offline_partition(state.replicas, state.isr, online, True)
                 missing = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
             if result.leader == NO_LEADER:
                 results[key] = (missing, f"no eligible leader among {list(state.replicas)}")
@@ -604,6 +640,77 @@ class ActiveController:
         if batch.metadata:
             self._send(batch, metadata_to_all=True)
 
+    # -- failed log dirs -----------------------------------------------------------------------
+    def _online(self, key: TopicPartition, live: set[int]) -> set[int]:
+        """The live brokers whose replica of ``key`` is not in a failed dir."""
+        return {b for b in live if key not in self.offline_replicas.get(b, ())}
+
+    async def _on_log_dir_event(self) -> None:
+        """Brokers named under /log_dir_event_notification get a
+        LeaderAndIsr of all their replicas; their answers say which are
+        offline (``_on_leader_and_isr_response``). Kafka's
+        processLogDirEventNotification."""
+        try:
+            children = await self.zk.get_children(paths.LOG_DIR_EVENTS)
+        except NoNodeError:
+            return
+        brokers = set()
+        for child in children:
+            path = f"{paths.LOG_DIR_EVENTS}/{child}"
+            try:
+                data, _ = await self.zk.get(path)
+                brokers.add(paths.decode_log_dir_event(data))
+                await self.zk.delete(path)
+            except (NoNodeError, ValueError, KeyError):
+                continue
+        batch = RequestBatch()
+        for state in self.states.values():
+            for broker_id in brokers & set(state.replicas) & set(self.brokers):
+                batch.tell(broker_id, state)
+        log.info("log dirs failed on brokers %s: asking them about %d replicas", sorted(brokers),
+                 sum(len(states) for states in batch.leader_and_isr.values()))
+        self._send(batch)
+
+    def _leader_and_isr_answered(self, broker_id: int, response: Any) -> None:
+        self._events.post(self._on_leader_and_isr_response, broker_id, response)
+
+    async def _on_leader_and_isr_response(self, broker_id: int, response: Any) -> None:
+        """KAFKA_STORAGE_ERROR answers are replicas in failed log dirs, NONE
+        answers replicas that are fine (Kafka's
+        processLeaderAndIsrResponseReceived); new offline replicas lose
+        their leadership and leave the ISR."""
+        if response is None or response.error_code != ErrorCode.NONE or broker_id not in self.brokers:
+            return
+        offline = self.offline_replicas.setdefault(broker_id, set())
+        before = set(offline)
+        for item in response.partition_errors:
+            key = (item.topic_name, item.partition_index)
+            if item.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                offline.add(key)
+            elif item.error_code == ErrorCode.NONE:
+                offline.discard(key)
+        if offline - before:
+            await self._replicas_offline(broker_id, offline - before)
+
+    async def _replicas_offline(self, broker_id: int, keys: set[TopicPartition]) -> None:
+        """Kafka's onReplicasBecomeOffline: the partitions they led get a
+        leader among the other online ISR members, the others drop them
+        from the ISR."""
+        log.info("broker %d: %d replicas are in failed log dirs", broker_id, len(keys))
+        batch = RequestBatch()
+        await self._elect_offline(batch)
+        changes = []
+        for key in sorted(keys):
+            state = self.states.get(key)
+            if state is None or state.leader == broker_id or broker_id not in state.isr \
+                    or state.leader == NO_LEADER:
+                continue
+            changes.append((state, replace(state, isr=tuple(r for r in state.isr if r != broker_id),
+                                           leader_epoch=state.leader_epoch + 1,
+                                           controller_epoch=self.epoch.epoch)))
+        await self._write(changes, batch)
+        self._send(batch, metadata_to_all=True)
+
     # -- preferred leader rebalance ------------------------------------------------------------
     def _schedule_rebalance(self) -> None:
         loop = asyncio.get_running_loop()
@@ -662,7 +769,8 @@ class ActiveController:
             leaders = {s.leader for s in states}
             body = wire.leader_and_isr_body(self.broker_id, epoch, self.brokers[broker_id].broker_epoch,
                                             states, [self.brokers[b] for b in leaders if b in self.brokers])
-            self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, version[ApiKey.LEADER_AND_ISR], body)
+            self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, version[ApiKey.LEADER_AND_ISR], body,
+                              on_response=functools.partial(self._leader_and_isr_answered, broker_id))
         targets = set(self.brokers) if metadata_to_all else set()
         everything = list(self.states.values())
         for broker_id in sorted(targets | batch.metadata_all_to):

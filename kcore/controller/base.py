@@ -162,3 +162,10 @@ class Controller(Protocol):
         """Move ``broker_id``'s leaderships away before it stops: (error,
         the partitions it still leads)."""
         ...
+
+    async def propagate_log_dir_event(self) -> None:
+        """A log dir of this broker failed: tell the controller, which asks
+        this broker about its replicas and moves the leadership of those
+        that answer KAFKA_STORAGE_ERROR (Kafka's
+        ``/log_dir_event_notification``). Without peers: nothing to do."""
+        ...

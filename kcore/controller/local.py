@@ -93,6 +93,9 @@ class LocalController:
         return ErrorCode.NOT_CONTROLLER, []  # no other broker to move leaderships to
 
     # -- queries -----------------------------------------------------------------------
+    async def propagate_log_dir_event(self) -> None:
+        """No other replica to lead a failed dir's partitions: nothing to tell."""
+
     def topic(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
 

@@ -60,6 +60,9 @@ class ManagedController:
         return None
 
     # -- queries ---------------------------------------------------------------------------
+    async def propagate_log_dir_event(self) -> None:
+        """No other replica to lead a failed dir's partitions: nothing to tell."""
+
     def topic(self, name: str) -> TopicInfo | None:
         return self._state.topics.get(name) if name not in self._state.deleting else None
 

@@ -14,9 +14,13 @@ Every broker of a cluster has one ``ZkController``. It:
   ``ActiveController`` (active.py) until its session ends;
 - writes topic changes straight to ZooKeeper, as Kafka's AdminZkClient
   does from any broker: the active controller picks them up by its watches;
+  without ZooKeeper they fail with MetadataUnavailableError (Kafka's
+  broker blocks until ZooKeeper returns, and its client times out);
 - sends what only the active controller may decide (AlterPartition,
   ControlledShutdown, ElectLeaders, partition reassignments) to it over
-  the Kafka protocol (controller_client.py), itself included.
+  the Kafka protocol (controller_client.py), itself included;
+- announces a failed log dir of its broker under
+  ``/log_dir_event_notification`` (active.py takes it from there).
 
 Not thread-safe: owned by the broker's event loop; ZooKeeper callbacks
 arrive there (kcore/metadata_store/zk_client.py).
@@ -54,6 +58,7 @@ from kcore.metadata_store.zk_client import (
     Watch,
     ZkClient,
     ZkError,
+    needs_zookeeper,
 )
 from kcore.protocol.errors import ErrorCode
 
@@ -313,6 +318,7 @@ class ZkController:
         return self.config.unclean_leader_election if value is None else value == "true"
 
     # -- topic changes (any broker writes them) -------------------------------------------
+    @needs_zookeeper
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str],
                            assignment: dict[int, list[int]] | None = None,
@@ -343,6 +349,7 @@ class ZkController:
         self._topics[name] = info
         return info
 
+    @needs_zookeeper
     async def delete_topic(self, name: str) -> None:
         """Queue the deletion (``/admin/delete_topics/<t>``, as Kafka's
         AdminZkClient). The topic stays in the cache until the controller
@@ -354,6 +361,7 @@ class ZkController:
         except NodeExistsError:
             pass  # queued already: the caller waits for it like the first one
 
+    @needs_zookeeper
     async def create_partitions(self, name: str, total: int,
                                 assignment: list[list[int]] | None = None,
                                 validate_only: bool = False) -> TopicInfo:
@@ -397,6 +405,7 @@ class ZkController:
         info.assignment, info.num_partitions = merged, total
         return info
 
+    @needs_zookeeper
     async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         if name not in self._topics:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
@@ -457,6 +466,16 @@ class ZkController:
         except zk_state.ControllerMovedError:
             pass
         return ErrorCode.NOT_CONTROLLER, []
+
+    async def propagate_log_dir_event(self) -> None:
+        """A sequential ``/log_dir_event_notification`` znode naming this
+        broker, which the active controller watches (Kafka's
+        propagateLogDirEvent)."""
+        try:
+            await self.zk.create(f"{paths.LOG_DIR_EVENTS}/{paths.LOG_DIR_EVENT_PREFIX}",
+                                 paths.encode_log_dir_event(self.broker_id), sequential=True)
+        except ZkError as exc:
+            log.error("cannot tell the controller that a log dir failed: %s", exc)
 
     async def _controlled_shutdown_with_retries(self) -> None:
         for attempt in range(1, self._shutdown_retries + 1):

@@ -13,6 +13,7 @@ the chroot of ``zookeeper.connect``.
 | /config/topics/T | ``{"version":1,"config":{key: value}}`` |
 | /config/changes/config_change_NNNNNNNNNN | sequential ``{"version":2,"entity_path":"topics/T"}`` |
 | /admin/delete_topics/T | empty: T is to be deleted |
+| /log_dir_event_notification/log_dir_event_NNNNNNNNNN | sequential ``{"version":1,"broker":N,"event":1}``: a log dir of broker N failed |
 
 Source: Kafka's ``kafka.zk.ZkData`` (the layout up to Kafka 3.x).
 """
@@ -35,9 +36,12 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
+LOG_DIR_EVENTS = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1  # Kafka's LogDirEventNotificationHandler.LogDirFailureEvent
 # Persistent paths every broker makes sure of at start (Kafka's PersistentZkPaths).
 PERSISTENT_PATHS = ("/cluster", BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_CHANGES,
-                    DELETE_TOPICS)
+                    DELETE_TOPICS, LOG_DIR_EVENTS)
 
 
 def broker_path(broker_id: int) -> str:
@@ -197,3 +201,13 @@ def decode_config_change(data: bytes) -> str | None:
     entity = str(_load(data).get("entity_path", ""))
     kind, _, name = entity.partition("/")
     return name if kind == "topics" and name else None
+
+
+# -- log dir events ------------------------------------------------------------------------------
+def encode_log_dir_event(broker_id: int) -> bytes:
+    return _dump({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes) -> int:
+    """The broker id a log dir event names."""
+    return int(_load(data)["broker"])

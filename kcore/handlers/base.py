@@ -20,6 +20,7 @@ from kcore.metadata_store.base import CredentialStore, ProducerIdSource, Securit
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
 
@@ -43,6 +44,8 @@ class BrokerFacade(Protocol):
     def group_coordinator(self) -> GroupCoordinator: ...
     @property
     def txn_coordinator(self) -> TransactionCoordinator: ...
+    @property
+    def txn_verifier(self) -> TransactionVerifier: ...
     @property
     def log_syncer(self) -> GroupCommitSyncer | None: ...
     @property

@@ -26,8 +26,8 @@ async def handle(broker: BrokerFacade, context, request):
 def _describe(broker: BrokerFacade, topic: str, index: int) -> dict:
     partition = broker.replica_manager.get(topic, index)
     if partition is None or not partition.is_leader:
-        known = broker.replica_manager.metadata_cache.partition(topic, index) is not None
-        code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        code = (broker.replica_manager.partition_error(topic, index) if partition is None
+                else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return {"partition_index": index, "error_code": code, "error_message": None,
                 "active_producers": []}
     return {"partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,

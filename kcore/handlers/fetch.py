@@ -524,11 +524,10 @@ def _count_bytes_out(broker: BrokerFacade, responses: list[FetchableTopicRespons
 
 
 def _missing_code(broker: BrokerFacade, topic: str, index: int) -> int:
-    """A partition this broker does not host: another broker's
-    (NOT_LEADER_OR_FOLLOWER, clients refresh metadata) or none at all."""
-    if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    """A partition this broker does not host: in a failed log dir
+    (KAFKA_STORAGE_ERROR), another broker's (NOT_LEADER_OR_FOLLOWER,
+    clients refresh metadata) or none at all."""
+    return broker.replica_manager.partition_error(topic, index)
 
 
 def _error(index: int, code: int) -> PartitionDataDict:

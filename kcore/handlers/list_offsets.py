@@ -150,9 +150,7 @@ def replica_error(broker: BrokerFacade, topic: str, index: int, partition: Parti
     broker leads it (or, unless ``leader_only``, hosts a replica of it) at
     the epoch the client knows."""
     if partition is None:
-        if broker.replica_manager.metadata_cache.partition(topic, index) is not None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return broker.replica_manager.partition_error(topic, index)
     code = partition.check_leader_epoch(current_leader_epoch)
     if code == ErrorCode.NONE and leader_only and not partition.is_leader:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER

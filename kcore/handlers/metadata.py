@@ -23,8 +23,13 @@ TOPIC_AUTHORIZATION_FAILED. Those answers depend on the principal and
 are not kept.
 
 v8+ may ask for authorized operations (KIP-430): each topic's, and the
-cluster's (0 without DESCRIBE on the cluster), as Kafka's bit fields;
-without an authorizer, every operation of the resource type.
+cluster's (0 without DESCRIBE on the cluster, v8-10 only), as Kafka's bit
+fields; without an authorizer, every operation of the resource type.
+
+v10+ answers each topic's id; v12 may name a topic by id alone (null
+name), as consumer-protocol members do for the topic ids of their
+assignment: an id no topic has gets UNKNOWN_TOPIC_ID, and a topic asked
+for by id is never auto-created.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ from kcore.protocol.messages.metadata import (
     MetadataResponsePartitionDict,
     MetadataResponseTopicDict,
 )
+from kcore.protocol.primitives import ZERO_UUID
 from kcore.security.acl import AclOperation, ResourceType
 
 # Distinct requests (version, topic list) answered from memory; clients
@@ -57,12 +63,16 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     cache = broker.replica_manager.metadata_cache
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
-    names = cache.topic_names() if all_topics else [t.name for t in body.topics]
+    unknown_ids: list[MetadataResponseTopicDict] = []
+    if all_topics:
+        names = cache.topic_names()
+    else:
+        names, unknown_ids = _requested_names(broker, body.topics)
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
     if broker.authorizer is not None:
         topics = await _describe_authorized(broker, context, cache, names, all_topics, allow_create)
-        return _response(broker, context, request, cache, topics)
+        return _response(broker, context, request, cache, topics + unknown_ids)
     # Each listener answers with its own endpoints.
     key = (ApiKey.METADATA, request.api_version, None if all_topics else tuple(names),
            broker.controller.cluster_id, context.listener, _operations_asked(request))
@@ -71,8 +81,8 @@ async def handle(broker: BrokerFacade, context, request):
         return cached
     known = all(cache.contains(name) for name in names)
     topics = [await _describe_topic(broker, cache, name, allow_create) for name in names]
-    response = _response(broker, context, request, cache, topics)
-    if not known:
+    response = _response(broker, context, request, cache, topics + unknown_ids)
+    if not known or unknown_ids:
         return response
     if len(cache.responses) >= CACHED_RESPONSES:
         cache.responses.clear()
@@ -80,12 +90,51 @@ async def handle(broker: BrokerFacade, context, request):
     return encoded
 
 
+def _requested_names(broker: BrokerFacade, topics) -> tuple[list[str], list[MetadataResponseTopicDict]]:
+    """Names of the requested topics, those asked for by id (v12, null
+    name) resolved through the controller's view; the ids no topic has
+    come back as their UNKNOWN_TOPIC_ID answers."""
+    by_id = None
+    names: list[str] = []
+    unknown: list[MetadataResponseTopicDict] = []
+    for topic in topics:
+        if topic.name is not None:
+            names.append(topic.name)
+            continue
+        if by_id is None:
+            by_id = topic_names_by_id(broker.controller)
+        name = by_id.get(topic.topic_id)
+        if name is None:
+            unknown.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None,
+                            "topic_id": topic.topic_id, "is_internal": False, "partitions": [],
+                            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+        else:
+            names.append(name)
+    return names, unknown
+
+
+def topic_names_by_id(controller) -> dict:
+    """topic id -> name of every topic the controller's view holds."""
+    names = {}
+    for name in controller.topic_names():
+        info = controller.topic(name)
+        if info is not None:
+            names[info.topic_id] = name
+    return names
+
+
+def _topic_id(broker: BrokerFacade, name: str):
+    info = broker.controller.topic(name)
+    return info.topic_id if info is not None else ZERO_UUID
+
+
 def _operations_asked(request) -> tuple[bool, bool]:
     """(cluster's, topics') authorized operations asked for (v8+)."""
     if request.api_version < 8:
         return False, False
     body = request.body
-    return body.include_cluster_authorized_operations, body.include_topic_authorized_operations
+    cluster = request.api_version <= 10 and body.include_cluster_authorized_operations
+    return cluster, body.include_topic_authorized_operations
 
 
 def _response(broker: BrokerFacade, context, request, cache,
@@ -93,8 +142,11 @@ def _response(broker: BrokerFacade, context, request, cache,
     cluster_asked, topics_asked = _operations_asked(request)
     if topics_asked:
         for topic in topics:
+            name = topic["name"]
+            if name is None:
+                continue
             topic["topic_authorized_operations"] = authorized_operations(
-                broker, context, ResourceType.TOPIC, topic["name"])
+                broker, context, ResourceType.TOPIC, name)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if cluster_asked:
         cluster_operations = cluster_authorized_operations(broker, context)
@@ -163,6 +215,7 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> Metad
     return {
         "error_code": ErrorCode.NONE,
         "name": name,
+        "topic_id": _topic_id(broker, name),
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": partitions,
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -170,5 +223,5 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> Metad
 
 
 def _topic_error(name: str, code: int) -> MetadataResponseTopicDict:
-    return {"error_code": code, "name": name, "is_internal": name in INTERNAL_TOPICS,
+    return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": name in INTERNAL_TOPICS,
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

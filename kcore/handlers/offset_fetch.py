@@ -3,14 +3,12 @@
 A partition without a commit answers offset -1, metadata "" and no error.
 v2+ may send null topics to ask for every partition the group committed,
 and carries a top-level error code; v1 reports errors per partition. v5
-returns each commit's leader epoch. v7's require_stable (librdkafka sets it
-for read_committed consumers) answers UNSTABLE_OFFSET_COMMIT, offset -1,
-for a partition with a transactional commit that no marker ended yet: the
-consumer retries rather than start from an offset about to change. v8+
-ask for several groups at once; each group is answered on its own, with
-its own error (GROUP_AUTHORIZATION_FAILED, NOT_COORDINATOR, ...) and then
-no topics. v9's member_id and member_epoch concern groups of the consumer
-group protocol (KIP-848); a classic group answers as v8.
+returns each commit's leader epoch. v7's require_stable answers
+UNSTABLE_OFFSET_COMMIT (retriable) for a partition whose transactional
+offset commit still waits for its marker, as Kafka's coordinator does. v8
+asks for several groups at once, each answered on its own; v9 adds the
+member id and epoch of a consumer-protocol member, which the coordinator
+checks (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 """
 from __future__ import annotations
 
@@ -21,67 +19,72 @@ from kcore.security.acl import AclOperation
 
 FIRST_TOP_LEVEL_ERROR_VERSION = 2
 REQUIRE_STABLE_VERSION = 7
-GROUPS_VERSION = 8
+FIRST_GROUPS_VERSION = 8
+FIRST_MEMBER_EPOCH_VERSION = 9
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     version = request.api_version
-    require_stable = version >= REQUIRE_STABLE_VERSION and body.require_stable
-    if version >= GROUPS_VERSION:
+    if version >= FIRST_GROUPS_VERSION:
         groups = []
         for group in body.groups:
-            error, topics = _group_offsets(broker, context, group.group_id, group.topics,
-                                           require_stable)
-            groups.append({"group_id": group.group_id, "topics": [] if error else topics,
-                           "error_code": error})
+            member = ((group.member_id, group.member_epoch) if version >= FIRST_MEMBER_EPOCH_VERSION
+                      else (None, -1))
+            error, topics = _fetch_group(broker, context, group.group_id, group.topics, version,
+                                         body.require_stable, member)
+            groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
-    error, topics = _group_offsets(broker, context, body.group_id, body.topics, require_stable)
-    if version >= FIRST_TOP_LEVEL_ERROR_VERSION:
-        return {"throttle_time_ms": 0, "topics": [] if error else topics, "error_code": error}
-    if error:  # v1: the group's error on every partition asked for
-        topics = [{"name": topic.name, "partitions": [_partition(index, None, error)
-                                                      for index in topic.partition_indexes]}
-                  for topic in body.topics or []]
+    require_stable = version >= REQUIRE_STABLE_VERSION and body.require_stable
+    error, topics = _fetch_group(broker, context, body.group_id, body.topics, version, require_stable,
+                                 (None, -1))
     return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
 
 
-def _group_offsets(broker: BrokerFacade, context, group_id: str, wanted,
-                   require_stable: bool) -> tuple[int, list[dict]]:
-    """(the group's error, its topics with their offsets) for the topics
-    ``wanted`` (None: every partition the group committed)."""
+def _fetch_group(broker: BrokerFacade, context, group_id: str, requested, version: int,
+                 require_stable: bool, member: tuple[str | None, int]) -> tuple[int, list[dict]]:
+    """(top-level error, topics) of one group in the version's layout."""
     if not group_allowed(broker, context, AclOperation.DESCRIBE, group_id):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
-    if wanted is None:
-        partitions = None
-    else:
-        partitions = [(topic.name, index) for topic in wanted for index in topic.partition_indexes]
+        return _group_refused(requested, version)
+    partitions = None if requested is None else [
+        (topic.name, index) for topic in requested for index in topic.partition_indexes]
     coordinator = broker.group_coordinator
-    error, rows = coordinator.fetch_offsets(group_id, partitions)
-    if error:
-        return error, []
+    error, rows = coordinator.fetch_offsets(group_id, partitions, *member)
+    unstable = coordinator.unstable_partitions(group_id) if require_stable and not error else set()
     refused: set[str] = set()
     if broker.authorizer is not None:
         rows, refused = _describable_rows(broker, context, rows, all_topics=partitions is None)
-    unstable = coordinator.unstable_partitions(group_id) if require_stable else set()
+    partition_error = error if version < FIRST_TOP_LEVEL_ERROR_VERSION else ErrorCode.NONE
+    if error and partitions is not None:
+        rows = [(topic, index, None) for topic, index in partitions]
+    if error and version >= FIRST_GROUPS_VERSION:
+        rows = []
     topics: dict[str, list[dict]] = {}
     for topic, index, value in rows:
-        if topic in refused:
-            item = _partition(index, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        elif (topic, index) in unstable:
-            item = _partition(index, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        code: int
+        if (topic, index) in unstable and topic not in refused:
+            value, code = None, ErrorCode.UNSTABLE_OFFSET_COMMIT
         else:
-            item = _partition(index, value, ErrorCode.NONE)
-        topics.setdefault(topic, []).append(item)
-    return ErrorCode.NONE, [{"name": name, "partitions": items} for name, items in topics.items()]
-
-
-def _partition(index: int, value, error: int) -> dict:
-    return {"partition_index": index,
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic in refused else partition_error
+        topics.setdefault(topic, []).append({
+            "partition_index": index,
             "committed_offset": value.offset if value is not None else -1,
             "committed_leader_epoch": value.leader_epoch if value is not None else -1,
             "metadata": value.metadata if value is not None else "",
-            "error_code": error}
+            "error_code": code,
+        })
+    return error, [{"name": name, "partitions": items} for name, items in topics.items()]
+
+
+def _group_refused(requested, version: int) -> tuple[int, list[dict]]:
+    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if version >= FIRST_TOP_LEVEL_ERROR_VERSION:
+        return code, []
+    return code, [
+        {"name": topic.name, "partitions": [
+            {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+             "metadata": "", "error_code": code} for index in topic.partition_indexes]}
+        for topic in requested or []]
 
 
 def _describable_rows(broker, context, rows, all_topics: bool) -> tuple[list, set[str]]:

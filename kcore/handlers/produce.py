@@ -19,6 +19,10 @@ compacted topic, a timestamp out of the topic's bounds) names them in
 is not appended, as in Kafka. ``error_message`` (v8+) explains every
 partition error kcore has words for; Kafka fills it for the record errors
 only, and clients show it where they show the error code.
+
+Transactional batches are verified with their transaction coordinator
+before anything of the request is appended (KIP-890 part 1,
+handlers/produce_verification.py).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from typing import Any, NamedTuple
 
 from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
+from kcore.handlers.produce_verification import Verification, verify_produce
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.messages.produce import (
@@ -52,12 +57,15 @@ async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict 
     durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]] = []
     replicated: list[tuple[PartitionProduceResponseDict, Any, int]] = []  # (entry, Partition, offset)
     denied = None if broker.authorizer is None else _denial(broker, context, body)
+    verification = await verify_produce(
+        broker, body, lambda topic: denied is None or denied(topic) is None)
     for topic in body.topic_data:
         results: list[PartitionProduceResponseDict] = []
         refused = denied(topic.name) if denied is not None else None
         for data in topic.partition_data:
-            outcome = (_append(broker, request.api_version, acks, topic.name, data)
-                       if refused is None else refused)
+            outcome = refused or _unverified(verification, topic.name, data.index) or _append(
+                broker, request.api_version, acks, topic.name, data,
+                verification.guard((topic.name, data.index)))
             result = outcome.result
             failed |= outcome.error_code != ErrorCode.NONE
             results.append({
@@ -184,7 +192,13 @@ class AppendOutcome(NamedTuple):
     record_errors: Sequence[tuple[int, str]] = ()
 
 
-def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
+def _unverified(verification: Verification, topic: str, index: int) -> AppendOutcome | None:
+    refused = verification.refused.get((topic, index))
+    return None if refused is None else AppendOutcome(*refused)
+
+
+def _append(broker, version: int, acks: int, topic: str, data,
+            verification_guard: int | None) -> AppendOutcome:
     if version < FIRST_V2_VERSION:
         return AppendOutcome(ErrorCode.UNSUPPORTED_VERSION,
                              "produce v0-v2 (message format v0/v1) is not supported")
@@ -192,13 +206,12 @@ def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
         return AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}")
     partition = broker.replica_manager.get(topic, data.index)
     if partition is None:
-        if broker.replica_manager.metadata_cache.partition(topic, data.index) is not None:
-            return AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return AppendOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return AppendOutcome(broker.replica_manager.partition_error(topic, data.index))
     if data.records is None or len(data.records) == 0:
         return AppendOutcome(ErrorCode.INVALID_RECORD, "no record batch")
     try:
-        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
+        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer,
+                                                    verification_guard)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)

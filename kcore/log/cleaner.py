@@ -31,7 +31,10 @@ at most ``STEP_BUDGET_S`` of loop time (one batch per step, checked after
 each) and yields to the loop between them; the blocking parts (native
 segment check and index build, fsync) go to a single worker thread. So a
 produce or fetch waits behind the cleaner for at most one step.
-``log.cleaner.backoff.ms`` is the pause when no log needs cleaning.
+``log.cleaner.backoff.ms`` is the pause when no log needs cleaning. A log
+whose replica is moving to another log dir (it has a future log) is not
+cleaned until the move is over, and the move swaps logs only while no pass
+is on them (``cleaning``), as Kafka pauses cleaning for it.
 
 Concurrency contract: not thread-safe; every method runs on the loop that
 owns the logs (``clean_log`` drives a whole pass synchronously, for tools
@@ -108,6 +111,7 @@ class LogCleaner:
         self._horizons: dict[tuple[str, int], int] = {}
         self._failed_until: dict[tuple[str, int], int] = {}
         self.last_result: CleanResult | None = None
+        self.cleaning: Log | None = None  # the log a pass of ``run`` is on
         for directory in getattr(log_manager, "log_dirs", []):
             self._read_checkpoint(Path(directory))
 
@@ -173,9 +177,12 @@ class LogCleaner:
         """Compacted logs due for a pass, filthiest first."""
         now = self.clock()
         due = []
+        # A replica moving to another log dir is not cleaned until it moved (Kafka pauses it).
+        moving = getattr(self.log_manager, "future_logs", {})
         for item in self.log_manager.all_logs():
             key = (item.topic, item.partition)
-            if not item.config.compact or self._failed_until.get(key, 0) > now:
+            if (not item.config.compact or self._failed_until.get(key, 0) > now
+                    or key in moving):
                 continue
             measured = self.log_to_clean(item)
             if measured.clean_bytes + measured.dirty_bytes == 0:
@@ -226,6 +233,7 @@ class LogCleaner:
 
     async def _clean_async(self, measured: LogToClean, executor: ThreadPoolExecutor) -> None:
         key = (measured.log.topic, measured.log.partition)
+        self.cleaning = measured.log
         try:
             task = self.task_for(measured)
             result = await drive_steps(task.steps(), executor)
@@ -241,6 +249,8 @@ class LogCleaner:
             log.exception("cleaning %s-%d failed, retrying in %d s", key[0], key[1],
                           FAILED_LOG_RETRY_MS // 1000)
             self._failed_until[key] = self.clock() + FAILED_LOG_RETRY_MS
+        finally:
+            self.cleaning = None
 
     def _finish(self, measured: LogToClean, result: CleanResult, write_checkpoint: bool) -> None:
         item = measured.log

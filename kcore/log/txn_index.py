@@ -16,6 +16,11 @@ The file exists only once a segment holds an abort (most never do); the
 entries are read on first use and kept (34 bytes each). Appends are
 written at once and fsynced by ``flush`` (with the segment); a torn last
 entry (a crash mid-write) is ignored when read and cut by the next append.
+An append whose write fails (a full disk: the marker itself may still fit
+in the segment's last page while a new index file needs one) keeps the
+entry in memory, so read_committed fetches skip the aborted records, and
+raises; ``flush`` then rewrites the whole file, and fails until it can, so
+the log's recovery point never passes an entry that is not on disk.
 
 Not thread-safe: the log's owner calls it.
 """
@@ -44,6 +49,7 @@ class TransactionIndex:
         self.path = path
         self._entries: list[AbortedTxn] | None = None
         self._dirty = False
+        self._unwritten = False   # a write failed: the file lacks entries until flush
 
     @property
     def entries(self) -> list[AbortedTxn]:
@@ -61,13 +67,19 @@ class TransactionIndex:
         if entries and entry.last_offset <= entries[-1].last_offset:
             raise ValueError(f"aborted transaction ending at {entry.last_offset} after one "
                              f"ending at {entries[-1].last_offset}")
-        with open(self.path, "ab") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size != len(entries) * ENTRY_SIZE:
-                handle.truncate(len(entries) * ENTRY_SIZE)  # a torn entry from a crash
-            handle.write(_ENTRY.pack(VERSION, *entry))
         entries.append(entry)
         self._dirty = True
+        if self._unwritten:
+            return
+        try:
+            with open(self.path, "ab") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                if size != (len(entries) - 1) * ENTRY_SIZE:
+                    handle.truncate((len(entries) - 1) * ENTRY_SIZE)  # a torn entry from a crash
+                handle.write(_ENTRY.pack(VERSION, *entry))
+        except OSError:
+            self._unwritten = True
+            raise
 
     def collect(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
         """Entries whose aborted range overlaps [fetch_offset, upper_offset)."""
@@ -85,6 +97,9 @@ class TransactionIndex:
         self._entries = kept
         if not kept:
             self.path.unlink(missing_ok=True)
+            self._unwritten = False
+            return
+        if self._unwritten:
             return
         with open(self.path, "r+b") as handle:
             handle.truncate(len(kept) * ENTRY_SIZE)
@@ -93,6 +108,8 @@ class TransactionIndex:
     def flush(self) -> None:
         if not self._dirty:
             return
+        if self._unwritten:
+            self._rewrite()
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -103,6 +120,13 @@ class TransactionIndex:
         finally:
             os.close(fd)
         self._dirty = False
+
+    def _rewrite(self) -> None:
+        """Every entry, after a failed append (OSError while it still fails)."""
+        entries = self.entries
+        with open(self.path, "wb") as handle:
+            handle.write(b"".join(_ENTRY.pack(VERSION, *entry) for entry in entries))
+        self._unwritten = False
 
     def rename_to(self, path: Path) -> None:
         if self.path.exists():

@@ -112,7 +112,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 11),
-    ApiKey.METADATA: (0, 8),
+    ApiKey.METADATA: (0, 12),
     ApiKey.LEADER_AND_ISR: (0, 4),
     ApiKey.STOP_REPLICA: (0, 3),
     ApiKey.UPDATE_METADATA: (0, 6),
@@ -124,8 +124,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.HEARTBEAT: (0, 3),
     ApiKey.LEAVE_GROUP: (0, 3),
     ApiKey.SYNC_GROUP: (0, 3),
-    ApiKey.DESCRIBE_GROUPS: (0, 4),
-    ApiKey.LIST_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 4),
@@ -133,7 +133,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
     ApiKey.END_TXN: (0, 3),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
@@ -143,6 +143,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 2),
@@ -160,6 +162,15 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+}
+
+# Client APIs whose newer versions only brokers send: AddPartitionsToTxn v4+
+# (KIP-890: a partition leader verifies a transactional produce with the
+# transaction coordinator), at the highest version both brokers serve.
+BROKER_VERSIONS_FROM: dict[ApiKey, int] = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: 4,
 }
 
 # The one version each broker-to-broker request is sent at (module docstring).

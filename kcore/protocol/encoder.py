@@ -227,7 +227,10 @@ class _Builder:
 
 def _struct_differs(value: Any, default: Any) -> bool:
     """Whether a struct value (data object, dict or attribute object)
-    holds anything but its schema defaults, the rule of a tagged struct."""
+    holds anything but its schema defaults, the rule of a tagged struct.
+    A nullable struct (default None) differs whenever it is given."""
+    if default is None:
+        return value is not None
     if type(value) is type(default):
         return bool(value != default)
     for name in default._field_names:

@@ -45,7 +45,9 @@ fetched for throttled partitions are recorded against it.
 
 Errors: a leader that is down or not yet leader is retried after
 ``replica.fetch.backoff.ms``; a FENCED_LEADER_EPOCH means this broker has
-not seen the new LeaderAndIsr yet, which will move the partition.
+not seen the new LeaderAndIsr yet, which will move the partition. A local
+write that fails (a full disk) is retried the same way and never taken
+for divergence: the log stays, and the replica leaves the ISR by lagging.
 
 Not thread-safe: tasks on the broker's event loop. A partition belongs to at
 most one fetcher; ``remove_partitions`` takes it back at once and any answer
@@ -398,11 +400,7 @@ class LeaderFetcher:
                 try:
                     future = partition.append_records_as_follower(data.records, self._syncer())
                 except PartitionError as exc:
-                    log.warning("%s-%d: cannot append the leader's batches: %s; checking "
-                                "for divergence", partition.topic, partition.index, exc.message)
-                    state.truncating = True
-                    state.rounds = 0
-                    self._delay(state)
+                    self._append_failed(state, exc)
                     return None
             partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)
             return future
@@ -433,6 +431,25 @@ class LeaderFetcher:
         """Truncate through OffsetForLeaderEpoch before the next fetch."""
         state.truncating = True
         state.on_fetch = False
+        state.rounds = 0
+
+    def _append_failed(self, state: _FetchState, exc: PartitionError) -> None:
+        """A disk that failed the write (ENOSPC, EIO: KAFKA_STORAGE_ERROR)
+        says nothing about the logs diverging: the same fetch is retried
+        after the back-off, the log kept as it is. Meanwhile this replica's
+        log end stands still and the leader drops it from the ISR after
+        replica.lag.time.max.ms. Anything else the leader sent that does
+        not append (offsets, epochs) may mean divergence: truncate first."""
+        partition = state.partition
+        self._delay(state)
+        if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+            log.warning("%s-%d: cannot append the leader's batches: %s; retrying in %g s",
+                        partition.topic, partition.index, exc.message,
+                        self.config.backoff_ms / 1000)
+            return
+        log.warning("%s-%d: cannot append the leader's batches: %s; checking for divergence",
+                    partition.topic, partition.index, exc.message)
+        state.truncating = True
         state.rounds = 0
 
     def _out_of_range(self, state: _FetchState, data) -> None:

@@ -23,10 +23,14 @@ class MetadataCache:
         self.brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, dict[int, PartitionState]] = {}
         self.responses: dict[object, object] = {}
+        # Bumped by every update: consumer-protocol groups recompute their
+        # subscribed topics' metadata and regexes only when it moved.
+        self.version = 0
 
     def update(self, controller_id: int, brokers: Sequence[BrokerInfo],
                states: Iterable[PartitionState], deleted: Iterable[str] = ()) -> None:
         self.responses.clear()
+        self.version += 1
         self.controller_id = controller_id
         self.brokers = {broker.broker_id: broker for broker in brokers}
         for topic in deleted:

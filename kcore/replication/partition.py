@@ -6,7 +6,8 @@ controller says (``make_leader`` / ``make_follower``, from LeaderAndIsr).
 Leader, produce path (docs/architecture.md#produce-path): native
 validation of the v2 batch (sizes, magic, CRC-32C, record count) -> size
 and codec checks -> producer-state check (a retry of one of the last 5
-batches gets its original offset back) -> optional conversion to the
+batches gets its original offset back; a transactional batch must belong
+to an ongoing transaction, KIP-890) -> optional conversion to the
 topic's compression.type or LogAppendTime -> Log.append (offsets and
 leader epoch patched in place) -> producer state -> high watermark.
 
@@ -48,6 +49,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from typing_extensions import Buffer
@@ -64,6 +66,7 @@ from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
 from kcore.metadata import PartitionState
 from kcore.protocol import records as record_codec
+from kcore.protocol.compression import max_decompressed_size
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters, low_watermark
 
@@ -143,6 +146,11 @@ class Partition:
         # (marker offset, first offset) of transactions ended by a marker the
         # HW does not cover yet, in marker order (last_stable_offset).
         self._unreplicated_txns: deque[tuple[int, int]] = deque()
+        # While the replica moves to another log dir: the copy being made
+        # there (replication/log_dir_mover.py), which truncations follow.
+        self.future_log: Log | None = None
+        # Told (log dir path, reason) of an I/O error of the log (log_dirs.py).
+        self.storage_error: Callable[[Path, str], None] | None = None
         if self.durable:
             # Whatever a crash left in the page cache becomes durable before
             # the high watermark covers it.
@@ -241,10 +249,13 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
-                                 syncer: GroupCommitSyncer | None = None) -> LogAppendResult:
+                                 syncer: GroupCommitSyncer | None = None,
+                                 verification_guard: int | None = None) -> LogAppendResult:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
-        on disk; without a syncer the log is fsynced here, before return."""
+        on disk; without a syncer the log is fsynced here, before return.
+        ``verification_guard``: a client's produce with transaction
+        verification on (KIP-890; log/producer_state.py), None otherwise."""
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of "
@@ -257,10 +268,15 @@ class Partition:
         batch = batches[0]
         producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
         base_sequence, last_offset_delta = batch.base_sequence, batch.last_offset_delta
-        if producer_id >= 0 and base_sequence >= 0:
+        if producer_id >= 0:
             try:
-                original = self.producers.check(producer_id, producer_epoch, base_sequence,
-                                                last_offset_delta)
+                original = None
+                if base_sequence >= 0:
+                    original = self.producers.check(
+                        producer_id, producer_epoch, base_sequence, last_offset_delta,
+                        verification_guard if batch.is_transactional else None)
+                else:
+                    self.producers.check_epoch(producer_id, producer_epoch)
             except ProducerStateError as exc:
                 self._validate(records, check_crc=True)  # corrupt bytes: CORRUPT_MESSAGE first
                 logger.info("%s-%d: refused a batch: %s", self.topic, self.index, exc)
@@ -299,10 +315,18 @@ class Partition:
         try:
             return self.log.append(records, self.leader_epoch, defer_flush=self.durable, **options)
         except LogError as exc:
+            if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                self._report_storage_error(str(exc))
             raise PartitionError(exc.error_code, str(exc)) from exc
         except OSError as exc:
+            self._report_storage_error(f"append failed: {exc.strerror}")
             raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
                                  f"append failed: {exc.strerror}") from exc
+
+    def _report_storage_error(self, reason: str) -> None:
+        """The log's dir may have failed: tell its owner (log_dirs.py)."""
+        if self.storage_error is not None:
+            self.storage_error(self.log.dir, reason)
 
     def wait_for_replicas(self, required_offset: int) -> asyncio.Future | None:
         """acks=all: None when the high watermark is at ``required_offset``
@@ -371,7 +395,7 @@ class Partition:
         wanted = self.configs["compression.type"]
         if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
             level = self.configs.get(f"compression.{wanted}.level")  # gzip, lz4 and zstd have one
-            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
+            buffer = self._recompress(records, CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = wall_ms(self.clock)
@@ -379,6 +403,18 @@ class Partition:
             buffer = bytearray(buffer)
         native_records.stamp_log_append_time(buffer, now)
         return buffer, now
+
+    def _recompress(self, records: memoryview, codec: int, level: int | None) -> bytearray:
+        """The batch in ``codec``; its records inflate to at most 64 times
+        max.message.bytes (MESSAGE_TOO_LARGE past it, log_validator.py)."""
+        try:
+            return record_codec.recompress_batch(
+                bytes(records), codec, level,
+                max_decompressed_size(self.configs["max.message.bytes"]))
+        except record_codec.RecordsTooLargeError as exc:
+            raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE, str(exc)) from None
+        except record_codec.InvalidRecordError as exc:
+            raise PartitionError(ErrorCode.INVALID_RECORD, str(exc)) from None
 
     # -- follower side -----------------------------------------------------------------
     def append_records_as_follower(self, records: Buffer,
@@ -471,8 +507,18 @@ class Partition:
             return
         self._unreplicated_txns.append((marker_offset, first_offset))
         if not commit:
-            self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
-                                                   self._stable_offset_after(marker_offset)))
+            # The marker is in the log and the producer state has moved on:
+            # the entry must reach fetches even when its index file cannot be
+            # written (a full disk), or read_committed consumers would read
+            # the aborted records. It stays in memory; the log's next flush
+            # writes it (txn_index.py).
+            try:
+                self.log.append_aborted_txn(AbortedTxn(producer_id, first_offset, marker_offset,
+                                                       self._stable_offset_after(marker_offset)))
+            except OSError as exc:
+                logger.warning("%s-%d: aborted transaction of producer %d at %d kept in memory, "
+                               "its index not written yet: %s", self.topic, self.index, producer_id,
+                               marker_offset, exc)
 
     def _stable_offset_after(self, marker_offset: int) -> int:
         """The last stable offset once the transaction ended at
@@ -509,6 +555,8 @@ class Partition:
         if self._syncer is not None:
             self._syncer.forget(self.log)
         self.log.truncate_fully_and_start_at(offset)
+        if self.future_log is not None:
+            self.future_log.truncate_fully_and_start_at(offset)
         self._producers.truncate()  # nothing before the new start is needed
         self._producers_loaded = True
         self.high_watermark = self._synced_offset = offset
@@ -517,6 +565,8 @@ class Partition:
         if self._syncer is not None:
             self._syncer.forget(self.log)  # no journal entry may outlive the cut
         self.log.truncate_to(offset)
+        if self.future_log is not None and self.future_log.log_end_offset > offset:
+            self.future_log.truncate_to(offset)  # the copy follows its source
         self._load_producer_state()
         self._synced_offset = min(self._synced_offset, self.log.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
@@ -642,6 +692,7 @@ class Partition:
             try:
                 self.log.flush()
             except LogError as exc:
+                self._report_storage_error(f"sync failed: {exc}")
                 self._truncate_unsynced(exc)
                 raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
             self._advance_synced_offset(target)
@@ -736,6 +787,8 @@ class Partition:
             return self.log.read(fetch_offset, max_bytes, max_offset=upper,
                                  min_one_message=min_one_message)
         except LogError as exc:
+            if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                self._report_storage_error(str(exc))
             raise PartitionError(exc.error_code, str(exc)) from exc
 
     @property
@@ -785,6 +838,15 @@ class Partition:
         epoch cache: the start of the next epoch, or the log end offset for
         the current one."""
         return self.log.end_offset_for_epoch(epoch)
+
+    def replace_log(self, log: Log) -> None:
+        """The replica moved to another log dir: ``log`` (the future log,
+        which ends where the old one did, renamed into place) replaces it;
+        offsets, batches and producer state are the same."""
+        self.log = log
+        self.future_log = None
+        self._producers.directory = log.dir
+        self._syncer = None  # the next durable append registers the new log
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

@@ -19,21 +19,34 @@ partition). High watermarks are checkpointed to each log dir's
 Effective topic configs are the topic's overrides on top of the broker's
 defaults (``BrokerConfig.topic_defaults``).
 
+Log dirs (Kafka's ReplicaManager.alterReplicaLogDirs and
+handleLogDirFailure): ``alter_replica_log_dirs`` starts moving replicas to
+another log dir of this broker (log_dir_mover.py), or records where a
+partition not hosted yet is to be created. A log dir that fails takes its
+partitions offline: they leave ``partitions`` for ``offline_partitions``,
+whose requests answer KAFKA_STORAGE_ERROR (``partition_error``), and the
+``log_dir_failure_listeners`` are told (the broker tells the controller,
+which moves their leadership). Partitions in the other dirs go on.
+
 Not safe across await; the broker's event loop owns it.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.controller.base import StopReplicaPartition
+from kcore.log.errors import KafkaStorageError
+from kcore.log.log import FUTURE_DIR_SUFFIX
 from kcore.log.manager import LogManager
 from kcore.metadata import BrokerInfo, PartitionState, TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
+from kcore.replication.log_dir_mover import LogDirMover
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition
 from kcore.replication.replica_selector import ReplicaSelector
@@ -41,6 +54,11 @@ from kcore.replication.replication_quota import ReplicationQuota
 from kcore.replication.txn_markers import TxnMarkerWriter
 
 log = logging.getLogger(__name__)
+
+# A file name is at most 255 bytes: a future log's directory name,
+# "<topic>-<partition>.<32 hex digits>-future", must fit (Kafka's KAFKA-4893).
+MAX_DIR_NAME = 255
+_UNIQUE_ID_LENGTH = 1 + 32
 
 # (partition, is_leader) after a partition became leader or follower, or
 # (partition, False) before it stops.
@@ -94,6 +112,12 @@ class ReplicaManager:
         # replica.selector.class (KIP-392, replica_selector.py): None, every
         # consumer reads from the leader.
         self.replica_selector: ReplicaSelector | None = None
+        # Partitions whose log dir failed: their requests answer KAFKA_STORAGE_ERROR.
+        self.offline_partitions: set[TopicPartition] = set()
+        self.mover = LogDirMover(log_manager)
+        log_manager.dirs.on_failure = self.handle_log_dir_failure
+        # Called with each log dir that went offline (the broker tells the controller).
+        self.log_dir_failure_listeners: list[Callable[[Path], object]] = []
 
     def effective_configs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         return {**self.topic_defaults, **overrides}
@@ -130,6 +154,9 @@ class ReplicaManager:
             if self.broker_id not in state.replicas:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            if key in self.offline_partitions:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             partition = self.partitions.get(key)
             if partition is not None and not partition.is_newer(state):
                 errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
@@ -145,6 +172,8 @@ class ReplicaManager:
                 new_leaders.append(partition)
             elif partition.make_follower(state):
                 new_followers.append(partition)
+            if partition.future_log is not None:
+                self.mover.start(partition)  # a move a StopReplica paused goes on
         self._start_roles(new_leaders, new_followers, leaders)
         return errors
 
@@ -215,6 +244,12 @@ class ReplicaManager:
         for item in partitions:
             key = (item.topic, item.partition)
             errors[key] = ErrorCode.NONE
+            self.mover.cancel(key)
+            if key in self.offline_partitions:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                if item.delete:
+                    self.offline_partitions.discard(key)
+                continue
             partition = self.partitions.get(key)
             if partition is not None and 0 <= item.leader_epoch < partition.leader_epoch:
                 errors[key] = ErrorCode.FENCED_LEADER_EPOCH
@@ -256,7 +291,12 @@ class ReplicaManager:
         partition.isr_changes = self._propose_isr
         partition.change_listener = self.fetch_sessions.partition_changed
         partition.is_live_broker = lambda broker_id: broker_id in self.metadata_cache.brokers
+        partition.storage_error = self.log_manager.dirs.report
         self.partitions[(topic, index)] = partition
+        future = self.log_manager.get_future_log(topic, index)
+        if future is not None:  # a move the last stop interrupted goes on
+            partition.future_log = future
+            self.mover.start(partition)
         self.fetch_sessions.partition_changed(partition, True)  # a new replica: sessions re-read
         return partition
 
@@ -284,6 +324,98 @@ class ReplicaManager:
             for waiter in waiters:
                 waiter.cancel()
 
+    # -- log dirs ---------------------------------------------------------------------------
+    def partition_error(self, topic: str, index: int) -> int:
+        """The answer for a partition this broker does not serve (Kafka's
+        getPartitionOrError): KAFKA_STORAGE_ERROR in a failed log dir,
+        NOT_LEADER_OR_FOLLOWER for another broker's, else
+        UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if self.metadata_cache.partition(topic, index) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def alter_replica_log_dirs(self, moves: Mapping[TopicPartition, str]) -> dict[TopicPartition, int]:
+        """Move each replica to the log dir named (an absolute path of
+        ``log.dirs``); Kafka's error code per partition."""
+        return {key: self._alter_log_dir(key, path) for key, path in moves.items()}
+
+    def _alter_log_dir(self, key: TopicPartition, path: str) -> int:
+        topic, index = key
+        if len(f"{topic}-{index}{FUTURE_DIR_SUFFIX}") + _UNIQUE_ID_LENGTH > MAX_DIR_NAME:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        directory = self.log_manager.dirs.find(path)
+        if directory is None:
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        if not self.log_manager.dirs.is_online(directory) or key in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        partition = self.partitions.get(key)
+        if partition is None:
+            if self.metadata_cache.partition(topic, index) is None:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            # Created there when this broker becomes a replica (Kafka answers
+            # REPLICA_NOT_AVAILABLE meanwhile).
+            self.log_manager.maybe_update_preferred_log_dir(topic, index, directory)
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        future = partition.future_log
+        if future is not None and future.dir.parent != directory:
+            self._stop_move(partition)  # moving elsewhere now (or back: cancelled)
+        if partition.future_log is None and self.log_manager.log_dir_of(topic, index) != directory:
+            try:
+                partition.future_log = self.log_manager.create_future_log(topic, index, directory)
+            except KafkaStorageError as exc:
+                log.error("%s-%d: %s", topic, index, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            self.mover.start(partition)
+        return ErrorCode.NONE
+
+    def _stop_move(self, partition: Partition, delete: bool = True) -> None:
+        self.mover.cancel(partition.topic_partition)
+        partition.future_log = None
+        self.log_manager.remove_future_log(partition.topic, partition.index, delete)
+
+    def offset_lag(self, topic: str, index: int, log_end_offset: int, is_future: bool) -> int:
+        """DescribeLogDirs' offset lag of a log ending at ``log_end_offset``
+        (Kafka's getLogEndOffsetLag): a future log's distance to the current
+        log's end; a current log's high watermark minus its end, at least 0;
+        -1 when the partition is not served."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return -1
+        if is_future:
+            return partition.log_end_offset - log_end_offset
+        return max(partition.high_watermark - log_end_offset, 0)
+
+    def handle_log_dir_failure(self, directory: Path, reason: str) -> None:
+        """Take ``directory`` offline: its partitions stop (no fetcher, no
+        waiter left, leadership given up here) and answer
+        KAFKA_STORAGE_ERROR, moves into it stop, then the listeners learn it."""
+        if not self.log_manager.dirs.is_online(directory):
+            return
+        failed = [p for p in self.partitions.values() if p.log.dir.parent == directory]
+        for partition in self.partitions.values():
+            future = partition.future_log
+            if future is not None and future.dir.parent == directory:
+                self.mover.cancel(partition.topic_partition)
+                partition.future_log = None  # the log manager closes it
+        if self.fetchers is not None:
+            self.fetchers.remove_partitions(p.topic_partition for p in failed)
+        for partition in failed:
+            if partition.future_log is not None:
+                self._stop_move(partition)
+            del self.partitions[partition.topic_partition]
+            self.offline_partitions.add(partition.topic_partition)
+            self._announce(partition, False)
+            partition.stop()
+        self.log_manager.handle_log_dir_failure(directory, reason)
+        log.error("stopped serving %d partitions in the failed log dir %s", len(failed), directory)
+        for listener in self.log_dir_failure_listeners:
+            try:
+                listener(directory)
+            except Exception:
+                log.exception("log dir failure listener failed for %s", directory)
+
     # -- background duties and shutdown -----------------------------------------------------
     def checkpoint_high_watermarks(self) -> None:
         self.log_manager.checkpoint_high_watermarks(
@@ -294,6 +426,7 @@ class ReplicaManager:
             partition.snapshot_producer_state()
 
     def shutdown(self) -> None:
+        self.mover.shutdown()
         if self.fetchers is not None:
             self.fetchers.remove_partitions(list(self.partitions))
         for partition in self.partitions.values():

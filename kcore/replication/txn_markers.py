@@ -49,9 +49,7 @@ class TxnMarkerWriter:
         for key in partitions:
             partition = self.replica_manager.get(*key)
             if partition is None:
-                known = self.replica_manager.metadata_cache.partition(*key) is not None
-                errors[key] = (ErrorCode.NOT_LEADER_OR_FOLLOWER if known
-                               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                errors[key] = self.replica_manager.partition_error(*key)
                 continue
             try:
                 result = partition.append_txn_marker(producer_id, producer_epoch,

@@ -28,7 +28,7 @@ from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadata
 from kcore.coordinator.group.end_offsets import RemoteEndOffsets
 from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
-from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
+from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
@@ -44,6 +44,7 @@ from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.replication.replica_selector import replica_selector
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
@@ -91,6 +92,9 @@ class Broker:
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
         self.replica_manager.replica_selector = replica_selector(config["replica.selector.class"])
+        # A replica moving between log dirs swaps logs only between cleaner passes.
+        self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
+        self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
         self.dynamic_config = DynamicBrokerConfig(config)
         self._wire_dynamic_config()
         self.fetchers: FetcherManager | None = None
@@ -109,12 +113,21 @@ class Broker:
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
+        self.txn_verifier = TransactionVerifier(
+            config.broker_id, self.replica_manager.metadata_cache,
+            lambda transactional_id: (TRANSACTION_STATE_TOPIC,
+                                      self.txn_coordinator.manager.partition_for(transactional_id)),
+            self.txn_coordinator.verify_partitions,
+            config["transaction.partition.verification.enable"])
         self._warn_if_brokers_are_refused(broker_security)
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
                              if key in HANDLERS}
+        if "consumer" not in config["group.coordinator.rebalance.protocols"]:
+            for key in (protocol.ApiKey.CONSUMER_GROUP_HEARTBEAT, protocol.ApiKey.CONSUMER_GROUP_DESCRIBE):
+                self.api_versions.pop(key, None)
         self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaConnection] = set()
         self._tasks: list[asyncio.Task] = []
@@ -318,7 +331,7 @@ class Broker:
         self.http.close()
         self.consumer_lag.close()
         for connection in list(self._connections):
-            connection.close()
+            connection.shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -326,6 +339,7 @@ class Broker:
             await self.log_syncer.close()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.txn_verifier.close()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)
@@ -341,6 +355,12 @@ class Broker:
         fsyncs on the loop (~8 ms measured), so once a second was too often."""
         return min(self.config["log.flush.scheduler.interval.ms"],
                    self.config["log.flush.offset.checkpoint.interval.ms"]) / 1000
+
+    def _on_log_dir_failure(self, directory: Path) -> None:
+        """A log dir went offline: the controller moves the leadership of
+        its partitions (in a cluster; ZooKeeper's log dir event)."""
+        self._tasks.append(asyncio.get_running_loop().create_task(
+            self.controller.propagate_log_dir_event()))
 
     def _high_watermark_of(self, topic: str, index: int) -> int | None:
         partition = self.replica_manager.get(topic, index)

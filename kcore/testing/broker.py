@@ -39,11 +39,19 @@ class BrokerProcess:
     owner starts and stops it."""
 
     def __init__(self, data_dir: Path, overrides: Mapping[str, str] | None = None,
-                 port: int | None = None, launcher: Sequence[str] | None = None):
+                 port: int | None = None, launcher: Sequence[str] | None = None,
+                 host: str = "127.0.0.1", prefix: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None):
         """``launcher``: the argv that runs the kcore command (another
-        environment's ``bin/kcore``, say); this interpreter's by default."""
+        environment's ``bin/kcore``, say); this interpreter's by default.
+        A broker in a network namespace listens on that namespace's
+        ``host`` and starts under ``prefix`` (``ip netns exec NAME``);
+        ``env`` is added to its environment."""
         self.data_dir = Path(data_dir)
         self.launcher = list(launcher) if launcher is not None else kcore_command()
+        self.host = host
+        self.prefix = tuple(prefix)
+        self.env = dict(env or {})
         self.overrides = dict(overrides or {})
         # num.processes=N: a supervisor and N broker processes on port..port+N-1.
         self.processes = int(self.overrides.get("num.processes", "1"))
@@ -55,15 +63,15 @@ class BrokerProcess:
     @property
     def bootstrap_servers(self) -> str:
         """What a client's ``bootstrap.servers`` names."""
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     # The project's own tests say `bootstrap`; one value under both names.
     bootstrap = bootstrap_servers
 
     def command(self) -> list[str]:
-        settings = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+        settings = {"listeners": f"PLAINTEXT://{self.host}:{self.port}",
                     "log.dirs": str(self.data_dir), **self.overrides}
-        args = [*self.launcher, "broker"]
+        args = [*self.prefix, *self.launcher, "broker"]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
         return args
@@ -76,7 +84,7 @@ class BrokerProcess:
             # broker processes together.
             self.process = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                                             start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -95,7 +103,7 @@ class BrokerProcess:
         if self.processes > 1:
             return f"serves with {self.processes} processes" in self.log()
         try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            socket.create_connection((self.host, self.port), timeout=0.2).close()
             return True
         except OSError:
             return False

@@ -57,9 +57,9 @@ def wait_until(condition: Callable[[], bool], what: str, servers: list[ZooKeeper
         time.sleep(POLL_S)
 
 
-def four_letter_word(port: int, command: str, timeout: float = 1.0) -> str:
-    """ZooKeeper's four-letter admin command on 127.0.0.1:`port`."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+def four_letter_word(port: int, command: str, timeout: float = 1.0, host: str = "127.0.0.1") -> str:
+    """ZooKeeper's four-letter admin command on `host`:`port`."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.sendall(command.encode())
         chunks = []
         while chunk := sock.recv(4096):
@@ -69,9 +69,12 @@ def four_letter_word(port: int, command: str, timeout: float = 1.0) -> str:
 
 class ZooKeeperServer:
     """One ZooKeeper JVM. Standalone unless an ensemble gives it `myid`
-    and `peers` (every member's (myid, quorum port, election port))."""
+    and `peers` (every member's (myid, host, quorum port, election port)).
+    A server in a network namespace serves on `host` and
+    starts under `prefix` (`ip netns exec NAME`)."""
 
-    def __init__(self, directory: Path, myid: int | None = None):
+    def __init__(self, directory: Path, myid: int | None = None, host: str = "127.0.0.1",
+                 prefix: tuple[str, ...] = ()):
         self.directory = Path(directory)
         self.myid = myid
         self.client_port = free_port()
@@ -79,24 +82,26 @@ class ZooKeeperServer:
         # so that they are plain ints.
         self.quorum_port = free_port()
         self.election_port = free_port()
-        self.peers: list[tuple[int, int, int]] = []
+        self.peers: list[tuple[int, str, int, int]] = []
+        self.host = host
+        self.prefix = tuple(prefix)
         self.process: subprocess.Popen | None = None
         self.log_path = self.directory / "server.log"
 
     @property
     def connect_string(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
 
     def config(self) -> str:
         lines = [f"tickTime={TICK_MS}", f"dataDir={self.directory / 'data'}",
-                 f"clientPort={self.client_port}", "clientPortAddress=127.0.0.1",
+                 f"clientPort={self.client_port}", f"clientPortAddress={self.host}",
                  "admin.enableServer=false", f"minSessionTimeout={MIN_SESSION_TIMEOUT_MS}",
                  f"maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}",
                  "4lw.commands.whitelist=ruok,srvr,stat,mntr"]
         if self.myid:
             lines += ["initLimit=25", "syncLimit=10"]  # 5 s and 2 s
-            lines += [f"server.{myid}=127.0.0.1:{quorum}:{election}"
-                      for myid, quorum, election in self.peers]
+            lines += [f"server.{myid}={host}:{quorum}:{election}"
+                      for myid, host, quorum, election in self.peers]
         return "\n".join(lines) + "\n"
 
     def launch(self) -> ZooKeeperServer:
@@ -114,7 +119,7 @@ class ZooKeeperServer:
                 else "org.apache.zookeeper.server.ZooKeeperServerMain")
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
-                ["java", *JVM_OPTIONS, "-cp", CLASSPATH, main, str(config)],
+                [*self.prefix, "java", *JVM_OPTIONS, "-cp", CLASSPATH, main, str(config)],
                 stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self
 
@@ -127,9 +132,9 @@ class ZooKeeperServer:
     def mode(self) -> str | None:
         """`srvr`'s Mode (standalone, leader, follower), None if not serving."""
         try:
-            if four_letter_word(self.client_port, "ruok") != "imok":
+            if four_letter_word(self.client_port, "ruok", host=self.host) != "imok":
                 return None
-            reply = four_letter_word(self.client_port, "srvr")
+            reply = four_letter_word(self.client_port, "srvr", host=self.host)
         except OSError:
             return None
         for line in reply.splitlines():
@@ -175,12 +180,16 @@ class ZooKeeperServer:
 
 class ZooKeeperEnsemble:
     """`n` servers (myid 1..n) forming one quorum; `servers[i]` is the
-    i-th. start() waits until one is leader and the others followers."""
+    i-th. start() waits until one is leader and the others followers.
+    `places` gives each member its (host, command prefix) when they live
+    in network namespaces."""
 
-    def __init__(self, directory: Path, n: int = 3):
-        self.servers = [ZooKeeperServer(Path(directory) / f"zk{myid}", myid)
-                        for myid in range(1, n + 1)]
-        peers = [(myid, s.quorum_port, s.election_port) for myid, s in enumerate(self.servers, 1)]
+    def __init__(self, directory: Path, n: int = 3,
+                 places: list[tuple[str, tuple[str, ...]]] | None = None):
+        places = places or [("127.0.0.1", ())] * n
+        self.servers = [ZooKeeperServer(Path(directory) / f"zk{myid}", myid, host, prefix)
+                        for myid, (host, prefix) in enumerate(places, 1)]
+        peers = [(myid, s.host, s.quorum_port, s.election_port) for myid, s in enumerate(self.servers, 1)]
         for server in self.servers:
             server.peers = peers
 

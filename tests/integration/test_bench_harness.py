@@ -1,5 +1,6 @@
 """The harness's building blocks on this machine: workload files, payload
-corpora, the delaying proxy, veth namespaces, cold-read page dropping."""
+corpora, the delaying proxy, veth namespaces, cold-read page dropping, the
+idle check between rounds."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,9 @@ import time
 
 import pytest
 
-from kcore.bench import measure, network, payloads, procs
+from kcore.bench import compare, idle, measure, network, payloads, procs
+from kcore.bench.brokers import Setup, Unsupported
+from kcore.bench.peers import Kafka09, Tansu
 from kcore.bench.workload import Workload, load
 from kcore.testing.ports import free_port
 
@@ -31,6 +34,33 @@ def test_workload_rejects_unknown_codec_and_more_consumers_than_partitions():
     with pytest.raises(ValueError, match="consumers"):
         Workload(name="w", partitions=2, consumers=3)
     assert Workload(name="w").with_changes(messages="10", codec="lz4").messages == 10
+
+
+def test_workload_broker_side_fields_are_checked():
+    with pytest.raises(ValueError, match="replication_factor"):
+        Workload(name="w", replication_factor=3)
+    with pytest.raises(ValueError, match="min_insync_replicas"):
+        Workload(name="w", brokers=3, replication_factor=2, min_insync_replicas=3)
+    with pytest.raises(ValueError, match="security"):
+        Workload(name="w", security="TLS")
+    with pytest.raises(ValueError, match="acks"):
+        Workload(name="w", transaction_messages=100)
+    rf3 = load("3-brokers-16-partitions-rf3-acks-all-1kb-max")
+    assert (rf3.brokers, rf3.replication_factor, rf3.min_insync_replicas, rf3.acks) == (3, 3, 2, "all")
+    assert load("1-topic-16-partitions-1kb-tls-max").security == "SSL"
+    assert load("1-topic-16-partitions-1kb-txn-max").transaction_messages == 10_000
+    assert [load(name).name for name in compare.STANDARD_WORKLOADS] == list(compare.STANDARD_WORKLOADS)
+    assert rf3.broker_shape != load("1-topic-16-partitions-1kb-max").broker_shape
+
+
+@pytest.mark.parametrize("name", ["3-brokers-16-partitions-rf3-acks-all-1kb-max",
+                                  "1-topic-16-partitions-1kb-tls-max"])
+def test_peers_decline_what_they_cannot_run(name):
+    for peer in (Kafka09(), Tansu()):
+        with pytest.raises(Unsupported):
+            peer.check(Setup(), load(name))
+    with pytest.raises(Unsupported, match="transactions"):
+        Kafka09().check(Setup(), load("1-topic-16-partitions-1kb-txn-max"))
 
 
 @pytest.mark.parametrize("kind", payloads.KINDS)
@@ -120,3 +150,31 @@ def test_drop_page_cache_makes_the_segment_files_cold(tmp_path):
     assert measure.drop_page_cache(tmp_path) == 4 << 20
     assert measure.cached_fraction(tmp_path) < 0.1
     assert measure.log_bytes(tmp_path, "t") == 4 << 20
+
+
+def test_disk_writes_count_what_reaches_the_disk(tmp_path):
+    if "tmpfs" in subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True,
+                                 text=True).stdout:
+        pytest.skip("the temporary directory is not on a disk")
+    before = idle.disk_written_bytes()
+    with open(tmp_path / "blob", "wb") as handle:
+        handle.write(os.urandom(16 << 20))
+        handle.flush()
+        os.fsync(handle.fileno())
+    assert idle.disk_written_bytes() - before >= 16 << 20
+
+
+def test_sample_reads_the_load_over_its_window():
+    seen = idle.sample(0.3)
+    assert seen.load >= 0 and seen.write_mb_s >= 0 and seen.load_avg_1m >= 0
+
+
+def test_settle_waits_for_idle_and_gives_up_at_its_timeout():
+    calm = idle.Settler(idle.IdleRule(timeout_s=10, load=1000, write_mb_s=1e6, window_s=0.2),
+                        idle.Ambient(0.0, 0.0)).settle()
+    assert calm["idle"] and calm["waited_s"] < 2 and calm["page_cache_dropped"] == (os.geteuid() == 0)
+    start = time.monotonic()
+    # A load limit below zero: never idle, whatever the machine does.
+    busy = idle.Settler(idle.IdleRule(timeout_s=1, load=-1, write_mb_s=1e6, window_s=0.2),
+                        idle.Ambient(-2.0, 0.0)).settle()
+    assert not busy["idle"] and 1 <= time.monotonic() - start < 5 and busy["load_limit"] == -1

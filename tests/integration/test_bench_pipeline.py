@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 def runs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "runs.jsonl"
     done = subprocess.run(kcore_command("bench", "run", "tiny-max", "tiny-rate",
-                                        "--rounds", "2", "--out", str(out), "--no-progress"),
+                                        "--rounds", "2", "--out", str(out), "--no-progress",
+                                        "--idle-timeout", "3"),
                           cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stderr[-3000:]

@@ -12,8 +12,8 @@ import pytest
 
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode as E
-from tests.support import BrokerProcess
-from tests.support.wire import WireClient, create_topic
+from tests.integration.test_txn_wire import start_txn_broker
+from tests.support.wire import WireClient
 
 SETTINGS = {"group.initial.rebalance.delay.ms": "0", "transaction.state.log.num.partitions": "2",
             "offsets.topic.num.partitions": "2"}
@@ -22,16 +22,7 @@ WAIT_S = 10.0
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("offsets-versions") / "data", SETTINGS).start()
-    client = WireClient(process.port)
-    try:
-        create_topic(client, "t", partitions=2)
-        deadline = time.monotonic() + WAIT_S
-        while client.request(ApiKey.FIND_COORDINATOR, 2, {"key": "warm", "key_type": 1}).error_code:
-            assert time.monotonic() < deadline, "no transaction coordinator"
-            time.sleep(0.05)
-    finally:
-        client.close()
+    process = start_txn_broker(tmp_path_factory.mktemp("offsets-versions"), {"t": 2}, SETTINGS)
     yield process
     process.kill()
 

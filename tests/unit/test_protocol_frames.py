@@ -62,7 +62,8 @@ def test_advertised_ranges_hold_what_librdkafka_and_the_python_clients_need():
     # aiokafka opens with ApiVersions v0 and asks Metadata up to v5.
     assert serves(ApiKey.API_VERSIONS, 0) and serves(ApiKey.METADATA, 5)
     # Fetch stops at v12: v13+ name topics by id. kafka-python reads
-    # ListOffsets v11 as Kafka 4.2 (record v2, zstd, fetch sessions and more).
+    # ListOffsets v11 as Kafka 4.2 and DescribeLogDirs v5 as 4.3 (record v2,
+    # zstd, fetch sessions and more).
     assert versions[ApiKey.FETCH] == (4, 12)
     assert versions[ApiKey.LIST_OFFSETS] == (1, 11)
     assert versions[ApiKey.DESCRIBE_CLUSTER] == (0, 1)
@@ -92,7 +93,7 @@ def test_truncated_headers_raise_protocol_decode_error():
 
 
 @pytest.mark.parametrize("api_key,version", [(ApiKey.FETCH, 3), (ApiKey.FETCH, 13), (ApiKey.PRODUCE, 9),
-                                             (ApiKey.METADATA, 9), (ApiKey.LIST_OFFSETS, 0)])
+                                             (ApiKey.METADATA, 13), (ApiKey.LIST_OFFSETS, 0)])
 def test_version_outside_the_supported_range_raises_with_the_parsed_header(api_key, version):
     tags = b"\x00" if version >= 9 else b""
     with pytest.raises(UnsupportedVersionError) as raised:

@@ -86,8 +86,11 @@ def boolean(value: bool) -> bytes:
 def test_stored_specs_are_kafkas_licensed_files_for_served_schemas_kafka_python_lacks():
     served = {schema.name for schema in (*REQUESTS.values(), *RESPONSES.values())}
     stored = sorted(LOCAL_SPECS.glob("*.json"))
+    # The ZooKeeper-era inter-broker APIs, and the KIP-848 group APIs that
+    # kafka-python (a classic-protocol client) does not ship.
+    kip848 = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
     assert {path.stem for path in stored} == {
-        schema.name for key in INTER_BROKER_VERSIONS for schema in (REQUESTS[key], RESPONSES[key])
+        schema.name for key in (*INTER_BROKER_VERSIONS, *kip848) for schema in (REQUESTS[key], RESPONSES[key])
         if key != ApiKey.WRITE_TXN_MARKERS}  # still in Kafka 4, so kafka-python has it
     for path in stored:
         assert path.read_text().startswith(LICENSE_FIRST_LINE)

@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from kcore.cli.reassign import PlanError, parse_broker_list, parse_reassignment, parse_topics_file, plan_json
+from kcore.cli.reassign import (
+    PlanError,
+    parse_broker_list,
+    parse_log_dirs,
+    parse_reassignment,
+    parse_topics_file,
+    plan_json,
+)
 from kcore.controller.reassignment import (
     ReplicaAssignment,
     fixed_replicas_answer,
@@ -92,12 +99,27 @@ def test_the_reassignment_file_round_trips_in_kafkas_format():
 @pytest.mark.parametrize("text", [
     "not json", "[]", '{"version":2,"partitions":[]}', '{"partitions":[]}',
     '{"partitions":[{"topic":"t","partition":0}]}',
-    '{"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d"]}]}',
     '{"partitions":[{"topic":"t","partition":0,"replicas":[1]},'
     '{"topic":"t","partition":0,"replicas":[2]}]}'])
 def test_bad_reassignment_files_are_refused(text):
     with pytest.raises(PlanError):
         parse_reassignment(text)
+
+
+def test_log_dirs_of_a_reassignment_file_name_each_replicas_dir():
+    text = json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["/d/a", "any"]},
+        {"topic": "t", "partition": 1, "replicas": [3]}]})
+    assert parse_reassignment(text) == {("t", 0): [1, 2], ("t", 1): [3]}
+    assert parse_log_dirs(text) == {("t", 0, 1): "/d/a"}
+
+
+@pytest.mark.parametrize("log_dirs", [["/d"], ["/d", 5], "/d"])
+def test_log_dirs_must_be_one_path_per_replica(log_dirs):
+    text = json.dumps({"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2],
+                                       "log_dirs": log_dirs}]})
+    with pytest.raises(PlanError):
+        parse_log_dirs(text)
 
 
 def test_topics_file_and_broker_list():

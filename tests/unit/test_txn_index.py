@@ -162,3 +162,24 @@ def test_aborts_are_kept_by_a_reopened_log_and_cut_by_truncation(tmp_path):
     log.append(make_batch(1, base_offset=9), leader_epoch=0)
     log.append_aborted_txn(AbortedTxn(3, 8, 9, 10))  # later markers are indexed again
     assert log.collect_aborted_txns(0, 10) == [AbortedTxn(1, 0, 4, 5), AbortedTxn(3, 8, 9, 10)]
+
+
+def test_a_failed_append_keeps_the_entry_and_flush_writes_it_when_it_can(tmp_path):
+    # The file's place is taken by a directory: every write fails for real,
+    # as on a full disk, until it is removed.
+    path = tmp_path / "00000000000000000000.txnindex"
+    index = TransactionIndex(path)
+    assert index.entries == []
+    path.mkdir()
+    with pytest.raises(OSError):
+        index.append(ENTRIES[0])
+    index.append(ENTRIES[1])              # not written either: the file lacks the first
+    assert index.entries == ENTRIES[:2]
+    assert index.collect(0, 6) == ENTRIES[:2]
+    with pytest.raises(OSError):
+        index.flush()                     # still failing: the flush says so
+    path.rmdir()
+    index.flush()
+    assert TransactionIndex(path).entries == ENTRIES[:2]
+    index.append(ENTRIES[2])              # written at once again
+    assert TransactionIndex(path).entries == ENTRIES

@@ -6,6 +6,7 @@ marker fencing, and all of it after the partition is opened again."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -178,7 +179,11 @@ def test_a_follower_copying_markers_has_the_leaders_lso_and_aborted_index(tmp_pa
         replicate(source)
         follower = Partition("t", 0, Log.open(tmp_path / "f" / "t-0"), dict(CONFIGS), broker_id=2)
         follower.make_follower(PartitionState("t", 0, 1, 1, (1, 2), (1, 2), 0, 1))
-        follower.append_records_as_follower(memoryview(read_slices(source.read_for_follower(0, 1 << 20))))
+        # The abort marker starts a segment and a follower's read stops at
+        # a segment's end: fetch on from the copy's log end, as a fetcher does.
+        while follower.log_end_offset < source.log_end_offset:
+            copied = read_slices(source.read_for_follower(follower.log_end_offset, 1 << 20))
+            follower.append_records_as_follower(memoryview(copied))
         follower.update_follower_high_watermark(source.high_watermark, 0)
         assert follower.last_stable_offset == source.last_stable_offset == 2
         assert follower.log.collect_aborted_txns(0, 6) == source.log.collect_aborted_txns(0, 6)
@@ -214,4 +219,56 @@ def test_transactions_survive_reopening_the_partition(tmp_path, snapshot):
         again.append_txn_marker(8, 0, 1, commit=True)
         replicate(again)
         assert again.last_stable_offset == again.high_watermark == 6
+    run(main())
+
+
+def test_an_abort_whose_index_cannot_be_written_still_hides_the_aborted_records(tmp_path):
+    """A full disk took the .txnindex write but not the marker's (the
+    marker fit in the segment's last page): read_committed fetches must
+    still skip the aborted records, and the index reaches the disk at the
+    next flush once it can (seen under a follower disk-full fault)."""
+    async def main():
+        partition = leader(tmp_path)
+        # Stamped now, so that the marker joins this segment (no time roll).
+        partition.append_records_to_leader(memoryview(make_batch(
+            2, producer_id=7, producer_epoch=0, base_sequence=0, attributes=TRANSACTIONAL,
+            timestamp=int(time.time() * 1000))), -1)
+        replicate(partition)
+        # The index write fails for real: a directory holds its place.
+        assert partition.log.active_segment.txn_index.entries == []   # read before the fault
+        index_path = partition.log.dir / "00000000000000000000.txnindex"
+        index_path.mkdir()
+        partition.append_txn_marker(7, 0, 0, commit=False)
+        replicate(partition)
+        assert partition.last_stable_offset == 3
+        assert partition.log.collect_aborted_txns(0, 3) == [AbortedTxn(7, 0, 2, 3)]
+        index_path.rmdir()
+        partition.log.flush()
+        assert Log.open(partition.log.dir).collect_aborted_txns(0, 3) == [AbortedTxn(7, 0, 2, 3)]
+    run(main())
+
+
+def test_a_late_batch_without_sequence_from_before_a_fence_is_refused(tmp_path):
+    """A transactional batch without sequence numbers (the group
+    coordinator's TxnOffsetCommit records) from an epoch that an abort
+    marker fenced must not reopen a transaction: seen in the fault suite as
+    the offsets of an aborted transaction taking effect with the producer's
+    next commit, and records skipped by an exactly-once group."""
+    def offsets_batch(epoch):
+        return memoryview(make_batch(1, producer_id=7, producer_epoch=epoch, base_sequence=-1,
+                                     attributes=TRANSACTIONAL, timestamp=int(time.time() * 1000)))
+
+    async def main():
+        partition = leader(tmp_path)
+        partition.append_records_to_leader(offsets_batch(0), -1)
+        replicate(partition)
+        partition.append_txn_marker(7, 1, 0, commit=False)   # the coordinator's fence
+        replicate(partition)
+        with pytest.raises(PartitionError) as refused:
+            partition.append_records_to_leader(offsets_batch(0), -1)
+        assert refused.value.error_code == E.INVALID_PRODUCER_EPOCH
+        assert partition.last_stable_offset == partition.log.log_end_offset == 2
+        partition.append_records_to_leader(offsets_batch(2), -1)  # the next epoch's transaction
+        replicate(partition)
+        assert partition.last_stable_offset == 2
     run(main())

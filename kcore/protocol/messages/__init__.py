@@ -13,8 +13,11 @@ from kcore.protocol.messages import (
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -28,6 +31,7 @@ from kcore.protocol.messages import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     describe_user_scram_credentials,
@@ -96,6 +100,8 @@ _MODULES = {
     ApiKey.DELETE_ACLS: delete_acls,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.ALTER_CONFIGS: alter_configs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs,
+    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
     ApiKey.CREATE_PARTITIONS: create_partitions,
     ApiKey.DELETE_GROUPS: delete_groups,
@@ -113,6 +119,8 @@ _MODULES = {
     ApiKey.LIST_TRANSACTIONS: list_transactions,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
 }
 
 REQUESTS: dict[int, Message] = {int(key): module.REQUEST for key, module in _MODULES.items()}

@@ -1,10 +1,14 @@
-"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-8.
+"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-12.
 
 Versions: v0 an empty topic list means every topic; v1 null means every
 topic and adds rack, controller_id, is_internal; v2 cluster_id; v3
 throttle_time_ms; v4 allow_auto_topic_creation; v5 offline_replicas; v6
 throttles after answering; v7 leader_epoch (KIP-320: report -1 until
-OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430).
+OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430); v9
+flexible (and, for librdkafka, leader epochs it may trust); v10 each topic's
+topic_id; v11 drops the cluster's authorized operations (KIP-700); v12
+asks for topics by id (a null name), as consumer-protocol members do to
+name the topic ids of their assignment (KIP-848).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 MetadataRequest.json and MetadataResponse.json (field names: snake_case of
@@ -13,6 +17,7 @@ a handler builds as dicts.
 """
 from __future__ import annotations
 
+import uuid
 from typing import TypedDict
 
 from kcore.protocol.schema import Field, Message
@@ -21,10 +26,11 @@ REQUEST = Message(
     "MetadataRequest", api_key=3, flexible="9+",
     fields=[
         Field("topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=[
-            Field("name", "string", "0+"),
+            Field("topic_id", "uuid", "10+"),
+            Field("name", "string", "0+", nullable="10+"),
         ]),
         Field("allow_auto_topic_creation", "bool", "4+", default=True),
-        Field("include_cluster_authorized_operations", "bool", "8+"),
+        Field("include_cluster_authorized_operations", "bool", "8-10"),
         Field("include_topic_authorized_operations", "bool", "8+"),
     ],
 )
@@ -43,7 +49,8 @@ RESPONSE = Message(
         Field("controller_id", "int32", "1+", default=-1),
         Field("topics", "[]MetadataResponseTopic", "0+", fields=[
             Field("error_code", "int16", "0+"),
-            Field("name", "string", "0+"),
+            Field("name", "string", "0+", nullable="12+"),
+            Field("topic_id", "uuid", "10+"),
             Field("is_internal", "bool", "1+"),
             Field("partitions", "[]MetadataResponsePartition", "0+", fields=[
                 Field("error_code", "int16", "0+"),
@@ -56,7 +63,7 @@ RESPONSE = Message(
             ]),
             Field("topic_authorized_operations", "int32", "8+", default=-0x80000000),
         ]),
-        Field("cluster_authorized_operations", "int32", "8+", default=-0x80000000),
+        Field("cluster_authorized_operations", "int32", "8-10", default=-0x80000000),
     ],
 )
 
@@ -86,7 +93,8 @@ class MetadataResponsePartitionDict(TypedDict, total=False):
 
 class MetadataResponseTopicDict(TypedDict, total=False):
     error_code: int
-    name: str
+    name: str | None
+    topic_id: uuid.UUID
     is_internal: bool
     partitions: list[MetadataResponsePartitionDict]
     topic_authorized_operations: int

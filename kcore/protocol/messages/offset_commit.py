@@ -2,12 +2,10 @@
 
 Versions: v2-4 retention_time_ms (-1 = broker default); v3 throttle_time_ms;
 v4 throttles after answering; v5 drops retention_time_ms; v6
-committed_leader_epoch (KIP-320); v7 group_instance_id (KIP-345); v8 the
-flexible encoding; v9 the same fields, usable by the consumer group
-protocol (KIP-848: generation_id_or_member_epoch carries a member epoch
-there), and GROUP_ID_NOT_FOUND for a group that does not exist. The field
-Kafka 2.x called generation_id is generation_id_or_member_epoch. v10 names
-topics by id.
+committed_leader_epoch (KIP-320); v7 group_instance_id (KIP-345); v8 flexible; v9 a consumer-protocol member
+(KIP-848) commits with its member epoch, checked (STALE_MEMBER_EPOCH) and an
+unknown group answers GROUP_ID_NOT_FOUND. The field
+Kafka 2.x called generation_id is generation_id_or_member_epoch.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 OffsetCommitRequest.json and OffsetCommitResponse.json (field names: snake_case of

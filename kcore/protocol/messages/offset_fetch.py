@@ -3,11 +3,13 @@
 Versions: v1 offsets kept by the broker (not ZooKeeper); v2 null topics
 means every partition with a committed offset, top-level error_code; v3
 throttle_time_ms; v4 throttles after answering; v5 committed_leader_epoch;
-v6 the flexible encoding; v7 require_stable (UNSTABLE_OFFSET_COMMIT for a
-partition with a transactional commit still open); v8 several groups in
-one request, each answered with its own error_code (the top-level topics
-and error_code are gone); v9 member_id and member_epoch, checked for
-groups of the consumer group protocol (KIP-848). v10 names topics by id.
+v6 flexible; v7 require_stable (KIP-447): a partition with a
+transactional offset commit still pending answers UNSTABLE_OFFSET_COMMIT
+and the client asks again, so a consumer taking it over never starts
+from the offset before a commit that is about to land; v8 several groups
+per request, each answered with its own error; v9 member_id and
+member_epoch, which a consumer-protocol member sends and the coordinator
+checks (KIP-848).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 OffsetFetchRequest.json and OffsetFetchResponse.json (field names: snake_case of
