@@ -201,6 +201,12 @@ def _like(topic_key: str) -> Callable[[str], Any]:
 
 
 CODECS = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+# replica.selector.class (KIP-392): Kafka's class names and kcore's own for
+# the two selectors kcore/replication/replica_selector.py implements.
+RACK_AWARE_SELECTOR_CLASSES = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",
+                               "kcore.replication.replica_selector.RackAwareReplicaSelector")
+LEADER_SELECTOR_CLASSES = ("org.apache.kafka.common.replica.LeaderSelector",
+                           "kcore.replication.replica_selector.LeaderSelector")
 
 
 @dataclass(frozen=True)
@@ -327,6 +333,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Pause of a follower's fetching after an error."),
     _key("replica.socket.timeout.ms", _at_least(1), 30000,
          "How long a follower's fetch waits for its answer beyond replica.fetch.wait.max.ms."),
+    _key("replica.selector.class", _choice(*RACK_AWARE_SELECTOR_CLASSES, *LEADER_SELECTOR_CLASSES),
+         None, "Which replica a consumer that sends its rack reads from (KIP-392): unset, the "
+         "leader; a RackAwareReplicaSelector, an in-sync replica in the consumer's rack."),
     _key("num.partitions", _at_least(1), 1, "Partitions of an auto-created topic."),
     _key("default.replication.factor", _at_least(1), 1, "Replication factor of an auto-created topic."),
     _key("auto.create.topics.enable", _bool, True, "Create a topic when a client asks for its metadata."),

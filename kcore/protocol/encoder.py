@@ -182,6 +182,18 @@ class _Builder:
         if not tagged:
             body.emit("out += b'\\x00'")
             return
+        if getter.startswith("o.get("):
+            # A dict without any tagged key (a Fetch answer's partitions, nearly
+            # always) writes the empty section at once: one `in` test per
+            # tagged field instead of a lookup, a comparison and a list. With
+            # the 2-3 byte uvarints inline (primitives.py), a 16-partition
+            # Fetch v12 answer encodes in 1.05x v11's time, from 2.07x
+            # (fastest of 30 interleaved rounds, bench/bench_protocol.py).
+            keys = " or ".join(f"{field.name!r} in o" for field in tagged)
+            body.emit(f"if not ({keys}):")
+            body.emit("    out += b'\\x00'")
+            body.emit("else:")
+            body = _Body(self, body.indent + "    ", body.lines)
         body.emit("tags = []")
         for field in tagged:
             default = self.default_const(field)
@@ -192,7 +204,10 @@ class _Builder:
             body.emit("    t = bytearray()")
             body.emit(f"    {self.value_function(field)}(v, t, sp)")
             body.emit(f"    tags.append(({field.tag}, t))")
-        body.emit("_write_tags(out, tags)")
+        body.emit("if tags:")
+        body.emit("    _write_tags(out, tags)")
+        body.emit("else:")
+        body.emit("    out += b'\\x00'")
 
     def value_function(self, field: Field) -> str:
         """A standalone encoder of one tagged field's value ``v``."""
@@ -235,10 +250,10 @@ def _unknown_keys(obj: dict, names: frozenset[str], struct_name: str) -> None:
 class _Body:
     """Statement emitter for one generated encoder body."""
 
-    def __init__(self, builder: _Builder, indent: str) -> None:
+    def __init__(self, builder: _Builder, indent: str, lines: list[str] | None = None) -> None:
         self.builder = builder
         self.indent = indent
-        self.lines: list[str] = []
+        self.lines: list[str] = [] if lines is None else lines
         self.run: list[tuple[str, str]] = []
 
     def emit(self, line: str) -> None:

@@ -72,8 +72,6 @@ from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters,
 
 logger = logging.getLogger(__name__)
 
-MAX_TIMESTAMP = -3  # ListOffsets special timestamp (KIP-734)
-
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 # (partition, proposed ISR) -> None; the answer comes back through
@@ -537,6 +535,7 @@ class Partition:
         new_hw = min(leader_high_watermark, self._synced_offset, self.log.log_end_offset)
         if new_hw != self.high_watermark:
             self.high_watermark = new_hw
+            self.wake_waiters()  # consumers reading from this follower (KIP-392)
         moved = leader_log_start_offset > self.log.log_start_offset and \
             self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
         if moved:
@@ -625,6 +624,10 @@ class Partition:
 
     def is_follower(self, replica_id: int) -> bool:
         return replica_id in self._followers
+
+    def follower_state(self, replica_id: int) -> FollowerState | None:
+        """What this leader knows of follower ``replica_id`` (KIP-392 reads it)."""
+        return self._followers.get(replica_id)
 
     def _maybe_expand_isr(self, follower: FollowerState) -> None:
         if follower.broker_id in self.isr or self._pending_isr is not None:
@@ -766,8 +769,11 @@ class Partition:
     def read_for_follower(self, fetch_offset: int, max_bytes: int,
                           min_one_message: bool = True) -> list:
         """Everything from fetch_offset up to the log end: followers copy
-        what the HW does not cover yet."""
-        return self._read(fetch_offset, max_bytes, None, min_one_message)
+        what the HW does not cover yet. One segment's data at most, as
+        Kafka reads: the follower appends an answer whole, and an append
+        larger than segment.bytes is refused, so a follower further behind
+        than that across segments could never catch up."""
+        return self._read(fetch_offset, max_bytes, None, min_one_message)[:1]
 
     def _read(self, fetch_offset: int, max_bytes: int, upper: int | None,
               min_one_message: bool) -> list:
@@ -809,26 +815,6 @@ class Partition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
-
-    def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
-        """ListOffsets: -1 latest (HW, or LSO for read_committed), -2
-        earliest, -3 the record with the largest timestamp (KIP-734); else
-        the first offset whose timestamp is >= timestamp, or (-1, -1) when
-        none is below the last fetchable offset (Kafka's
-        fetchOffsetForTimestamp: the LSO under read_committed)."""
-        fetchable = self.last_stable_offset if read_committed else self.high_watermark
-        if timestamp == -1:
-            return -1, fetchable
-        if timestamp == -2:
-            return -1, self.log.log_start_offset
-        if timestamp == MAX_TIMESTAMP:
-            found = self.log.offset_of_max_timestamp()
-        else:
-            found = self.log.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= fetchable:
-            return -1, -1
-        offset, found_timestamp = found
-        return found_timestamp, offset
 
     @property
     def high_watermark_behind_epoch_start(self) -> bool:

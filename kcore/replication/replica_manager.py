@@ -61,6 +61,7 @@ from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.log_dir_mover import LogDirMover
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition
+from kcore.replication.replica_selector import ReplicaSelector
 from kcore.replication.replication_quota import ReplicationQuota
 from kcore.replication.txn_markers import TxnMarkerWriter
 
@@ -120,6 +121,9 @@ class ReplicaManager:
                                              lambda topic: None)
         self.follower_quota = ReplicationQuota(broker_id, "follower.replication.throttled.replicas",
                                                lambda topic: None)
+        # replica.selector.class (KIP-392, replica_selector.py): None, every
+        # consumer reads from the leader.
+        self.replica_selector: ReplicaSelector | None = None
         # Partitions whose log dir failed: their requests answer KAFKA_STORAGE_ERROR.
         self.offline_partitions: set[TopicPartition] = set()
         self.mover = LogDirMover(log_manager)

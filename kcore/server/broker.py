@@ -44,6 +44,7 @@ from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.replica_selector import replica_selector
 from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
@@ -91,6 +92,7 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
+        self.replica_manager.replica_selector = replica_selector(config["replica.selector.class"])
         # A replica moving between log dirs swaps logs only between cleaner passes.
         self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
         self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)

@@ -107,3 +107,15 @@ def test_admin_clients_send_delete_records_v2_naming_the_offset(client):
     (topic,) = body.topics
     assert (topic.name, [(p.partition_index, p.offset) for p in topic.partitions]) == ("golden", [(0, 1)])
     assert body.timeout_ms > 0
+
+
+def test_librdkafka_and_kafka_python_fetch_at_v12_without_a_last_fetched_epoch():
+    for client in ("librdkafka", "kafka-python"):
+        body = decode_request(frame(f"fetch_request_v12_{client}.bin")).body
+        (partition,) = body.topics[0].partitions
+        assert (partition.last_fetched_epoch, body.cluster_id, body.rack_id) == (-1, None, "")
+
+
+def test_list_offsets_at_the_highest_version_each_client_knows():
+    assert decode_request(frame("list_offsets_request_v7_librdkafka.bin")).body.isolation_level == 1
+    assert decode_request(frame("list_offsets_request_v11_kafka-python.bin")).body.timeout_ms == 0

@@ -119,6 +119,49 @@ DELETE_RECORDS_V2_RESPONSE = framed(
     NO_TAGS,
 )
 
+FETCH_V12_REQUEST = framed(
+    request_header_v1(1, 12, 21, "rdkafka"), NO_TAGS,          # header v2
+    i32(-1), i32(500), i32(1), i32(52428800),                  # replica_id, max_wait, min/max bytes
+    i8(1), i32(0), i32(-1),                                    # read_committed, no session
+    bytes([2]), compact_string("foo"),                         # topics: one
+    bytes([2]), i32(0) + i32(3) + i64(42),                     # partition 0, leader epoch 3, offset 42
+    i32(3) + i64(-1) + i32(1048576) + NO_TAGS,                 # last_fetched_epoch 3, log start, max
+    NO_TAGS,                                                   # end of the topic
+    bytes([1]),                                                # forgotten_topics_data: none
+    compact_string("rack-b"),                                  # rack_id
+    b"\x01", b"\x00", bytes([3]), compact_string("kc"),        # tag 0 cluster_id = "kc" (3 bytes)
+)
+
+FETCH_V12_RESPONSE = framed(
+    i32(21), NO_TAGS,                                          # response header v1
+    i32(0), i16(0), i32(0),                                    # throttle, error, session_id
+    bytes([2]), compact_string("foo"),
+    bytes([2]), i32(0) + i16(0) + i64(40) + i64(40) + i64(0),  # index, error, HW, LSO, log start
+    b"\x00", i32(-1), b"\x01",                                 # aborted null, no preferred, no records
+    b"\x01", b"\x00", bytes([13]), i32(2) + i64(38) + NO_TAGS,  # tag 0 diverging_epoch {2, 38}
+    NO_TAGS,                                                   # end of the topic
+    NO_TAGS,
+)
+
+OFFSET_FETCH_V8_REQUEST = framed(
+    request_header_v1(9, 8, 5, "adminclient-1"), NO_TAGS,      # header v2
+    bytes([3]),                                                # groups: two
+    compact_string("g1"), bytes([2]), compact_string("foo"),   # g1 asks for foo
+    bytes([3]), i32(0) + i32(1), NO_TAGS, NO_TAGS,             # partitions [0, 1]
+    compact_string("g2"), b"\x00", NO_TAGS,                    # g2 asks for every topic (null)
+    i8(1), NO_TAGS,                                            # require_stable
+)
+
+OFFSET_FETCH_V8_RESPONSE = framed(
+    i32(5), NO_TAGS,                                           # response header v1
+    i32(0), bytes([3]),                                        # throttle_time_ms, groups: two
+    compact_string("g1"), bytes([2]), compact_string("foo"),
+    bytes([2]), i32(0) + i64(7) + i32(2) + compact_string("m") + i16(0) + NO_TAGS,
+    NO_TAGS, i16(0), NO_TAGS,                                  # end of foo; g1's error_code
+    compact_string("g2"), bytes([1]), i16(30), NO_TAGS,        # no topics, GROUP_AUTHORIZATION_FAILED
+    NO_TAGS,
+)
+
 
 def test_api_versions_v0_request_is_header_v1_with_an_empty_body():
     request = decode_request(memoryview(API_VERSIONS_V0_REQUEST)[4:])
@@ -415,3 +458,41 @@ def test_produce_v13_names_topics_by_id():
     body = {"acks": -1, "timeout_ms": 30000, "topic_data": [
         {"topic_id": TOPIC_ID, "partition_data": [{"index": 0, "records": b"hello"}]}]}
     assert encode_request(0, 13, 18, "rdkafka", body) == PRODUCE_V13_REQUEST
+
+
+def test_fetch_v12_carries_the_last_fetched_epoch_and_tags_the_diverging_epoch():
+    request = decode_request(memoryview(FETCH_V12_REQUEST)[4:])
+    body = request.body
+    (partition,) = body.topics[0].partitions
+    assert (partition.fetch_offset, partition.last_fetched_epoch) == (42, 3)
+    assert (body.rack_id, body.cluster_id, body.isolation_level) == ("rack-b", "kc", 1)
+    again = encode_request(1, 12, 21, "rdkafka", to_dict(body))
+    assert again == FETCH_V12_REQUEST
+    # Answered with a diverging epoch: the only tagged field written, as it
+    # alone differs from its default (current_leader and snapshot_id stay out).
+    response = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+        {"topic": "foo", "partitions": [{
+            "partition_index": 0, "error_code": 0, "high_watermark": 40, "last_stable_offset": 40,
+            "log_start_offset": 0, "diverging_epoch": {"epoch": 2, "end_offset": 38},
+            "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}]}]}
+    assert b"".join(encode_response(request.header, response)) == FETCH_V12_RESPONSE
+    _, decoded = decode_response(1, 12, FETCH_V12_RESPONSE[4:])
+    data = decoded.responses[0].partitions[0]
+    assert (data.diverging_epoch.epoch, data.diverging_epoch.end_offset) == (2, 38)
+    assert data.current_leader.leader_id == -1 and data.snapshot_id.end_offset == -1
+
+
+def test_offset_fetch_v8_asks_for_several_groups_and_answers_each_with_its_own_error():
+    request = decode_request(memoryview(OFFSET_FETCH_V8_REQUEST)[4:])
+    assert to_dict(request.body) == {"groups": [
+        {"group_id": "g1", "member_id": None, "member_epoch": -1,
+         "topics": [{"name": "foo", "partition_indexes": [0, 1]}]},
+        {"group_id": "g2", "member_id": None, "member_epoch": -1, "topics": None}],
+        "group_id": "", "topics": [], "require_stable": True}
+    assert encode_request(9, 8, 5, "adminclient-1", to_dict(request.body)) == OFFSET_FETCH_V8_REQUEST
+    response = {"throttle_time_ms": 0, "groups": [
+        {"group_id": "g1", "error_code": 0, "topics": [{"name": "foo", "partitions": [
+            {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 2,
+             "metadata": "m", "error_code": 0}]}]},
+        {"group_id": "g2", "error_code": 30, "topics": []}]}
+    assert b"".join(encode_response(request.header, response)) == OFFSET_FETCH_V8_RESPONSE

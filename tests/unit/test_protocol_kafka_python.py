@@ -127,6 +127,8 @@ def _from_kafka_python(schema: Struct, version: int, fields: dict, value: dict) 
                 item = _from_kafka_python(field.struct, version, sub_fields, item)
         elif theirs.type_str == "bitfield":
             item = _set_to_bits(item)
+        if item is None and field.kind == "struct" and field.tagged(version):
+            item = to_dict(field.default_value())  # kafka-python: an absent tagged struct is None
         result[field.name] = item
     return result
 

@@ -110,8 +110,9 @@ class ShareEntries:
                           for amount, unit in _DURATION_PART.findall(reset.split("T", 1)[-1]))
             days = re.search(r"P(\d+)D", reset)
             seconds += int(days.group(1)) * 86400 if days else 0
-            offset, _timestamp = partition.offset_for_timestamp(int((time.time() - seconds) * 1000))
-            return offset if offset >= 0 else partition.high_watermark
+            found = partition.log.offset_for_timestamp(int((time.time() - seconds) * 1000))
+            return found[0] if found is not None and found[0] < partition.high_watermark \
+                else partition.high_watermark
         return partition.high_watermark
 
     # -- writing back --------------------------------------------------------------------
