@@ -14,7 +14,8 @@ for 16 partitions whose records are file slices (encoded as chunks, the
 slices passed through untouched), built from data objects and from dicts;
 the same dicts as a Fetch v12 response (the flexible encoding: compact
 lengths and a tagged-field section per struct, what librdkafka and
-kafka-python fetch with since kcore serves v12).
+kafka-python fetch with since kcore serves v12), and as a Fetch v16 response
+naming its topic by id (what librdkafka 2.16 fetches with from v16).
 kafka-python's JSON-driven codec on the same messages is the baseline.
 
 The refusal of unknown dict keys (kcore/protocol/encoder.py) is priced on
@@ -24,6 +25,7 @@ check, interleaved, and the ratio printed (``key check``).
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 
 import pytest
@@ -73,6 +75,15 @@ def fetch_v11_dicts() -> dict:
 
 FETCH_HEADER = RequestHeader(1, 11, 1, "rdkafka")
 FETCH_V12_HEADER = RequestHeader(1, 12, 1, "rdkafka")
+FETCH_V16_HEADER = RequestHeader(1, 16, 1, "rdkafka")
+BENCH_TOPIC_ID = uuid.UUID(int=0xBE9C)
+
+
+def fetch_v16_dicts() -> dict:
+    """The same answer by topic id, as Fetch v13+ names topics."""
+    dicts = fetch_v11_dicts()
+    dicts["responses"][0]["topic_id"] = BENCH_TOPIC_ID
+    return dicts
 
 
 def kafka_python_produce_decode() -> Callable[[], object]:
@@ -94,6 +105,7 @@ def kafka_python_fetch_encode() -> Callable[[], object]:
 
 def workloads() -> dict[str, Callable[[], object]]:
     frame, objects, dicts = produce_v7_frame(), fetch_v11_objects(), fetch_v11_dicts()
+    by_id = fetch_v16_dicts()
     return {
         "kcore decode Produce v7 request, 16 partitions": lambda: decode_request(frame),
         "kcore encode Fetch v11 response, 16 partitions (data objects)":
@@ -101,6 +113,8 @@ def workloads() -> dict[str, Callable[[], object]]:
         "kcore encode Fetch v11 response, 16 partitions (dicts)": lambda: encode_response(FETCH_HEADER, dicts),
         "kcore encode Fetch v12 response, 16 partitions (dicts)":
             lambda: encode_response(FETCH_V12_HEADER, dicts),
+        "kcore encode Fetch v16 response, 16 partitions (dicts, by topic id)":
+            lambda: encode_response(FETCH_V16_HEADER, by_id),
         "kafka-python decode Produce v7 request, 16 partitions": kafka_python_produce_decode(),
         "kafka-python encode Fetch v11 response, 16 partitions (4 KiB in memory)": kafka_python_fetch_encode(),
     }

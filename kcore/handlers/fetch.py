@@ -62,6 +62,15 @@ from typing import NamedTuple
 from kcore.clock import monotonic_ms
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
+from kcore.handlers.fetch_ids import (
+    LEADER_HINTS_VERSION,
+    TOPIC_IDS_VERSION,
+    UNKNOWN_ID,
+    add_leader_hints,
+    forgotten_names,
+    inconsistent,
+    normalize,
+)
 from kcore.metadata import TopicPartition
 from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_ID, READ_COMMITTED
 from kcore.protocol.errors import ErrorCode
@@ -113,7 +122,16 @@ class _Limits:
 
 
 async def handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
+    answer = await _handle(broker, context, request)
+    if request.api_version >= LEADER_HINTS_VERSION:
+        add_leader_hints(broker, context.listener, answer)
+    return answer
+
+
+async def _handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
     body = request.body
+    if request.api_version >= TOPIC_IDS_VERSION:
+        normalize(broker, body, request.api_version)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     client = (_Client(body.rack_id, context.listener)
@@ -128,7 +146,7 @@ async def handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
     sessions = broker.replica_manager.fetch_sessions
     with_sessions = request.api_version >= SESSIONS_VERSION
     if with_sessions and body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        answer = await _incremental(broker, context, sessions, body, limits, deadline)
+        answer = await _incremental(broker, context, sessions, request, limits, deadline)
         return _throttle_in_session(broker, context, request, answer)
     if with_sessions and body.session_id != INVALID_SESSION_ID:
         sessions.remove(body.session_id)  # a full fetch closes the session it names
@@ -224,6 +242,10 @@ def _read_all(broker: BrokerFacade, body, limits: _Limits):
     ready = False
     parked = []
     for topic in body.topics:
+        if topic.topic == UNKNOWN_ID:  # v13+: an id this broker does not know
+            responses.append(_unknown_id(topic))
+            ready = True
+            continue
         results: list[PartitionDataDict] = []
         for fetch in topic.partitions:
             partition = broker.replica_manager.get(topic.topic, fetch.partition)
@@ -234,8 +256,14 @@ def _read_all(broker: BrokerFacade, body, limits: _Limits):
             if partition is not None:
                 parked.append(partition)
             results.append(data)
-        responses.append({"topic": topic.topic, "partitions": results})
+        responses.append({"topic": topic.topic, "topic_id": topic.topic_id, "partitions": results})
     return responses, total, ready, parked
+
+
+def _unknown_id(topic) -> FetchableTopicResponseDict:
+    return {"topic": UNKNOWN_ID, "topic_id": topic.topic_id,
+            "partitions": [_error(fetch.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+                           for fetch in topic.partitions]}
 
 
 def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body,
@@ -244,12 +272,15 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body,
     with what the answer told (0 when the cache has no room)."""
     cached: dict[TopicPartition, CachedPartition] = {}
     for topic in body.topics:
-        for fetch in topic.partitions:
-            cached[(topic.topic, fetch.partition)] = _cached(fetch)
+        if topic.topic != UNKNOWN_ID:
+            for fetch in topic.partitions:
+                cached[(topic.topic, fetch.partition)] = _cached(fetch, topic.topic_id)
     session = sessions.create(limits.replica_id, cached, sessions.now_ms())
     if session is None:
         return INVALID_SESSION_ID
     for topic in responses:
+        if topic["topic"] == UNKNOWN_ID:
+            continue
         for data in topic["partitions"]:
             key = (topic["topic"], data["partition_index"])
             entry = session.partitions[key]
@@ -261,21 +292,22 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body,
 
 
 # -- incremental fetches ------------------------------------------------------------
-async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCache, body,
+async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCache, request,
                        limits: _Limits, deadline: float) -> FetchResponseDict:
+    body = request.body
     session = sessions.get(body.session_id)
     if session is None:
         return _response(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, INVALID_SESSION_ID, [])
     if session.epoch != body.session_epoch:
         return _response(ErrorCode.INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID, [])
     sessions.add_partitions(session, {
-        (topic.topic, fetch.partition): _cached(fetch)
-        for topic in body.topics for fetch in topic.partitions})
-    sessions.forget(session, [(topic.topic, index) for topic in body.forgotten_topics_data
-                              for index in topic.partitions])
+        (topic.topic, fetch.partition): _cached(fetch, topic.topic_id)
+        for topic in body.topics if topic.topic != UNKNOWN_ID for fetch in topic.partitions})
+    sessions.forget(session, forgotten_names(broker, session, body, request.api_version))
+    unknown = [_unknown_id(topic) for topic in body.topics if topic.topic == UNKNOWN_ID]
     if not len(session):
         sessions.remove(session.id)
-        return _response(ErrorCode.NONE, INVALID_SESSION_ID, [])
+        return _response(ErrorCode.NONE, INVALID_SESSION_ID, unknown)
     now_ms = sessions.now_ms()
     session.epoch = next_epoch(session.epoch)
     session.last_used_ms = now_ms
@@ -287,8 +319,8 @@ async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCach
     while True:
         reads, total, ready = _read_pending(broker, session, limits)
         remaining = deadline - loop.time()
-        if ready or total >= limits.min_bytes or remaining <= 0:
-            responses = _answer(broker, session, reads, limits)
+        if ready or unknown or total >= limits.min_bytes or remaining <= 0:
+            responses = unknown + _answer(broker, session, reads, limits)
             _count_bytes_out(broker, responses, limits.replica_id >= 0, limits.quota)
             return _response(ErrorCode.NONE, session.id, responses)
         with broker.stats.delayed_fetch:
@@ -304,6 +336,10 @@ def _read_pending(broker: BrokerFacade, session: FetchSession,
     ready = False
     for key in list(session.pending):
         cached = session.partitions[key]
+        if inconsistent(broker, key[0], cached.topic_id):  # v13+: the topic was re-created
+            reads.append((key, _error(key[1], ErrorCode.INCONSISTENT_TOPIC_ID)))
+            ready = True
+            continue
         partition = broker.replica_manager.get(*key)
         data, size = _read(broker, key[0], key[1], partition, cached, cached.max_bytes, limits,
                            total)
@@ -326,7 +362,7 @@ def _answer(broker: BrokerFacade, session: FetchSession,
                                _redirects(data)):
             session.answered(key)
             if not responses or responses[-1]["topic"] != key[0]:
-                responses.append({"topic": key[0], "partitions": []})
+                responses.append({"topic": key[0], "topic_id": cached.topic_id, "partitions": []})
             responses[-1]["partitions"].append(data)
         session.settle(key, not _caught_up(broker, key, cached, data, limits))
     return responses
@@ -471,10 +507,11 @@ def _answers_now(data: PartitionDataDict) -> bool:
             or "diverging_epoch" in data)
 
 
-def _cached(fetch) -> CachedPartition:
+def _cached(fetch, topic_id) -> CachedPartition:
     """A request's partition as a session keeps it."""
     return CachedPartition(fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
-                           fetch.log_start_offset, last_fetched_epoch=fetch.last_fetched_epoch)
+                           fetch.log_start_offset, last_fetched_epoch=fetch.last_fetched_epoch,
+                           topic_id=topic_id)
 
 
 def _fetcher_log_start_offset(fetch) -> int:
@@ -514,6 +551,8 @@ def _count_bytes_out(broker: BrokerFacade, responses: list[FetchableTopicRespons
     partitions count against the leader quota."""
     for topic in responses:
         name = topic["topic"]
+        if name == UNKNOWN_ID:
+            continue
         size = 0
         for result in topic["partitions"]:
             part = sum(piece.size for piece in result["records"] or ())

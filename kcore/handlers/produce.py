@@ -27,9 +27,9 @@ handlers/produce_verification.py).
 v10+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER carries its
 current leader and epoch, and the answer the endpoints of those leaders
 (leader_hints.py), so the client sends the batch on to the new leader at
-once. v11-12 answer as v10: a failed transaction verification is
-INVALID_TXN_STATE at every version (Kafka answers TRANSACTION_ABORTABLE
-from v11), and v12's implicit AddPartitionsToTxn needs transaction version
+once. v11+ answer a partition its transaction coordinator does not hold
+in the producer's transaction TRANSACTION_ABORTABLE (INVALID_TXN_STATE
+below v11, produce_verification.py), as Kafka; v12's implicit AddPartitionsToTxn needs transaction version
 2, which kcore's ApiVersions does not finalize. v13 (KIP-516) names topics
 by id: an id this broker's metadata does not know gets UNKNOWN_TOPIC_ID.
 """
@@ -82,7 +82,7 @@ async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict 
              for topic in body.topic_data]
     verification = await verify_produce(
         broker, body, [(name, topic.partition_data) for name, topic in named if name is not None],
-        lambda topic: denied is None or denied(topic) is None)
+        lambda topic: denied is None or denied(topic) is None, version)
     responses: list[TopicProduceResponseDict] = []
     answered: list[tuple[str | None, list[PartitionProduceResponseDict]]] = []
     for name, topic in named:

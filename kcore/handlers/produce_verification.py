@@ -11,11 +11,11 @@ none, so that a transactional batch outside an ongoing transaction is
 refused with INVALID_TXN_STATE whatever the request says (a batch whose
 request names no transactional id included).
 
-The coordinator's answers become what producers know (Kafka's mapping):
-TRANSACTION_ABORTABLE and INVALID_TXN_STATE become INVALID_TXN_STATE
-("Partition was not added to the transaction"), at every Produce version:
-Kafka answers TRANSACTION_ABORTABLE itself from v11, which kcore does not
-yet do); the retriable
+The coordinator's answers become what producers know (Kafka's mapping,
+AddPartitionsToTxnManager): TRANSACTION_ABORTABLE stays so from Produce
+v11 (KIP-890: the producer aborts and goes on) and becomes INVALID_TXN_STATE
+below it, which older producers know ("Partition was not added to the
+transaction"); INVALID_TXN_STATE stays so at every version; the retriable
 CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR become NOT_ENOUGH_REPLICAS,
 which every producer retries without refreshing its metadata; the others
@@ -59,12 +59,17 @@ class Verification:
         return self.guards.get(partition, NO_VERIFICATION_GUARD) if self.enabled else None
 
 
+# Produce v11 may answer TRANSACTION_ABORTABLE (ProduceRequest.json).
+FIRST_WITH_TRANSACTION_ABORTABLE = 11
+
+
 async def verify_produce(broker: BrokerFacade, body, topics: NamedTopics,
-                         writable: Callable[[str], bool]) -> Verification:
+                         writable: Callable[[str], bool], version: int) -> Verification:
     """Verify what the request's transactional batches need (module
     docstring); ``topics``: (name, partition_data) of the request's topics
     whose name is known (v13 names them by id); topics not ``writable``
-    (refused by the authorizer) are left out."""
+    (refused by the authorizer) are left out; ``version``: the Produce
+    request's, which says whether TRANSACTION_ABORTABLE may be answered."""
     verifier = broker.txn_verifier
     if not verifier.enabled:
         return Verification(False)
@@ -90,11 +95,13 @@ async def verify_produce(broker: BrokerFacade, body, topics: NamedTopics,
     errors = await verifier.verify(body.transactional_id, producer_id, producer_epoch, set(wanted))
     for key, code in errors.items():
         if code != ErrorCode.NONE:
-            verification.refused[key] = _for_produce(code)
+            verification.refused[key] = _for_produce(code, version)
     return verification
 
 
-def _for_produce(code: int) -> tuple[int, str]:
+def _for_produce(code: int, version: int) -> tuple[int, str]:
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version >= FIRST_WITH_TRANSACTION_ABORTABLE:
+        return code, "Partition was not added to the transaction"
     if code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTION_ABORTABLE):
         return ErrorCode.INVALID_TXN_STATE, "Partition was not added to the transaction"
     if code in _RETRIABLE:

@@ -126,7 +126,7 @@ class ApiKey(IntEnum):
 # (min, max) inclusive, in api key order.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 13),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.FETCH: (4, 18),
     ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 13),
     ApiKey.LEADER_AND_ISR: (0, 5),

@@ -49,12 +49,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms
 from kcore.metadata import TopicPartition
 from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX
+from kcore.protocol.primitives import ZERO_UUID
 from kcore.replication.partition import Partition
 
 FINAL_EPOCH = -1
@@ -81,6 +83,7 @@ class CachedPartition:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     last_fetched_epoch: int = -1   # Fetch v12+: the fetcher's, checked for divergence
+    topic_id: uuid.UUID = ZERO_UUID  # Fetch v13+: the id it was added under (KIP-516)
 
     def must_respond(self, error_code: int, has_records: bool, high_watermark: int,
                      last_stable_offset: int, log_start_offset: int, urgent: bool = False) -> bool:

@@ -58,17 +58,18 @@ def begin(client, partitions: list[int]) -> tuple[str, int, int]:
 
 
 def produce(client, transactional_id: str | None, producer_id: int, epoch: int, sequence: int,
-            values: list[bytes], partition: int = 0) -> tuple[int, int]:
+            values: list[bytes], partition: int = 0, version: int = 7) -> tuple[int, int]:
     return produce_transactional(client, transactional_id, producer_id, epoch, sequence, values,
-                                 partition, TOPIC)
+                                 partition, TOPIC, version)
 
 
 def refused(client, transactional_id: str | None, producer_id: int, epoch: int, sequence: int,
-            partition: int) -> int:
+            partition: int, version: int = 7) -> int:
     """The error of a transactional produce, having checked that nothing
     was appended and that no transaction hangs on the partition."""
     end_before = log_end(client, partition)
-    code, _ = produce(client, transactional_id, producer_id, epoch, sequence, [b"refused"], partition)
+    code, _ = produce(client, transactional_id, producer_id, epoch, sequence, [b"refused"], partition,
+                      version)
     assert log_end(client, partition) == end_before
     assert read_committed(client, TOPIC, partition)[1] == end_before
     return code
@@ -111,6 +112,17 @@ def test_a_batch_for_a_partition_never_added_is_refused_and_nothing_is_appended(
     assert end_txn(client, transactional_id, producer_id, epoch, True) == E.NONE
     wait_for_state(client, transactional_id, "CompleteCommit")
     assert read_committed(client, TOPIC)[0][-2:] == [b"first", b"second"]
+
+
+@pytest.mark.parametrize(("version", "expected"), [
+    (10, E.INVALID_TXN_STATE), (11, E.TRANSACTION_ABORTABLE), (12, E.TRANSACTION_ABORTABLE)])
+def test_produce_v11_answers_a_partition_outside_the_transaction_transaction_abortable(
+        client, version, expected):
+    """Kafka passes the coordinator's TRANSACTION_ABORTABLE on from Produce
+    v11 (KIP-890) and answers older producers INVALID_TXN_STATE."""
+    transactional_id, producer_id, epoch = begin(client, [0])
+    assert refused(client, transactional_id, producer_id, epoch, 0, partition=1,
+                   version=version) == expected
 
 
 def test_a_late_write_after_the_abort_is_refused(client):

@@ -129,14 +129,15 @@ def write_markers(client, producer_id: int, epoch: int, coordinator_epoch: int, 
 
 
 def produce_transactional(client, transactional_id: str, producer_id: int, epoch: int, sequence: int,
-                          values: list[bytes], partition: int = 0, topic: str = TOPIC) -> tuple[int, int]:
+                          values: list[bytes], partition: int = 0, topic: str = TOPIC,
+                          version: int = 7) -> tuple[int, int]:
     records = record_codec.build_batch(
         [record_codec.Record(value=v, key=None, headers=[], timestamp=1_700_000_000_000 + i)
          for i, v in enumerate(values)],
         producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence, is_transactional=True)
     body = produce_body(topic, partition, bytes(records), acks=-1)
     body["transactional_id"] = transactional_id
-    result = client.request(ApiKey.PRODUCE, 7, body).responses[0].partition_responses[0]
+    result = client.request(ApiKey.PRODUCE, version, body).responses[0].partition_responses[0]
     return result.error_code, result.base_offset
 
 

@@ -1,4 +1,4 @@
-"""Fetch (api key 1): read record batches from partitions; versions 4-12.
+"""Fetch (api key 1): read record batches from partitions; versions 4-18.
 
 Versions: v4 isolation_level, last_stable_offset and aborted_transactions
 (KIP-98); v5 log_start_offset; v6 may answer KAFKA_STORAGE_ERROR; v7 fetch
@@ -7,8 +7,16 @@ error_code; KIP-227); v8 throttles after answering; v9 current_leader_epoch
 (KIP-320); v10 allows zstd; v11 rack_id and preferred_read_replica (KIP-392);
 v12 the flexible encoding, last_fetched_epoch and the tagged answers
 diverging_epoch (truncation detected on the fetch itself, KIP-595's
-change to KIP-320's follower), current_leader and snapshot_id. v13+ name
-topics by id (KIP-516).
+change to KIP-320's follower), current_leader and snapshot_id; v13 names
+topics by topic_id, in the request, its forgotten topics and the answer
+(KIP-516; UNKNOWN_TOPIC_ID for an id the broker does not know); v14 may
+answer OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405); v15 moves a follower's
+replica_id into the tagged replica_state with its broker epoch (KIP-903;
+the top-level replica_id is gone); v16 the answer's tagged node_endpoints
+(KIP-951, with current_leader on NOT_LEADER_OR_FOLLOWER and
+FENCED_LEADER_EPOCH); v17 the follower's tagged replica_directory_id
+(KIP-853); v18 the fetcher's tagged high_watermark (KIP-1166, default
+INT64_MAX: not supported).
 Response ``records`` may be a file slice (sent by sendfile) or a list of
 chunks; replica_id >= 0 marks a follower fetch.
 
@@ -19,6 +27,7 @@ handler builds as dicts.
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any, TypedDict
 
 from kcore.protocol.schema import Field, Message
@@ -27,7 +36,11 @@ REQUEST = Message(
     "FetchRequest", api_key=1, flexible="12+",
     fields=[
         Field("cluster_id", "string", "12+", nullable="12+", default=None, tag=0, tagged="12+"),
-        Field("replica_id", "int32", "0+", default=-1),
+        Field("replica_id", "int32", "0-14", default=-1),
+        Field("replica_state", "ReplicaState", "15+", tag=1, tagged="15+", fields=[
+            Field("replica_id", "int32", "15+", default=-1),
+            Field("replica_epoch", "int64", "15+", default=-1),
+        ]),
         Field("max_wait_ms", "int32", "0+"),
         Field("min_bytes", "int32", "0+"),
         Field("max_bytes", "int32", "3+", default=0x7FFFFFFF),
@@ -35,7 +48,8 @@ REQUEST = Message(
         Field("session_id", "int32", "7+"),
         Field("session_epoch", "int32", "7+", default=-1),
         Field("topics", "[]FetchTopic", "0+", fields=[
-            Field("topic", "string", "0+"),
+            Field("topic", "string", "0-12"),
+            Field("topic_id", "uuid", "13+"),
             Field("partitions", "[]FetchPartition", "0+", fields=[
                 Field("partition", "int32", "0+"),
                 Field("current_leader_epoch", "int32", "9+", default=-1),
@@ -43,10 +57,14 @@ REQUEST = Message(
                 Field("last_fetched_epoch", "int32", "12+", default=-1),
                 Field("log_start_offset", "int64", "5+", default=-1),
                 Field("partition_max_bytes", "int32", "0+"),
+                Field("replica_directory_id", "uuid", "17+", tag=0, tagged="17+"),
+                Field("high_watermark", "int64", "18+", default=0x7FFFFFFFFFFFFFFF, tag=1,
+                      tagged="18+"),
             ]),
         ]),
         Field("forgotten_topics_data", "[]ForgottenTopic", "7+", fields=[
-            Field("topic", "string", "7+"),
+            Field("topic", "string", "7-12"),
+            Field("topic_id", "uuid", "13+"),
             Field("partitions", "[]int32", "7+"),
         ]),
         Field("rack_id", "string", "11+", default=""),
@@ -60,7 +78,8 @@ RESPONSE = Message(
         Field("error_code", "int16", "7+"),
         Field("session_id", "int32", "7+"),
         Field("responses", "[]FetchableTopicResponse", "0+", fields=[
-            Field("topic", "string", "0+"),
+            Field("topic", "string", "0-12"),
+            Field("topic_id", "uuid", "13+"),
             Field("partitions", "[]PartitionData", "0+", fields=[
                 Field("partition_index", "int32", "0+"),
                 Field("error_code", "int16", "0+"),
@@ -86,6 +105,12 @@ RESPONSE = Message(
                 Field("preferred_read_replica", "int32", "11+", default=-1),
                 Field("records", "records", "0+", nullable="0+"),
             ]),
+        ]),
+        Field("node_endpoints", "[]NodeEndpoint", "16+", tag=0, tagged="16+", fields=[
+            Field("node_id", "int32", "16+"),
+            Field("host", "string", "16+"),
+            Field("port", "int32", "16+"),
+            Field("rack", "string", "16+", nullable="16+", default=None),
         ]),
     ],
 )
@@ -117,6 +142,13 @@ class AbortedTransactionDict(TypedDict, total=False):
     first_offset: int
 
 
+class NodeEndpointDict(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
 class PartitionDataDict(TypedDict, total=False):
     partition_index: int
     error_code: int
@@ -133,6 +165,7 @@ class PartitionDataDict(TypedDict, total=False):
 
 class FetchableTopicResponseDict(TypedDict, total=False):
     topic: str
+    topic_id: uuid.UUID
     partitions: list[PartitionDataDict]
 
 
@@ -141,3 +174,4 @@ class FetchResponseDict(TypedDict, total=False):
     error_code: int
     session_id: int
     responses: list[FetchableTopicResponseDict]
+    node_endpoints: list[NodeEndpointDict]
