@@ -81,12 +81,13 @@ def _set_to_bits(bits: set[int] | None) -> int:
 
 
 def _default_tagged_struct(schema: Struct | None, name: str, item) -> bool:
-    """A tagged struct field holding its default: Kafka's generated code
+    """A tagged struct (or uuid) field holding its default: Kafka's generated code
     does not write it (FieldSpec.generateNonDefaultValueCheck), nor does
     kcore; kafka-python writes any struct it is given, so it is given none
     and its decoder's None stands for the default."""
     field = next((f for f in schema.fields if f.name == name), None) if schema is not None else None
-    return (field is not None and field.kind == "struct" and field.tagged_versions is not None
+    return (field is not None and field.tagged_versions is not None
+            and (field.kind == "struct" or field.type == "uuid")
             and to_dict(field.default_value()) == to_dict(item))
 
 
@@ -117,7 +118,7 @@ def _from_kafka_python(schema: Struct, version: int, fields: dict, value: dict) 
         name = _their_name(fields, field.name)
         item = value[name]
         theirs = fields[name]
-        if item is None and field.kind == "struct" and field.tagged(version):
+        if item is None and (field.kind == "struct" or field.type == "uuid") and field.tagged(version):
             item = to_dict(field.default_value())
         if item is not None and field.struct is not None:
             sub_fields = theirs.data_class._struct.fields
@@ -127,7 +128,7 @@ def _from_kafka_python(schema: Struct, version: int, fields: dict, value: dict) 
                 item = _from_kafka_python(field.struct, version, sub_fields, item)
         elif theirs.type_str == "bitfield":
             item = _set_to_bits(item)
-        if item is None and field.kind == "struct" and field.tagged(version):
+        if item is None and (field.kind == "struct" or field.type == "uuid") and field.tagged(version):
             item = to_dict(field.default_value())  # kafka-python: an absent tagged struct is None
         result[field.name] = item
     return result
