@@ -5,7 +5,9 @@ reaching the coordinator (Kafka checks its metadata cache the same way).
 v2-4 carry retention_time_ms: -1 means offsets.retention.minutes, anything
 else fixes an expire timestamp (stored as offset value version 1). v6 adds
 the leader epoch, v7 group_instance_id, v8 is flexible, v9 carries a
-consumer-protocol member's epoch (KIP-848). Answered after the records are in
+consumer-protocol member's epoch (KIP-848), v10 names topics by id
+(KIP-516): an id the metadata cache does not know answers UNKNOWN_TOPIC_ID
+for its partitions before any other check (Kafka's KafkaApis). Answered after the records are in
 `__consumer_offsets` and its in-sync replicas (acks=all, up to 5 s, Kafka's
 offsets.commit.timeout.ms); with flush.messages=1 there, after the group-commit
 fsync covering them (a failed one answers NOT_COORDINATOR, as Kafka maps a
@@ -31,12 +33,18 @@ log = logging.getLogger(__name__)
 DEFAULT_RETENTION = -1
 FIRST_LEADER_EPOCH_VERSION = 6
 FIRST_STATIC_VERSION = 7
+TOPIC_IDS_VERSION = 10
+UNKNOWN_ID = ""  # the name of a topic whose id the broker does not know
 
 
 async def handle(broker: BrokerFacade, context, request):
     body = request.body
     await broker.group_coordinator.manager.maybe_create_topic()
     version = request.api_version
+    if version >= TOPIC_IDS_VERSION:
+        cache = broker.replica_manager.metadata_cache
+        for topic in body.topics:
+            topic.name = cache.topic_name(topic.topic_id) or UNKNOWN_ID
     now = wall_ms(broker.group_coordinator.manager.clock)  # written with each offset
     retention = body.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
     expire_timestamp = now + retention if retention != DEFAULT_RETENTION else -1
@@ -47,6 +55,9 @@ async def handle(broker: BrokerFacade, context, request):
     for topic in body.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
+            if version >= TOPIC_IDS_VERSION and topic.name == UNKNOWN_ID:
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
             if not group_ok:
                 errors[key] = ErrorCode.GROUP_AUTHORIZATION_FAILED
                 continue
@@ -76,7 +87,7 @@ async def handle(broker: BrokerFacade, context, request):
                 errors.update(dict.fromkeys(partitions, sync_error_code(exc.error_code)))
     return {
         "throttle_time_ms": 0,
-        "topics": [{"name": topic.name,
+        "topics": [{"name": topic.name, "topic_id": topic.topic_id if version >= TOPIC_IDS_VERSION else None,
                     "partitions": [{"partition_index": p.partition_index,
                                     "error_code": errors[(topic.name, p.partition_index)]}
                                    for p in topic.partitions]}

@@ -8,12 +8,16 @@ UNSTABLE_OFFSET_COMMIT (retriable) for a partition whose transactional
 offset commit still waits for its marker, as Kafka's coordinator does. v8
 asks for several groups at once, each answered on its own; v9 adds the
 member id and epoch of a consumer-protocol member, which the coordinator
-checks (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+checks (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH). v10 names topics by id
+(KIP-516): an id the metadata cache does not know answers UNKNOWN_TOPIC_ID
+for each asked partition, and an all-topics answer leaves out the topics
+that no longer exist (no id to name them by), as Kafka's KafkaApis does.
 """
 from __future__ import annotations
 
 from kcore.handlers.authz import allowed_topics, group_allowed
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import NO_TOPIC_ID
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 
@@ -21,6 +25,7 @@ FIRST_TOP_LEVEL_ERROR_VERSION = 2
 REQUIRE_STABLE_VERSION = 7
 FIRST_GROUPS_VERSION = 8
 FIRST_MEMBER_EPOCH_VERSION = 9
+TOPIC_IDS_VERSION = 10
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -31,8 +36,13 @@ async def handle(broker: BrokerFacade, context, request):
         for group in body.groups:
             member = ((group.member_id, group.member_epoch) if version >= FIRST_MEMBER_EPOCH_VERSION
                       else (None, -1))
+            unknown_ids: list = []
+            if version >= TOPIC_IDS_VERSION and group.topics is not None:
+                group.topics, unknown_ids = _resolve_ids(broker, group.topics)
             error, topics = _fetch_group(broker, context, group.group_id, group.topics, version,
                                          body.require_stable, member)
+            if version >= TOPIC_IDS_VERSION:
+                topics = _by_id(broker, topics, [] if error else unknown_ids)
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     require_stable = version >= REQUIRE_STABLE_VERSION and body.require_stable
@@ -74,6 +84,39 @@ def _fetch_group(broker: BrokerFacade, context, group_id: str, requested, versio
             "error_code": code,
         })
     return error, [{"name": name, "partitions": items} for name, items in topics.items()]
+
+
+def _resolve_ids(broker: BrokerFacade, requested) -> tuple[list, list]:
+    """(topics the metadata cache names, with ``name`` set; topics whose id
+    it does not know)."""
+    cache = broker.replica_manager.metadata_cache
+    known, unknown = [], []
+    for topic in requested:
+        name = cache.topic_name(topic.topic_id)
+        if name is None:
+            unknown.append(topic)
+        else:
+            topic.name = name
+            known.append(topic)
+    return known, unknown
+
+
+def _by_id(broker: BrokerFacade, topics: list[dict], unknown_ids: list) -> list[dict]:
+    """A v10 answer's topics named by id: those without an id (deleted
+    since their offsets were committed) are left out, unknown ids answer
+    UNKNOWN_TOPIC_ID."""
+    cache = broker.replica_manager.metadata_cache
+    named = []
+    for topic in topics:
+        topic["topic_id"] = cache.topic_id(topic["name"])
+        if topic["topic_id"] != NO_TOPIC_ID:
+            named.append(topic)
+    return named + [
+        {"name": "", "topic_id": topic.topic_id, "partitions": [
+            {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+             "metadata": "", "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+            for index in topic.partition_indexes]}
+        for topic in unknown_ids]
 
 
 def _group_refused(requested, version: int) -> tuple[int, list[dict]]:

@@ -486,7 +486,8 @@ def test_offset_fetch_v8_asks_for_several_groups_and_answers_each_with_its_own_e
     request = decode_request(memoryview(OFFSET_FETCH_V8_REQUEST)[4:])
     assert to_dict(request.body) == {"groups": [
         {"group_id": "g1", "member_id": None, "member_epoch": -1,
-         "topics": [{"name": "foo", "partition_indexes": [0, 1]}]},
+         # topic_id is a field from v10: its default, the zero uuid, before.
+         "topics": [{"name": "foo", "topic_id": uuid.UUID(int=0), "partition_indexes": [0, 1]}]},
         {"group_id": "g2", "member_id": None, "member_epoch": -1, "topics": None}],
         "group_id": "", "topics": [], "require_stable": True}
     assert encode_request(9, 8, 5, "adminclient-1", to_dict(request.body)) == OFFSET_FETCH_V8_REQUEST

@@ -1,10 +1,11 @@
-"""OffsetCommit (api key 8): store a group's consumed offsets; versions 2-9.
+"""OffsetCommit (api key 8): store a group's consumed offsets; versions 2-10.
 
 Versions: v2-4 retention_time_ms (-1 = broker default); v3 throttle_time_ms;
 v4 throttles after answering; v5 drops retention_time_ms; v6
 committed_leader_epoch (KIP-320); v7 group_instance_id (KIP-345); v8 flexible; v9 a consumer-protocol member
 (KIP-848) commits with its member epoch, checked (STALE_MEMBER_EPOCH) and an
-unknown group answers GROUP_ID_NOT_FOUND. The field
+unknown group answers GROUP_ID_NOT_FOUND; v10 names topics by topic_id
+(KIP-516) in the request and the answer. The field
 Kafka 2.x called generation_id is generation_id_or_member_epoch.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
@@ -22,7 +23,8 @@ REQUEST = Message(
         Field("group_instance_id", "string", "7+", nullable="7+"),
         Field("retention_time_ms", "int64", "2-4", default=-1),
         Field("topics", "[]OffsetCommitRequestTopic", "0+", fields=[
-            Field("name", "string", "0+"),
+            Field("name", "string", "0-9"),
+            Field("topic_id", "uuid", "10+"),
             Field("partitions", "[]OffsetCommitRequestPartition", "0+", fields=[
                 Field("partition_index", "int32", "0+"),
                 Field("committed_offset", "int64", "0+"),
@@ -38,7 +40,8 @@ RESPONSE = Message(
     fields=[
         Field("throttle_time_ms", "int32", "3+"),
         Field("topics", "[]OffsetCommitResponseTopic", "0+", fields=[
-            Field("name", "string", "0+"),
+            Field("name", "string", "0-9"),
+            Field("topic_id", "uuid", "10+"),
             Field("partitions", "[]OffsetCommitResponsePartition", "0+", fields=[
                 Field("partition_index", "int32", "0+"),
                 Field("error_code", "int16", "0+"),

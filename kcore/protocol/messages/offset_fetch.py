@@ -1,4 +1,4 @@
-"""OffsetFetch (api key 9): read a group's committed offsets; versions 1-9.
+"""OffsetFetch (api key 9): read a group's committed offsets; versions 1-10.
 
 Versions: v1 offsets kept by the broker (not ZooKeeper); v2 null topics
 means every partition with a committed offset, top-level error_code; v3
@@ -9,7 +9,8 @@ and the client asks again, so a consumer taking it over never starts
 from the offset before a commit that is about to land; v8 several groups
 per request, each answered with its own error; v9 member_id and
 member_epoch, which a consumer-protocol member sends and the coordinator
-checks (KIP-848).
+checks (KIP-848); v10 names the topics of each group by topic_id
+(KIP-516) in the request and the answer.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 OffsetFetchRequest.json and OffsetFetchResponse.json (field names: snake_case of
@@ -30,7 +31,8 @@ REQUEST = Message(
             Field("member_id", "string", "9+", nullable="9+", default=None),
             Field("member_epoch", "int32", "9+", default=-1),
             Field("topics", "[]OffsetFetchRequestTopics", "8+", nullable="8+", fields=[
-                Field("name", "string", "8+"),
+                Field("name", "string", "8-9"),
+                Field("topic_id", "uuid", "10+"),
                 Field("partition_indexes", "[]int32", "8+"),
             ]),
         ]),
@@ -56,7 +58,8 @@ RESPONSE = Message(
         Field("groups", "[]OffsetFetchResponseGroup", "8+", fields=[
             Field("group_id", "string", "8+"),
             Field("topics", "[]OffsetFetchResponseTopics", "8+", fields=[
-                Field("name", "string", "8+"),
+                Field("name", "string", "8-9"),
+                Field("topic_id", "uuid", "10+"),
                 Field("partitions", "[]OffsetFetchResponsePartitions", "8+", fields=[
                     Field("partition_index", "int32", "8+"),
                     Field("committed_offset", "int64", "8+"),
