@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from kcore.schema_registry import errors, schema_types
@@ -32,7 +32,16 @@ from kcore.schema_registry.errors import RegistryError
 from kcore.schema_registry.records import SchemaRecord
 from kcore.schema_registry.registry import SchemaRegistry
 from kcore.schema_registry.store import SchemaStore
-from kcore.security.acl import AclOperation
+from kcore.security.acl import (
+    SUPPORTED_OPERATIONS,
+    AclBinding,
+    AclError,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    validate_binding,
+)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -53,6 +62,15 @@ Authorize = Callable[[AclOperation, "str | None"], None]
 Forward = Callable[[RestRequest], Awaitable[tuple[int, bytes]]]
 
 
+class SubjectAcls(Protocol):
+    """The broker's ACLs as the registry's ``/acls`` routes change them."""
+
+    def current(self) -> frozenset[AclBinding] | None:
+        """Every ACL in force; None when the broker has no authorizer."""
+
+    async def change(self, added: list[AclBinding], removed: list[AclBinding]) -> None: ...
+
+
 @dataclass
 class RegistryService:
     """What the REST layer works with on one broker."""
@@ -60,6 +78,7 @@ class RegistryService:
     store: SchemaStore
     registry: SchemaRegistry
     forward: Forward | None = None
+    acls: SubjectAcls | None = None
 
 
 @dataclass
@@ -464,3 +483,71 @@ async def put_mode(call: Call) -> Any:
 async def delete_mode(call: Call) -> Any:
     call.authorize(AclOperation.WRITE, call.params[0])
     return {"mode": await call.service.registry.delete_mode(call.params[0])}
+
+
+# -- kcore's own: the ACLs of subjects ----------------------------------------
+
+_ACL_OPERATIONS = {op.name: op for op in SUPPORTED_OPERATIONS[ResourceType.SUBJECT] + (AclOperation.ALL,)}
+
+
+def _acl_json(binding: AclBinding) -> dict:
+    return {"subject": binding.resource_name, "patternType": binding.pattern_type.name,
+            "principal": binding.principal, "host": binding.host, "operation": binding.operation.name,
+            "permission": binding.permission.name}
+
+
+def _bindings(call: Call) -> list[AclBinding]:
+    """The body's ``{"acls": [{"subject", "patternType", "principal", "host",
+    "operation", "permission"}]}`` as bindings on the Subject resource."""
+    body = call.json_body()
+    items = body.get("acls") if isinstance(body, dict) else None
+    if not isinstance(items, list) or not items:
+        raise RegistryError(400, 'send {"acls": [{"subject": ..., "principal": ..., "operation": ...}]}')
+    found = []
+    for item in items:
+        try:
+            binding = AclBinding(ResourceType.SUBJECT, str(item["subject"]),
+                                 PatternType[str(item.get("patternType", "LITERAL")).upper()],
+                                 str(item["principal"]), str(item.get("host", "*")),
+                                 _ACL_OPERATIONS[str(item["operation"]).upper()],
+                                 AclPermissionType[str(item.get("permission", "ALLOW")).upper()])
+            validate_binding(binding)
+        except (KeyError, TypeError, AttributeError, AclError) as exc:
+            raise RegistryError(400, f"not a Subject ACL: {item!r} ({exc}); operation is one of "
+                                     f"{', '.join(sorted(_ACL_OPERATIONS))}") from None
+        found.append(binding)
+    return found
+
+
+def _acl_store(call: Call) -> SubjectAcls:
+    acls = call.service.acls
+    if acls is None or acls.current() is None:
+        raise RegistryError(errors.OPERATION_NOT_PERMITTED, "No authorizer is configured on the broker "
+                                                            "(authorizer.class.name)")
+    return acls
+
+
+@_route("GET", "/acls")
+async def list_acls(call: Call) -> Any:
+    call.authorize(AclOperation.DESCRIBE, None)
+    current = _acl_store(call).current() or frozenset()
+    subject = call.request.query.get("subject")
+    return [_acl_json(binding) for binding in sorted(current) if binding.resource_type == ResourceType.SUBJECT
+            and (subject is None or binding.resource_name == subject)]
+
+
+@_route("POST", "/acls")
+async def add_acls(call: Call) -> Any:
+    call.authorize(AclOperation.ALTER, None)
+    added = _bindings(call)
+    await _acl_store(call).change(added, [])
+    return [_acl_json(binding) for binding in added]
+
+
+@_route("DELETE", "/acls")
+async def remove_acls(call: Call) -> Any:
+    call.authorize(AclOperation.ALTER, None)
+    store = _acl_store(call)
+    removed = [binding for binding in _bindings(call) if binding in (store.current() or frozenset())]
+    await store.change([], removed)
+    return [_acl_json(binding) for binding in removed]

@@ -115,7 +115,8 @@ class Broker:
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         self.schema_registry = BrokerRegistry(config, self.controller, self.replica_manager,
                                               lambda: self.log_syncer, self.scram_credentials,
-                                              self._sasl_settings, lambda: self.authorizer, self._auth_failures)
+                                              self._sasl_settings, lambda: self.authorizer, self._auth_failures,
+                                              self.security_store)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
