@@ -17,14 +17,23 @@ the record):
    its default (Long.MAX_VALUE) falls back to the deprecated
    ``message.timestamp.difference.max.ms``;
 3. otherwise a batch whose producer set the LogAppendTime attribute is
-   refused (only the broker stamps LogAppendTime).
+   refused (only the broker stamps LogAppendTime);
+4. with schema validation on (Confluent Server's
+   ``confluent.value.schema.validation``, Redpanda's
+   ``redpanda.value.schema.id.validation``, and the same for keys), a
+   record's value (key) must start with Confluent's wire format (magic
+   byte 0, a big-endian int32 schema id) and the id must be one the
+   schema registry allows for the topic (kcore/schema_registry/
+   validation.py gives the checks); a null value or key passes.
 
 The answer is INVALID_TIMESTAMP when any record failed rule 2 or 3, else
 INVALID_RECORD, with a top-level ``error_message``.
 
 Fast path: native checks over the records section (``has_null_key``,
-``timestamps_within``) say whether any record fails; only a failing batch
-is walked record by record here to name the culprits. The records are
+``timestamps_within``, ``record_schema_ids``: the distinct ids a batch
+carries, usually one) say whether any record fails; only a failing batch
+is walked record by record here to name the culprits. Topics without these
+rules read no record at all. The records are
 read, so the caller checks the batch CRC first (``reads_records``).
 
 Pure functions over immutable values; safe from any thread.
@@ -32,8 +41,8 @@ Pure functions over immutable values; safe from any thread.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from typing_extensions import Buffer
 
@@ -45,6 +54,8 @@ from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.errors import ErrorCode
 
 NO_TIMESTAMP = -1
+# record_schema_ids: a null key or value (it carries no schema, and passes).
+NULL_SCHEMA_ID = -2
 # Kafka's top-level message lists at most this many record errors.
 MESSAGE_RECORD_ERRORS = 3
 
@@ -60,6 +71,25 @@ class RecordValidationError(Exception):
         self.record_errors = record_errors
 
 
+class SchemaIdCheck(Protocol):
+    """Which schema ids a topic's keys or values may carry (rule 4)."""
+
+    @property
+    def subject(self) -> str:
+        """Where the ids must be registered, as a refusal names it."""
+
+    def allows(self, schema_id: int) -> bool: ...
+
+
+class NoSchemaIds:
+    """Validation on, and no registry to ask: no id is registered."""
+
+    subject = "a subject of a schema registry this broker has"
+
+    def allows(self, schema_id: int) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class RecordPolicy:
     """The topic configs the per-record rules read (module docstring)."""
@@ -68,6 +98,11 @@ class RecordPolicy:
     log_append_time: bool
     before_max_ms: int
     after_max_ms: int
+    validates_key_schemas: bool = False
+    validates_value_schemas: bool = False
+    # The checks of rule 4, attached by the partition when validation is on.
+    key_schemas: SchemaIdCheck | None = field(default=None, compare=False)
+    value_schemas: SchemaIdCheck | None = field(default=None, compare=False)
 
     @classmethod
     def from_configs(cls, configs: Mapping[str, Any]) -> RecordPolicy:
@@ -78,17 +113,38 @@ class RecordPolicy:
         return cls(keys_required="compact" in policies,
                    log_append_time=configs.get("message.timestamp.type") == "LogAppendTime",
                    before_max_ms=difference if before == INT64_MAX else before,
-                   after_max_ms=difference if after == INT64_MAX else after)
+                   after_max_ms=difference if after == INT64_MAX else after,
+                   validates_key_schemas=bool(configs.get("confluent.key.schema.validation")
+                                              or configs.get("redpanda.key.schema.id.validation")),
+                   validates_value_schemas=bool(configs.get("confluent.value.schema.validation")
+                                                or configs.get("redpanda.value.schema.id.validation")))
+
+    def __post_init__(self) -> None:
+        # Read on every produce of the topic: worked out once (the policy is
+        # kept while the topic's configs are, replication/partition.py).
+        checks: list[tuple[SchemaIdCheck, bool]] = []
+        if self.validates_key_schemas:
+            checks.append((self.key_schemas or NoSchemaIds(), True))
+        if self.validates_value_schemas:
+            checks.append((self.value_schemas or NoSchemaIds(), False))
+        object.__setattr__(self, "_checks", tuple(checks))
+        object.__setattr__(self, "reads_records", self.keys_required or self.bounds_timestamps or bool(checks))
+
+    @property
+    def validates_schemas(self) -> bool:
+        return self.validates_key_schemas or self.validates_value_schemas
+
+    def _schema_checks(self) -> tuple[tuple[SchemaIdCheck, bool], ...]:
+        """(check, of keys) for each validated side; refusing all without a check."""
+        return self._checks  # type: ignore[attr-defined]
 
     @property
     def bounds_timestamps(self) -> bool:
         return not self.log_append_time and (self.before_max_ms < INT64_MAX
                                              or self.after_max_ms < INT64_MAX)
 
-    @property
-    def reads_records(self) -> bool:
-        """Whether checking a batch decodes its records (the CRC comes first)."""
-        return self.keys_required or self.bounds_timestamps
+    # Whether checking a batch decodes its records (the CRC comes first).
+    reads_records: bool = field(init=False, compare=False)
 
     def timestamp_range(self, now: int) -> tuple[int, int]:
         """[earliest, latest] accepted at ``now``, clamped to int64."""
@@ -107,13 +163,43 @@ def validate_records(batch: Buffer, header: BatchHeader, policy: RecordPolicy, n
     except ValueError:
         raise RecordValidationError(ErrorCode.INVALID_RECORD,
                                     "the batch's records cannot be decompressed", []) from None
-    earliest, latest = policy.timestamp_range(now)
+    earliest, latest = policy.timestamp_range(now) if policy.bounds_timestamps else (-INT64_MAX - 1, INT64_MAX)
     if not producer_log_append_time \
             and not (policy.keys_required and native_records.has_null_key(section)) \
             and not (policy.bounds_timestamps and not native_records.timestamps_within(
-                section, header.base_timestamp, earliest, latest)):
+                section, header.base_timestamp, earliest, latest)) \
+            and (not policy.validates_schemas or _schemas_allowed(section, policy)):
         return
     _raise_record_errors(section, header, policy, earliest, latest, topic_partition)
+
+
+def _schemas_allowed(section: Buffer, policy: RecordPolicy) -> bool:
+    for check, keys in policy._schema_checks():
+        try:
+            ids = native_records.record_schema_ids(section, keys)
+        except ValueError:
+            return False
+        if len(ids) == 1:  # the usual batch: one producer, one schema
+            if not _allowed(ids[0], check):
+                return False
+        elif not all(_allowed(schema_id, check) for schema_id in ids):
+            return False
+    return True
+
+
+def _allowed(schema_id: int, check: SchemaIdCheck) -> bool:
+    return schema_id == NULL_SCHEMA_ID or (schema_id >= 0 and check.allows(schema_id))
+
+
+def _schema_error(schema_id: int, check: SchemaIdCheck, keys: bool) -> str | None:
+    """Why a record's key (value) carrying ``schema_id`` breaks rule 4, or None."""
+    part = "key" if keys else "value"
+    if _allowed(schema_id, check):
+        return None
+    if schema_id < 0:
+        return (f"The record's {part} does not carry a schema id: it must start with the magic byte 0 "
+                f"and a 4-byte schema id (Confluent's wire format)")
+    return f"The record's {part} carries schema id {schema_id}, which is not registered under {check.subject}"
 
 
 def _records_section(batch: Buffer, header: BatchHeader) -> Buffer:
@@ -131,21 +217,30 @@ def _raise_record_errors(section: Buffer, header: BatchHeader, policy: RecordPol
         raise RecordValidationError(ErrorCode.INVALID_RECORD, str(exc), []) from None
     errors: list[tuple[int, str]] = []
     bad_timestamp = False
+    schema_ids = [(check, keys, native_records.record_schema_ids(section, keys, distinct=False))
+                  for check, keys in policy._schema_checks()]
     for index, span in enumerate(spans):
         timestamp = _wrap_int64(header.base_timestamp + span.timestamp_delta)
         if policy.keys_required and span.key_length < 0:
             errors.append((index, f"Compacted topic {topic_partition} cannot accept a record "
                                   f"without a key"))
-        elif not policy.log_append_time and timestamp != NO_TIMESTAMP:
+            continue
+        if not policy.log_append_time and timestamp != NO_TIMESTAMP:
             if not earliest <= timestamp <= latest:
                 bad_timestamp = True
                 errors.append((index, f"Timestamp {timestamp} of the record at offset delta "
                                       f"{span.offset_delta} is out of range: the timestamp "
                                       f"should be within [{earliest}, {latest}]"))
+                continue
         elif header.timestamp_type == 1:
             bad_timestamp = True
             errors.append((index, "Invalid timestamp type LogAppendTime: only the broker "
                                   "stamps LogAppendTime, producers send CreateTime"))
+            continue
+        reason = next((found for check, keys, ids in schema_ids
+                       if (found := _schema_error(ids[index], check, keys)) is not None), None)
+        if reason is not None:
+            errors.append((index, reason))
     if not errors:
         return
     if bad_timestamp:

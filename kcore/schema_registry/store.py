@@ -192,6 +192,10 @@ class SchemaStore:
         self._wake.set()
 
     # -- everyone else ------------------------------------------------------
+    def refresh(self) -> None:
+        """Fetch from the leader now rather than at the end of the long poll."""
+        self._wake.set()
+
     async def sync(self, timeout_s: float = 5.0) -> None:
         """Until everything the leader has committed now is applied here."""
         if self.is_primary():

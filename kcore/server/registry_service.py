@@ -21,6 +21,7 @@ from kcore.schema_registry.forward import Forwarder
 from kcore.schema_registry.registry import SchemaRegistry
 from kcore.schema_registry.rest import RegistryService
 from kcore.schema_registry.store import SchemaStore
+from kcore.schema_registry.validation import SchemaValidation
 from kcore.security.acl import AclBinding
 from kcore.security.authorizer import Authorizer
 from kcore.server.http_hosts import AllowedHosts
@@ -48,6 +49,8 @@ class BrokerRegistry:
         self.listeners = RegistryListeners(self.service, self.auth,
                                            AllowedHosts(config["http.allowed.hosts"], own))
         replica_manager.leadership_listeners.append(self.store.on_leadership_change)
+        self.validation = SchemaValidation(self.registry, self.store.refresh)
+        replica_manager.schema_checks = self.validation.checks
 
     async def start(self) -> None:
         self.store.start()
