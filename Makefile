@@ -76,7 +76,7 @@ lint: install-test
 # The static checks run first: a lint or type regression fails CI before
 # the ~10 minutes of tests.
 test: lint system-deps kafkajs-deps
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=40 tests
 
 test-fast: install-test
 	$(BIN)/python -m pytest -q tests/unit

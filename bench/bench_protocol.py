@@ -11,7 +11,10 @@ or standalone, printing microseconds per call (best of 5 rounds):
 Workloads: a Produce v7 request for 16 partitions of one topic, 16 KiB of
 record bytes each (decoded without copying them), and a Fetch v11 response
 for 16 partitions whose records are file slices (encoded as chunks, the
-slices passed through untouched), built from data objects and from dicts.
+slices passed through untouched), built from data objects and from dicts;
+the same dicts as a Fetch v12 response (the flexible encoding: compact
+lengths and a tagged-field section per struct, what librdkafka and
+kafka-python fetch with since kcore serves v12).
 kafka-python's JSON-driven codec on the same messages is the baseline.
 
 The refusal of unknown dict keys (kcore/protocol/encoder.py) is priced on
@@ -69,6 +72,7 @@ def fetch_v11_dicts() -> dict:
 
 
 FETCH_HEADER = RequestHeader(1, 11, 1, "rdkafka")
+FETCH_V12_HEADER = RequestHeader(1, 12, 1, "rdkafka")
 
 
 def kafka_python_produce_decode() -> Callable[[], object]:
@@ -95,6 +99,8 @@ def workloads() -> dict[str, Callable[[], object]]:
         "kcore encode Fetch v11 response, 16 partitions (data objects)":
             lambda: encode_response(FETCH_HEADER, objects),
         "kcore encode Fetch v11 response, 16 partitions (dicts)": lambda: encode_response(FETCH_HEADER, dicts),
+        "kcore encode Fetch v12 response, 16 partitions (dicts)":
+            lambda: encode_response(FETCH_V12_HEADER, dicts),
         "kafka-python decode Produce v7 request, 16 partitions": kafka_python_produce_decode(),
         "kafka-python encode Fetch v11 response, 16 partitions (4 KiB in memory)": kafka_python_fetch_encode(),
     }

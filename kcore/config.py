@@ -81,6 +81,26 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+# Kafka's assignor class names and the short names its 4.x configs accept.
+_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def _assignors(text: str) -> list[str]:
+    names = [_ASSIGNOR_CLASSES.get(item, item) for item in _list(text)]
+    unknown = [name for name in names if name not in ("uniform", "range")]
+    if unknown or not names:
+        raise ValueError(f"unknown assignors {unknown}: expected uniform or range")
+    return names
+
+
+def _rebalance_protocols(text: str) -> list[str]:
+    protocols = [item.lower() for item in _list(text)]
+    if "classic" not in protocols or any(p not in ("classic", "consumer") for p in protocols):
+        raise ValueError("expected classic, optionally with consumer")
+    return protocols
+
+
 def _cleanup_policy(text: str) -> str:
     parts = sorted(set(_list(text)))
     if not parts or any(p not in ("compact", "delete") for p in parts):
@@ -181,6 +201,12 @@ def _like(topic_key: str) -> Callable[[str], Any]:
 
 
 CODECS = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+# replica.selector.class (KIP-392): Kafka's class names and kcore's own for
+# the two selectors kcore/replication/replica_selector.py implements.
+RACK_AWARE_SELECTOR_CLASSES = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",
+                               "kcore.replication.replica_selector.RackAwareReplicaSelector")
+LEADER_SELECTOR_CLASSES = ("org.apache.kafka.common.replica.LeaderSelector",
+                           "kcore.replication.replica_selector.LeaderSelector")
 
 
 @dataclass(frozen=True)
@@ -314,10 +340,15 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Pause of a follower's fetching after an error."),
     _key("replica.socket.timeout.ms", _at_least(1), 30000,
          "How long a follower's fetch waits for its answer beyond replica.fetch.wait.max.ms."),
+    _key("replica.selector.class", _choice(*RACK_AWARE_SELECTOR_CLASSES, *LEADER_SELECTOR_CLASSES),
+         None, "Which replica a consumer that sends its rack reads from (KIP-392): unset, the "
+         "leader; a RackAwareReplicaSelector, an in-sync replica in the consumer's rack."),
     _key("num.partitions", _at_least(1), 1, "Partitions of an auto-created topic."),
     _key("default.replication.factor", _at_least(1), 1, "Replication factor of an auto-created topic."),
     _key("auto.create.topics.enable", _bool, True, "Create a topic when a client asks for its metadata."),
     _key("delete.topic.enable", _bool, True, "Allow DeleteTopics."),
+    _key("max.request.partition.size.limit", _at_least(1), 2000,
+         "Most partitions one DescribeTopicPartitions answer holds, whatever its request asks (KIP-966)."),
     _key("authorizer.class.name", str, "",
          "Any non-empty value turns on kcore's ACL authorizer (Kafka's names, e.g. "
          "kafka.security.authorizer.AclAuthorizer, are accepted); empty allows everything."),
@@ -439,6 +470,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Segment size of __transaction_state (small, so the cleaner compacts it often)."),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _at_least(1), 10000,
          "How often the coordinator aborts transactions past their transaction.timeout.ms."),
+    _key("transaction.partition.verification.enable", _bool, True,
+         "Before appending a transactional batch, a partition leader checks with the transaction "
+         "coordinator that the partition is in the producer's ongoing transaction (KIP-890)."),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", _at_least(1), 3600000,
          "How often the coordinator forgets transactional ids idle past "
          "transactional.id.expiration.ms."),
@@ -447,6 +481,42 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
     _key("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for."),
     _key("group.max.size", _at_least(1), INT32_MAX, "Most members in one group."),
+    _key("group.coordinator.rebalance.protocols", _rebalance_protocols, ["classic", "consumer"],
+         "Group protocols served: classic (JoinGroup/SyncGroup) always; consumer "
+         "(ConsumerGroupHeartbeat, KIP-848) when listed."),
+    _key("group.consumer.heartbeat.interval.ms", _at_least(1), 5000,
+         "How often members of consumer-protocol groups heartbeat (told in every answer)."),
+    _key("group.consumer.session.timeout.ms", _at_least(1), 45000,
+         "A consumer-protocol member that does not heartbeat for this long is removed."),
+    _key("group.consumer.max.size", _at_least(1), INT32_MAX, "Most members in one consumer-protocol group."),
+    _key("group.consumer.assignors", _assignors, ["uniform", "range"],
+         "Server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class "
+         "names); the first is the default, members may pick another with group.remote.assignor."),
+    _key("group.consumer.migration.policy", _choice("bidirectional", "upgrade", "downgrade", "disabled"),
+         "bidirectional",
+         "Whether a classic group becomes a consumer-protocol group when a consumer-protocol "
+         "member joins (upgrade), and back when the last one leaves (downgrade)."),
+    # Share groups (KIP-932), Kafka 4.2's names and defaults.
+    _key("group.share.session.timeout.ms", _at_least(1), 45000,
+         "A share group member that sends no heartbeat for this long leaves its group."),
+    _key("group.share.heartbeat.interval.ms", _at_least(1), 5000,
+         "How often share group members are told to heartbeat."),
+    _key("group.share.max.size", _at_least(1), 200, "Most members in one share group."),
+    _key("group.share.record.lock.duration.ms", _at_least(1000), 30000,
+         "How long a share group member holds the records it acquired before they are "
+         "delivered again (a group's share.record.lock.duration.ms overrides it)."),
+    _key("group.share.delivery.count.limit", _at_least(2), 5,
+         "Deliveries of one record before it is archived instead of delivered again."),
+    _key("group.share.partition.max.record.locks", _at_least(100), 2000,
+         "Most records in flight (acquired or waiting to be acquired again) per share-partition."),
+    _key("group.share.max.share.sessions", _at_least(1), 2000,
+         "Most share sessions (one per member and broker) this broker keeps."),
+    _key("share.coordinator.state.topic.num.partitions", _at_least(1), 50,
+         "Partitions of __share_group_state."),
+    _key("share.coordinator.state.topic.replication.factor", _at_least(1), 3,
+         "Replication factor of __share_group_state (a single node without ZooKeeper uses 1)."),
+    _key("share.coordinator.state.topic.min.isr", _at_least(1), 2,
+         "min.insync.replicas of __share_group_state."),
 ]}
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs never returns their values.

@@ -16,7 +16,7 @@ import sys
 
 from kcore import protocol
 from kcore.handlers import HANDLERS
-from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
+from kcore.protocol.api_keys import BROKER_VERSIONS_FROM, INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.messages import REQUESTS
 
 REGENERATE = "python -m kcore.cli.api_table > docs/apis.md"
@@ -39,7 +39,9 @@ answered with UNSUPPORTED_VERSION and the table (KIP-511).
 - **used by**: `clients` for the APIs clients call; `brokers` for the
   controller-to-broker and broker-to-broker requests, which brokers send at
   one version only (given as "sent at"). Followers replicate with Fetch and
-  OffsetForLeaderEpoch, which are client APIs as well.
+  OffsetForLeaderEpoch, which are client APIs as well. A partition leader
+  verifies transactional produces with the transaction coordinator through
+  AddPartitionsToTxn v4 and later, which clients never send.
 
 What real clients send, and what kcore does with the versions it answers
 but does not implement in full (Produce v0-v2), is in
@@ -67,9 +69,14 @@ def _flexible_from(key: ApiKey) -> str:
     return "-" if flexible is None else str(flexible[0])
 
 
-def _used_by(key: ApiKey) -> str:
+def _used_by(key: ApiKey, high: int) -> str:
     sent_at = INTER_BROKER_VERSIONS.get(key)
-    return "clients" if sent_at is None else f"brokers (sent at v{sent_at})"
+    if sent_at is not None:
+        return f"brokers (sent at v{sent_at})"
+    brokers_from = BROKER_VERSIONS_FROM.get(key)
+    if brokers_from is not None:
+        return f"clients (up to v{brokers_from - 1}), brokers (v{brokers_from}-{high})"
+    return "clients"
 
 
 def render() -> str:
@@ -79,7 +86,7 @@ def render() -> str:
     for key, (low, high) in served.items():
         versions = str(low) if low == high else f"{low}-{high}"
         lines.append(f"| {int(key)} | {_api_name(key)} | {versions} | {_flexible_from(key)} "
-                     f"| {_used_by(key)} |")
+                     f"| {_used_by(key, high)} |")
     absent = [f"{int(key)} {_camel_case(key)}" for key in ApiKey if key not in served]
     lines += ["", "## Kafka APIs not served", "",
               "Kafka's API keys (apache/kafka `ApiKeys.java`) that a kcore broker does not "

@@ -44,6 +44,7 @@ from kcore.client import (
 )
 from kcore.client.formatting import DEFAULT_TEMPLATE, RecordFormatter
 from kcore.client.security import ClientSecurity
+from kcore.metadata import NO_TOPIC_ID, topic_id_to_string
 from kcore.protocol.compression import CompressionType
 from kcore.protocol.errors import ErrorCode
 
@@ -293,11 +294,13 @@ async def _topics_describe(args) -> int:
 
 
 def describe_topic_text(topic, configs) -> str:
-    """kafka-topics --describe style: one topic line, then one line per partition."""
+    """kafka-topics --describe style: one topic line (with its id when the
+    broker says it: Metadata v10+), then one line per partition."""
     overrides = ",".join(f"{c.name}={'<sensitive>' if c.is_sensitive else c.value}"
                          for c in configs if not c.is_default)
     replication = max((len(p.replicas) for p in topic.partitions.values()), default=0)
-    lines = [f"Topic: {topic.name}\tPartitionCount: {topic.num_partitions}\t"
+    topic_id = "" if topic.topic_id == NO_TOPIC_ID else f"TopicId: {topic_id_to_string(topic.topic_id)}\t"
+    lines = [f"Topic: {topic.name}\t{topic_id}PartitionCount: {topic.num_partitions}\t"
              f"ReplicationFactor: {replication}\tConfigs: {overrides}"]
     for partition in topic.partitions.values():
         lines.append(

@@ -1,4 +1,4 @@
-"""`kcore` command line: broker, topics, produce, consume, groups, transactions,
+"""`kcore` command line: broker, topics, produce, consume, groups, share-groups, transactions,
 users, acls, quotas, configs, reassign-partitions, delete-records, log-dirs,
 status, dump-log, bench."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kcore.cli import (
     log_dirs,
     quotas,
     reassign,
+    share_groups,
     status,
     transactions,
     users,
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, transactions, users, acls, quotas, configs, reassign,
+    return [broker_cmd, client_commands, groups, share_groups, transactions, users, acls, quotas, configs, reassign,
             delete_records, log_dirs, status, dump_log, bench]
 
 

@@ -101,11 +101,11 @@ class Admin:
     async def delete_topics(self, names: Sequence[str], *,
                             timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
         connection = await self.client.controller_connection()
+        # Names go in ``topics`` from v6, in ``topic_names`` before.
         body = await connection.request(ApiKey.DELETE_TOPICS, {
-            "topic_names": list(names), "timeout_ms": timeout_ms})
-        # error_message exists from DeleteTopics v5, beyond kcore.protocol's schema.
-        _raise_first((r.error_code, getattr(r, "error_message", None), f"topic {r.name}")
-                     for r in body.responses)
+            "topics": [{"name": name} for name in names], "topic_names": list(names),
+            "timeout_ms": timeout_ms})
+        _raise_first((r.error_code, r.error_message, f"topic {r.name}") for r in body.responses)
 
     async def create_partitions(self, counts: Mapping[str, int], *,
                                 timeout_ms: int = DEFAULT_TIMEOUT_MS,

@@ -47,6 +47,9 @@ __all__ = ["BrokerConnection", "CLIENT_MIN_VERSIONS", "client_versions", "negoti
 # and Fetch 4 are the first with RecordBatch v2, ListOffsets 1 the first that
 # returns one offset per timestamp instead of a list.
 CLIENT_MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1}
+# Above these the request has another shape than the client writes:
+# OffsetFetch v8 asks for a list of groups (the client asks for one).
+CLIENT_MAX_VERSIONS = {ApiKey.OFFSET_FETCH: 7}
 # ApiVersions v3 is the first that sends the client's name and version.
 API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "kcore"
@@ -67,6 +70,7 @@ def client_versions() -> dict[int, tuple[int, int]]:
     ranges = {}
     for api_key, (low, high) in protocol.supported_versions().items():
         low = max(low, CLIENT_MIN_VERSIONS.get(api_key, low))
+        high = min(high, CLIENT_MAX_VERSIONS.get(api_key, high))
         if low <= high:
             ranges[int(api_key)] = (low, high)
     return ranges

@@ -31,6 +31,7 @@ RETRIABLE_ERRORS = frozenset({
     ErrorCode.UNKNOWN_LEADER_EPOCH,
     ErrorCode.OFFSET_NOT_AVAILABLE,
     ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+    ErrorCode.UNKNOWN_TOPIC_ID,
 })
 
 

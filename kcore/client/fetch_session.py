@@ -4,13 +4,14 @@
 The first request is full, with epoch 0, asking the broker to open a
 session; if the answer carries a session id, later requests are
 incremental: they name only the partitions that are new or whose fetch
-state (offset, log start, max bytes, leader epoch) changed since the last
-request, and forget those no longer fetched, with the epoch the broker
-expects (1, 2, ...). The broker then answers with only the partitions that
-have something new, so every partition missing from an answer simply had
-nothing. A session error (FETCH_SESSION_ID_NOT_FOUND after an eviction or
-a broker restart, INVALID_FETCH_SESSION_EPOCH), a lost connection, or an
-answer without a session id starts over with a full request.
+state (offset, log start, max bytes, leader epoch, last fetched epoch)
+changed since the last request, and forget those no longer fetched, with
+the epoch the broker expects (1, 2, ...). The broker then answers with
+only the partitions that have something new, so every partition missing
+from an answer simply had nothing. A session error
+(FETCH_SESSION_ID_NOT_FOUND after an eviction or a broker restart,
+INVALID_FETCH_SESSION_EPOCH), a lost connection, or an answer without a
+session id starts over with a full request.
 
 Not thread-safe: one fetcher task owns it.
 """
@@ -30,6 +31,7 @@ class FetchState(NamedTuple):
     log_start_offset: int
     max_bytes: int
     current_leader_epoch: int
+    last_fetched_epoch: int = -1  # Fetch v12+: -1 asks for no divergence check
 
 
 class SessionRequest(NamedTuple):

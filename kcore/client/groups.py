@@ -17,6 +17,7 @@ from kcore.client.errors import KafkaError
 from kcore.client.metadata import TopicPartition
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.constants import GROUP_KEY_TYPE
+from kcore.protocol.errors import ErrorCode
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,15 @@ class GroupAdmin:
         return sorted(groups)
 
     async def describe(self, group_id: str) -> GroupDescription:
+        """A classic group (DescribeGroups) or a consumer-protocol group
+        (ConsumerGroupDescribe, which brokers of Kafka 4 answer for the
+        groups DescribeGroups calls not found); an unknown group is Dead."""
         connection = await self.coordinator(group_id)
         response = await connection.request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id]})
         group = response.groups[0]
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND or (not group.error_code and group.group_state == "Dead"):
+            described = await self._describe_consumer_group(connection, group_id)
+            return described or GroupDescription(group_id, "Dead", "", "")
         if group.error_code:
             raise KafkaError(group.error_code, context=f"group {group_id}")
         members = tuple(
@@ -105,6 +112,22 @@ class GroupAdmin:
             for m in group.members)
         return GroupDescription(group.group_id, group.group_state, group.protocol_type,
                                 group.protocol_data, members)
+
+    async def _describe_consumer_group(self, connection, group_id: str) -> GroupDescription | None:
+        if ApiKey.CONSUMER_GROUP_DESCRIBE not in connection.broker_versions:
+            return None
+        response = await connection.request(ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]})
+        group = response.groups[0]
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if group.error_code:
+            raise KafkaError(group.error_code, group.error_message, context=f"group {group_id}")
+        members = tuple(
+            MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host,
+                              tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
+                                    for p in t.partitions))
+            for m in group.members)
+        return GroupDescription(group_id, group.group_state, "consumer", group.assignor_name, members)
 
     async def committed(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (OffsetFetch, all topics)."""

@@ -2,8 +2,9 @@
 
 Built from a Metadata response (key 3): ``brokers`` (node_id, host, port,
 rack), ``controller_id`` (v1+), ``cluster_id`` (v2+) and per topic its
-error code and partitions with leader_id, leader_epoch (v7+, else -1),
-replica_nodes, isr_nodes and offline_replicas (v5+).
+error code, topic id (v10+, else the zero UUID) and partitions with
+leader_id, leader_epoch (v7+, else -1), replica_nodes, isr_nodes and
+offline_replicas (v5+).
 
 These are the client's types; the broker's own records of brokers and
 topics are kcore/metadata.py's. The client's ``TopicPartition`` is a
@@ -12,8 +13,11 @@ class, as in Kafka's clients; the broker keys its maps by the plain
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from kcore.metadata import NO_TOPIC_ID
 
 __all__ = ["BrokerMetadata", "PartitionMetadata", "TopicMetadata", "ClusterMetadata", "TopicPartition"]
 
@@ -57,6 +61,7 @@ class TopicMetadata:
     error_code: int
     is_internal: bool
     partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
+    topic_id: uuid.UUID = NO_TOPIC_ID
 
     @property
     def num_partitions(self) -> int:
@@ -78,6 +83,8 @@ class ClusterMetadata:
                    for b in body.brokers}
         topics = {}
         for topic in body.topics:
+            if topic.name is None:  # an id asked for (v12+) that the broker does not know
+                continue
             partitions = {
                 p.partition_index: PartitionMetadata(
                     topic.name, p.partition_index, p.leader_id, p.leader_epoch,
@@ -85,7 +92,7 @@ class ClusterMetadata:
                     tuple(p.offline_replicas or ()), p.error_code)
                 for p in topic.partitions}
             topics[topic.name] = TopicMetadata(topic.name, topic.error_code, topic.is_internal,
-                                           dict(sorted(partitions.items())))
+                                               dict(sorted(partitions.items())), topic.topic_id)
         return cls(brokers, body.controller_id, body.cluster_id, topics)
 
     def merged(self, newer: ClusterMetadata) -> ClusterMetadata:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from kcore.client.client import KafkaClient
 from kcore.client.errors import BrokerConnectionError, KafkaError
 from kcore.client.metadata import TopicPartition
 from kcore.client.partitioner import StickyPartitioner
+from kcore.metadata import NO_TOPIC_ID
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.compression import CompressionType
 from kcore.protocol.constants import ACKS_ALL
@@ -54,6 +56,8 @@ DEFAULT_RETRIES = 5
 DEFAULT_RETRY_BACKOFF_MS = 100
 # A freshly created topic may answer LEADER_NOT_AVAILABLE for a moment.
 METADATA_ATTEMPTS = 20
+# The last Produce version that names topics; v13 names them by id (KIP-516).
+LAST_PRODUCE_BY_NAME = 12
 METADATA_BACKOFF_S = 0.05
 
 
@@ -85,26 +89,32 @@ class ProduceError(KafkaError):
 
 
 async def produce_batch(connection, topic: str, partition: int, batch: bytes | bytearray, *,
-                        acks: int = 1, timeout_ms: int = 30_000) -> ProduceResult | None:
+                        acks: int = 1, timeout_ms: int = 30_000,
+                        topic_id: uuid.UUID = NO_TOPIC_ID) -> ProduceResult | None:
     """Send one encoded batch in one Produce request; None with acks=0.
+    Produce v13+ names the topic by ``topic_id`` (KIP-516); without one
+    the request stays at v12, which names it.
 
     Raises KafkaError with the partition's error code.
     """
+    version = connection.version_for(ApiKey.PRODUCE)
+    if topic_id == NO_TOPIC_ID:
+        version = min(version, LAST_PRODUCE_BY_NAME)
     body = {"transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
-            "topic_data": [{"name": topic,
+            "topic_data": [{"name": topic, "topic_id": topic_id,
                             "partition_data": [{"index": partition, "records": batch}]}]}
     if acks == 0:
-        await connection.send_without_response(ApiKey.PRODUCE, body)
+        await connection.send_without_response(ApiKey.PRODUCE, body, version=version)
         return None
-    response = await connection.request(ApiKey.PRODUCE, body,
+    response = await connection.request(ApiKey.PRODUCE, body, version=version,
                                         timeout_s=connection.request_timeout_s + timeout_ms / 1000)
     for topic_response in response.responses:
+        ours = (topic_response.topic_id == topic_id if version > LAST_PRODUCE_BY_NAME
+                else topic_response.name == topic)
         for part in topic_response.partition_responses:
-            if topic_response.name == topic and part.index == partition:
+            if ours and part.index == partition:
                 if part.error_code:
-                    # error_message exists from Produce v8, beyond kcore.protocol's schema.
-                    raise KafkaError(part.error_code, getattr(part, "error_message", None),
-                                     f"{topic}-{partition}")
+                    raise KafkaError(part.error_code, part.error_message, f"{topic}-{partition}")
                 return ProduceResult(topic, partition, part.base_offset, 0,
                                      part.log_append_time_ms, part.log_start_offset)
     raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no answer for the partition",
@@ -305,8 +315,10 @@ class Producer:
         while True:
             try:
                 connection = await self.client.leader_connection(tp.topic, tp.partition)
+                known = self.client.metadata.topics.get(tp.topic)
                 result = await produce_batch(connection, tp.topic, tp.partition, encoded,
-                                             acks=self.acks, timeout_ms=self.request_timeout_ms)
+                                             acks=self.acks, timeout_ms=self.request_timeout_ms,
+                                             topic_id=known.topic_id if known else NO_TOPIC_ID)
                 break
             except (KafkaError, BrokerConnectionError) as exc:
                 retriable = isinstance(exc, BrokerConnectionError) or exc.retriable

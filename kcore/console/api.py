@@ -20,6 +20,7 @@ under ``API_TIMEOUT_S``.
     GET    /api/groups                                        list
     GET    /api/groups/G                                      members, offsets, lag, lag history
     POST   /api/groups/G/reset-offsets                        {"topic", "strategy", "value"?, "partitions"?, "execute"?}
+    GET    /api/share-groups                                  share groups: members, in flight, lag
 
 With an authorizer (``authorizer.class.name``), a call on a topic or a
 group is authorized as Kafka would authorize the request that does the
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from kcore.console import groups, messages, overview, records, topics
+from kcore.console import groups, messages, overview, records, share_groups, topics
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource
 from kcore.log.errors import LogError, OffsetOutOfRangeError
 from kcore.protocol.records import CorruptBatchError
@@ -74,6 +75,7 @@ ROUTES = [
     _route("GET", "/api/groups", groups.list_groups),
     _route("GET", "/api/groups/{group}", groups.describe_group),
     _route("POST", "/api/groups/{group}/reset-offsets", groups.reset_offsets),
+    _route("GET", "/api/share-groups", share_groups.list_share_groups),
 ]
 
 
@@ -126,7 +128,8 @@ def _authorize(broker: ConsoleSource, host: str, method: str, path: str,
 # like Metadata and ListGroups, a list shows only what the caller may
 # DESCRIBE.
 _LISTS = {"/api/topics": ("topics", "name", ResourceType.TOPIC),
-          "/api/groups": ("groups", "group_id", ResourceType.GROUP)}
+          "/api/groups": ("groups", "group_id", ResourceType.GROUP),
+          "/api/share-groups": ("groups", "group_id", ResourceType.GROUP)}
 
 
 def _describable(broker: ConsoleSource, host: str, path: str, result: dict) -> dict:

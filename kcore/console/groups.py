@@ -36,14 +36,21 @@ STRATEGIES = ("earliest", "latest", "offset", "timestamp", "shift")
 
 def list_groups(broker: ConsoleSource, request: ApiRequest) -> dict:
     coordinator = broker.group_coordinator
-    groups = []
+    groups: list[dict[str, Any]] = []
     for group_id, group in sorted(coordinator.groups.items())[:MAX_GROUPS_LISTED]:
         if group.is_state(GroupState.DEAD):
             continue
-        groups.append({"group_id": group_id, "state": group.state.kafka_name,
+        groups.append({"group_id": group_id, "state": group.state.kafka_name, "type": "classic",
                        "protocol_type": group.protocol_type or "", "members": len(group.members),
                        "partitions": len(group.offsets), "lag": broker.consumer_lag.group_lag(group.offsets)})
-    return {"groups": groups, "truncated": len(coordinator.groups) > MAX_GROUPS_LISTED}
+    for group_id, consumer_group in sorted(coordinator.consumer_groups.items())[:MAX_GROUPS_LISTED]:
+        groups.append({"group_id": group_id, "state": consumer_group.state.kafka_name, "type": "consumer",
+                       "protocol_type": consumer_group.protocol_type, "members": consumer_group.size,
+                       "partitions": len(consumer_group.offsets),
+                       "lag": broker.consumer_lag.group_lag(consumer_group.offsets)})
+    groups.sort(key=lambda item: str(item["group_id"]))
+    total = len(coordinator.groups) + len(coordinator.consumer_groups)
+    return {"groups": groups[:MAX_GROUPS_LISTED], "truncated": total > MAX_GROUPS_LISTED}
 
 
 def _not_here(broker: ConsoleSource, group_id: str, error: int) -> ApiError:
@@ -69,6 +76,8 @@ def _group(broker: ConsoleSource, group_id: str):
 
 async def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
     group_id = request.params["group"]
+    if group_id in broker.group_coordinator.consumer_groups:
+        return await _describe_consumer_group(broker, group_id)
     group = _group(broker, group_id)
     stable = group.is_state(GroupState.STABLE)
     owners: dict[tuple[str, int], str] = {}
@@ -80,23 +89,54 @@ async def describe_group(broker: ConsoleSource, request: ApiRequest) -> dict:
         members.append({"member_id": member.member_id, "group_instance_id": member.group_instance_id,
                         "client_id": member.client_id, "client_host": member.client_host,
                         "assignment": [list(tp) for tp in sorted(assigned)]})
+    offsets, truncated = await _offset_rows(broker, group.offsets, owners)
+    return {"group_id": group_id, "state": group.state.kafka_name,
+            "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
+            "generation_id": group.generation_id, "leader_id": group.leader_id,
+            "members": members, "offsets": offsets, "truncated": truncated,
+            "lag_history": broker.consumer_lag.lag_history(group_id)}
+
+
+async def _describe_consumer_group(broker: ConsoleSource, group_id: str) -> dict:
+    """A consumer-protocol group (KIP-848): its epoch stands for the
+    generation, its assignor for the protocol, and each member's owned
+    partitions come from the coordinator (no leader)."""
+    described = broker.group_coordinator.consumer_group_describe(group_id)
+    if described.error_code:
+        raise _not_here(broker, group_id, described.error_code)
+    group = broker.group_coordinator.consumer_groups[group_id]
+    owners: dict[tuple[str, int], str] = {}
+    members = []
+    for member in described.members:
+        assigned = [(name, p) for _, name, partitions in member.assignment for p in partitions]
+        owners.update(dict.fromkeys(assigned, member.member_id))
+        members.append({"member_id": member.member_id, "group_instance_id": member.instance_id,
+                        "client_id": member.client_id, "client_host": member.client_host,
+                        "member_epoch": member.member_epoch,
+                        "protocol": "classic" if member.member_type == 0 else "consumer",
+                        "assignment": [list(tp) for tp in sorted(assigned)]})
+    offsets, truncated = await _offset_rows(broker, group.offsets, owners)
+    return {"group_id": group_id, "state": described.group_state, "protocol_type": group.protocol_type,
+            "protocol": described.assignor_name, "generation_id": described.group_epoch, "leader_id": None,
+            "members": members, "offsets": offsets, "truncated": truncated,
+            "lag_history": broker.consumer_lag.lag_history(group_id)}
+
+
+async def _offset_rows(broker: ConsoleSource, committed_offsets: dict,
+                       owners: dict[tuple[str, int], str]) -> tuple[list[dict], bool]:
     offsets = []
-    partitions = sorted(set(group.offsets) | set(owners))
+    partitions = sorted(set(committed_offsets) | set(owners))
     shown = partitions[:MAX_GROUP_PARTITIONS]
     await broker.consumer_lag.fetch_end_offsets(shown)  # those led elsewhere, from their leaders
     for topic, index in shown:
-        committed = group.offsets.get((topic, index))
+        committed = committed_offsets.get((topic, index))
         end = broker.consumer_lag.end_offset((topic, index))
         offsets.append({"topic": topic, "partition": index,
                         "committed_offset": committed.offset if committed else None,
                         "end_offset": end,
                         "lag": max(end - committed.offset, 0) if end is not None and committed else None,
                         "member_id": owners.get((topic, index))})
-    return {"group_id": group_id, "state": group.state.kafka_name,
-            "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
-            "generation_id": group.generation_id, "leader_id": group.leader_id,
-            "members": members, "offsets": offsets, "truncated": len(partitions) > MAX_GROUP_PARTITIONS,
-            "lag_history": broker.consumer_lag.lag_history(group_id)}
+    return offsets, len(partitions) > MAX_GROUP_PARTITIONS
 
 
 def _target(partition, strategy: str, value: int | None, committed: int | None) -> int:

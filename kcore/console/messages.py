@@ -20,6 +20,7 @@ an unreadable segment) into answers.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource, int_arg, required_int, unknown_topic
+from kcore.protocol.compression import max_decompressed_size
 from kcore.protocol.records import Record, iter_batches
 from kcore.replication.partition import Partition
 
@@ -70,12 +72,16 @@ def local_partition(broker: ConsoleSource, topic: str, index: int) -> Partition:
                    f"{topic}-{index} has no replica on this broker; its leader is {where}")
 
 
-def read_batches(partition: Partition, offset: int, max_bytes: int) -> Iterator[list[Record]]:
-    """The records from ``offset`` up to the high watermark, one list per
-    batch, reading the log READ_CHUNK_BYTES at a time (a whole batch at
+def read_batches(partition: Partition, offset: int, max_bytes: int) -> Iterator[Iterator[Record]]:
+    """The records from ``offset`` up to the high watermark, one iterator
+    per batch, reading the log READ_CHUNK_BYTES at a time (a whole batch at
     least) and at most ``max_bytes`` in all. Each read is a fresh
     ``Log.read`` whose slices are pread at once, so a caller may await
-    between batches."""
+    between batches. A batch's records are decoded as the caller takes
+    them, from its section decompressed to at most 64 times the topic's
+    max.message.bytes (protocol/compression.py): a few KiB on disk may hold
+    millions of records, of which a page shows a few."""
+    max_size = max_decompressed_size(partition.configs["max.message.bytes"])
     position, budget = offset, max_bytes
     while budget > 0:
         high_watermark = partition.high_watermark
@@ -89,7 +95,8 @@ def read_batches(partition: Partition, offset: int, max_bytes: int) -> Iterator[
         for batch in iter_batches(chunk):
             start, position = position, max(position, batch.next_offset)
             if not batch.is_control:
-                yield [r for r in batch.records() if r.offset is not None and start <= r.offset < high_watermark]
+                yield (r for r in batch.stream(max_size)
+                       if r.offset is not None and start <= r.offset < high_watermark)
 
 
 class Slicer:
@@ -144,7 +151,7 @@ async def browse(broker: ConsoleSource, request: ApiRequest) -> dict:
     slicer = Slicer()
     shown = 0
     for batch in read_batches(partition, offset, BROWSE_MAX_BYTES):
-        for record in batch[:limit - len(records)]:
+        for record in itertools.islice(batch, limit - len(records)):
             records.append(describe_record(record))
             shown += shown_chars(records[-1])
             next_offset = record.offset + 1  # type: ignore[operator]

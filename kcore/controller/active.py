@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,7 +50,15 @@ from kcore.controller.base import PREFERRED_ELECTION, IsrChange, StopReplicaPart
 from kcore.controller.channel import ControllerChannel
 from kcore.controller.event_manager import ControllerEventManager
 from kcore.controller.reassignment import ReplicaAssignment, reassignment_leader, validate_target
-from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState, TopicInfo, TopicPartition
+from kcore.metadata import (
+    NO_LEADER,
+    NO_TOPIC_ID,
+    BrokerInfo,
+    PartitionState,
+    TopicInfo,
+    TopicPartition,
+    topic_id_to_string,
+)
 from kcore.metadata_store.zk_client import NoNodeError, Watch, ZkClient
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 from kcore.protocol.errors import ErrorCode
@@ -185,7 +194,7 @@ class ActiveController:
             await self._load_topic(name)
         batch = RequestBatch(metadata_all_to=set(self.brokers))
         await self._create_missing_states(list(self.topics), batch)
-        await self._elect_offline(batch)
+        await self._take_offline_replicas(batch)
         for state in self.states.values():
             batch.tell_replicas(state, self.brokers)
         self._send(batch)
@@ -193,10 +202,30 @@ class ActiveController:
         if self.config.auto_leader_rebalance:
             self._schedule_rebalance()
 
+    async def _take_offline_replicas(self, batch: RequestBatch) -> None:
+        """Kafka's onControllerFailover: replicas on brokers that are not
+        live are offline. A broker that died before this controller took
+        office (the old controller itself, say) is still in the ISRs
+        ZooKeeper holds: it leaves them, and its leaderships move, as if
+        its death were an event of this office. Left in an ISR, it would
+        count as in sync for a reassignment that moves to it, and for a
+        leader election."""
+        offline = {r for state in self.states.values() for r in state.replicas} - set(self.brokers)
+        if offline:
+            log.info("brokers %s are not live: their replicas are offline", sorted(offline))
+        await self._remove_replicas(offline, batch)
+        await self._elect_offline(batch)
+
     async def _load_topic(self, name: str) -> None:
         topic = await zk_state.read_topic(self.zk, name)
         if topic is None:
             return
+        if topic.topic_id == NO_TOPIC_ID:
+            # Written by a tool or broker from before topic ids (Kafka < 2.8):
+            # the controller gives it one, once, as Kafka's does on upgrade.
+            topic.topic_id = uuid.uuid4()
+            await self._state_writer.write_assignment(topic)
+            log.info("topic %s had no id: it is %s now", name, topic_id_to_string(topic.topic_id))
         self.topics[name] = topic
         self.states.update(await zk_state.read_partition_states(self.zk, topic))
         if name not in self._topic_watches:
@@ -255,16 +284,21 @@ class ActiveController:
                              excluded: frozenset[int] | set[int] = frozenset()) -> None:
         """Partitions whose leader is not live (or who have none) get one
         from their live ISR, or unclean where allowed; ``excluded`` brokers
-        count as not live."""
+        count as not live. A leader that is shutting down but still
+        registered is moved if it can be, and otherwise keeps leading (as
+        Kafka's election, failing, writes nothing): a cluster stopping
+        whole keeps its last leaders instead of going offline first."""
         changes = []
-        live = set(self.brokers) - self.shutting_down - set(excluded)
+        registered = set(self.brokers) - set(excluded)
+        live = registered - self.shutting_down
         for state in self.states.values():
             online = self._online(state.topic_partition, live)
             if state.leader in online:
                 continue
             result = election.offline_partition(state.replicas, state.isr, online,
                                                 self.unclean_allowed(state.topic))
-            if result.leader == NO_LEADER and state.leader == NO_LEADER:
+            if result.leader == NO_LEADER and (state.leader == NO_LEADER
+                                               or state.leader in registered):
                 continue
             if result.unclean:
                 log.warning("%s-%d: unclean leader election of %d; acknowledged data may be lost",
@@ -294,6 +328,9 @@ class ActiveController:
         topic = await zk_state.read_topic(self.zk, name)
         if topic is None or topic.num_partitions <= self.topics[name].num_partitions:
             return
+        if topic.topic_id == NO_TOPIC_ID:  # rewritten by a writer that knows no ids
+            topic.topic_id = self.topics[name].topic_id
+            await self._state_writer.write_assignment(topic)
         self.topics[name] = topic
         batch = RequestBatch()
         await self._create_missing_states([name], batch)
@@ -311,7 +348,8 @@ class ActiveController:
                     continue
                 result = election.initial(replicas, live)
                 new_states.append(PartitionState(name, index, result.leader, 0, result.isr,
-                                                 tuple(replicas), 0, self.epoch.epoch))
+                                                 tuple(replicas), 0, self.epoch.epoch,
+                                                 topic.topic_id))
         if not new_states:
             return
         for state in await self._state_writer.create(new_states):
@@ -745,11 +783,16 @@ class ActiveController:
         live = [self.brokers[b] for b in sorted(self.brokers)]
         epoch = self.epoch.epoch
         version = INTER_BROKER_VERSIONS
-        for broker_id, by_partition in batch.leader_and_isr.items():
-            states = list(by_partition.values())
+        # A broker told every partition (it joined, or this controller took
+        # office) gets a FULL LeaderAndIsr, also with no partition at all:
+        # it sets aside logs of topics deleted while it was away.
+        full_to = {b for b in batch.metadata_all_to if b in self.brokers}
+        for broker_id in sorted(full_to | set(batch.leader_and_isr)):
+            states = list(batch.leader_and_isr.get(broker_id, {}).values())
             leaders = {s.leader for s in states}
             body = wire.leader_and_isr_body(self.broker_id, epoch, self.brokers[broker_id].broker_epoch,
-                                            states, [self.brokers[b] for b in leaders if b in self.brokers])
+                                            states, [self.brokers[b] for b in leaders if b in self.brokers],
+                                            full=broker_id in full_to)
             self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, version[ApiKey.LEADER_AND_ISR], body,
                               on_response=functools.partial(self._leader_and_isr_answered, broker_id))
         targets = set(self.brokers) if metadata_to_all else set()

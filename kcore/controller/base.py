@@ -19,6 +19,7 @@ whether it made it or not. The broker's ReplicaManager implements it.
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -50,9 +51,13 @@ class ControllerEvents(Protocol):
 
     def on_leader_and_isr(self, controller_id: int, controller_epoch: int,
                           states: Sequence[PartitionState],
-                          leaders: Sequence[BrokerInfo]) -> dict[TopicPartition, int]:
+                          leaders: Sequence[BrokerInfo], full: bool = False
+                          ) -> dict[TopicPartition, int]:
         """Become leader or follower of each partition whose leader epoch is
-        newer than the one known; per-partition error codes."""
+        newer than the one known; per-partition error codes. ``full``:
+        ``states`` are every partition this broker hosts, so a log of
+        another partition, or of a topic id other than its state's, belongs
+        to a deleted topic and is set aside (a stray)."""
         ...
 
     def on_update_metadata(self, controller_id: int, controller_epoch: int,
@@ -105,6 +110,10 @@ class Controller(Protocol):
         ...
 
     def topic_names(self) -> list[str]: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic with this id as last seen by this broker, or None."""
+        ...
 
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str],

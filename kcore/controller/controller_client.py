@@ -6,7 +6,10 @@ The controller's id comes from the ``/controller`` watch, its address from
 ``/brokers/ids``; one connection is kept to it and replaced when the
 controller moves. A request that meets no controller (none elected, the
 connection fails, or it answers NOT_CONTROLLER because it just lost office)
-is retried every ``RETRY_BACKOFF_S`` until its deadline.
+is retried every ``RETRY_BACKOFF_S`` until its deadline; ControlledShutdown
+alone is tried once per call, as Kafka's broker tries it, because its
+caller retries it a bounded number of times and then stops anyway
+(zk_controller.py): a cluster stopping whole has no controller left to wait for.
 
 Not thread-safe: owned by the broker's event loop.
 """
@@ -97,19 +100,31 @@ class ControllerClient:
         self._connected_to = controller_id
         return self._connection
 
+    async def send_once(self, api_key: int, body: dict, version: int) -> Any:
+        """One try at the controller as this broker knows it now: its answer,
+        or BrokerConnectionError at once when none is elected, it is not
+        registered, cannot be reached or answers NOT_CONTROLLER."""
+        try:
+            connection = await self._connect()
+            response = await connection.request(api_key, body, version=version)
+        except (BrokerConnectionError, KafkaError, OSError) as exc:
+            self._drop()
+            raise BrokerConnectionError(f"request {api_key} to the controller failed: {exc}") from exc
+        if getattr(response, "error_code", ErrorCode.NONE) == ErrorCode.NOT_CONTROLLER:
+            controller_id = self._connected_to
+            self._drop()
+            raise BrokerConnectionError(f"broker {controller_id} is no longer the controller")
+        return response
+
     async def send(self, api_key: int, body: dict, version: int, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+        """``send_once`` until a controller answers or ``timeout_s`` passes."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
             try:
-                connection = await self._connect()
-                response = await connection.request(api_key, body, version=version)
-                if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NOT_CONTROLLER:
-                    return response
-                self._drop()
-            except (BrokerConnectionError, KafkaError, OSError) as exc:
-                log.debug("request %d to the controller failed: %s", api_key, exc)
-                self._drop()
+                return await self.send_once(api_key, body, version)
+            except BrokerConnectionError as exc:
+                log.debug("%s", exc)
             if loop.time() >= deadline:
                 raise NoControllerError(f"no controller answered request {api_key} in "
                                         f"{timeout_s:g}s")
@@ -137,8 +152,13 @@ class ControllerClient:
         return response.error_code, results
 
     async def controlled_shutdown(self, broker_epoch: int) -> list[TopicPartition]:
-        """The partitions still led here after the controller moved what it could."""
-        response = await self.send(ApiKey.CONTROLLED_SHUTDOWN, {
+        """One attempt (Kafka's KafkaServer.controlledShutdown tries each
+        time once, the caller retries): the partitions still led here after
+        the controller moved what it could. BrokerConnectionError at once
+        when no controller is elected or reachable; a controller that
+        accepts and never answers costs REQUEST_TIMEOUT_S (Kafka's
+        controller.socket.timeout.ms)."""
+        response = await self.send_once(ApiKey.CONTROLLED_SHUTDOWN, {
             "broker_id": self.owner.broker_id, "broker_epoch": broker_epoch},
             INTER_BROKER_VERSIONS[ApiKey.CONTROLLED_SHUTDOWN])
         if response.error_code != ErrorCode.NONE:

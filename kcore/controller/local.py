@@ -20,6 +20,7 @@ Not thread-safe: owned by the broker's event loop. Nothing awaits inside.
 from __future__ import annotations
 
 import base64
+import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,15 +30,19 @@ from kcore.controller.base import ControllerEvents, IsrChange, StopReplicaPartit
 from kcore.controller.placement import validate_counts
 from kcore.controller.reassignment import ReplicaAssignment, fixed_replicas_answer
 from kcore.metadata import (
+    NO_TOPIC_ID,
     BrokerInfo,
     PartitionState,
     TopicError,
     TopicInfo,
     TopicPartition,
+    topic_id_to_string,
     validate_topic_name,
 )
-from kcore.metadata_store.node_file import NodeStore, atomic_write
+from kcore.metadata_store.node_file import NodeStore, assign_topic_ids, atomic_write
 from kcore.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
 
@@ -68,7 +73,7 @@ class LocalController:
         for name, epochs in self._leader_epochs.items():
             self._leader_epochs[name] = [epoch + 1 for epoch in epochs]
         self._save()
-        self._publish(list(self.topics))
+        self._publish(list(self.topics), full=True)
 
     async def register(self) -> None:
         return None
@@ -102,10 +107,14 @@ class LocalController:
     def topic_names(self) -> list[str]:
         return sorted(self.topics)
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return next((info for info in self.topics.values() if info.topic_id == topic_id), None)
+
     def partition_states(self, name: str) -> list[PartitionState]:
         me = (self.broker_id,)
+        topic_id = self.topics[name].topic_id if name in self.topics else NO_TOPIC_ID
         return [PartitionState(name, index, self.broker_id, epoch, me, me, epoch,
-                               self.controller_epoch)
+                               self.controller_epoch, topic_id)
                 for index, epoch in enumerate(self._leader_epochs.get(name, []))]
 
     # -- changes -----------------------------------------------------------------------
@@ -216,14 +225,14 @@ class LocalController:
                                  f"assignment {list(replicas)} names brokers other than "
                                  f"{self.broker_id}, the only one")
 
-    def _publish(self, names: list[str]) -> None:
+    def _publish(self, names: list[str], full: bool = False) -> None:
         """LeaderAndIsr then UpdateMetadata for these topics, as a cluster
-        controller sends them."""
+        controller sends them (``full``: they are every topic)."""
         if self.events is None:
             return
         states = [state for name in names for state in self.partition_states(name)]
         self.events.on_leader_and_isr(self.controller_id, self.controller_epoch, states,
-                                      [self.broker])
+                                      [self.broker], full)
         self.events.on_update_metadata(self.controller_id, self.controller_epoch,
                                        [self.broker], states)
 
@@ -234,6 +243,9 @@ class LocalController:
         state = self._store.read()
         self.controller_epoch = state.controller_epoch
         self._leader_epochs = state.leader_epochs
+        for name in assign_topic_ids(state):
+            log.info("topic %s had no id: it is %s now", name,
+                     topic_id_to_string(state.topics[name].topic_id))
         for name, info in state.topics.items():
             # Partitions a multi-process run of this node gave to other
             # processes are all this broker's now (their directories were

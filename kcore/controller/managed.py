@@ -69,6 +69,10 @@ class ManagedController:
     def topic_names(self) -> list[str]:
         return sorted(n for n in self._state.topics if n not in self._state.deleting)
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return next((info for name, info in self._state.topics.items()
+                     if info.topic_id == topic_id and name not in self._state.deleting), None)
+
     async def refresh_topics(self, names: Sequence[str]) -> None:
         """Reload the node's metadata when it changed; tell the broker of
         config changes."""

@@ -30,7 +30,7 @@ from kcore.controller import wire
 from kcore.controller.base import StopReplicaPartition
 from kcore.controller.channel import ControllerChannel
 from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState
-from kcore.metadata_store.node_file import NodeState, NodeStore
+from kcore.metadata_store.node_file import NodeState, NodeStore, assign_topic_ids
 from kcore.protocol.api_keys import INTER_BROKER_VERSIONS, ApiKey
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ class NodeController:
         ids = sorted(self.processes)
         with self.store.updating() as state:
             state.controller_epoch += 1
+            assign_topic_ids(state)
             # A new set of processes (num.processes changed): every partition
             # is placed again, so the node's existing topics use all of them.
             respread = [p.broker_id for p in state.processes] != ids
@@ -84,7 +85,7 @@ class NodeController:
         assert self.channel is not None
         self.channel.add_broker(self.processes[broker_id])
         owned = self._bump_epochs_of(broker_id)
-        self._leader_and_isr(broker_id, owned)
+        self._leader_and_isr(broker_id, owned, full=True)
         self._update_metadata(self.live - {broker_id}, owned)
         self._update_metadata({broker_id}, self.partition_states())
 
@@ -164,15 +165,17 @@ class NodeController:
                 epoch = epochs[index] if index < len(epochs) else 0
                 leader = replicas[0] if replicas[0] in self.live else NO_LEADER
                 states.append(PartitionState(name, index, leader, epoch, replicas, replicas,
-                                             epoch, self.state.controller_epoch))
+                                             epoch, self.state.controller_epoch, info.topic_id))
         return states
 
-    def _leader_and_isr(self, broker_id: int, states: list[PartitionState]) -> None:
-        if not states or self.channel is None:
+    def _leader_and_isr(self, broker_id: int, states: list[PartitionState],
+                        full: bool = False) -> None:
+        """``full``: ``states`` are every partition the process owns."""
+        if (not states and not full) or self.channel is None:
             return
         leaders = [self.processes[broker_id]]
         body = wire.leader_and_isr_body(self.controller_id, self.state.controller_epoch, -1,
-                                        states, leaders)
+                                        states, leaders, full)
         self.channel.send(broker_id, ApiKey.LEADER_AND_ISR,
                           INTER_BROKER_VERSIONS[ApiKey.LEADER_AND_ISR], body)
 

@@ -1,22 +1,33 @@
 """Controller requests as the wire carries them, both ways: bodies the
-controller sends (LeaderAndIsr v4, UpdateMetadata v6, StopReplica v3,
+controller sends (LeaderAndIsr v5, UpdateMetadata v7, StopReplica v3,
 pinned in protocol.api_keys.INTER_BROKER_VERSIONS) built from the
 controller's model, and the model read back from a decoded request on the
 broker. One module, so the two directions cannot drift apart.
 
 A topic being deleted travels in UpdateMetadata with leader -2, Kafka's
-LeaderDuringDelete: brokers drop it from their metadata cache.
+LeaderDuringDelete: brokers drop it from their metadata cache. Each topic
+carries its id (LeaderAndIsr v5, UpdateMetadata v7), the same for all
+its partitions. A LeaderAndIsr of type FULL names every partition its
+broker hosts (a broker's first one after it joined, any after a
+controller failover): the broker sets aside the logs it holds that the
+request does not name, or names under another topic id (Kafka's
+``LogManager.findStrayReplicas``).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from kcore.controller.base import StopReplicaPartition
-from kcore.metadata import BrokerInfo, PartitionState
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, PartitionState
 
 LEADER_DURING_DELETE = -2
 PLAINTEXT_SECURITY_PROTOCOL = 0
+# LeaderAndIsr v5 ``type`` (Kafka's AbstractControlRequest.Type): UNKNOWN
+# says nothing about the partitions left out, FULL that there are none.
+UNKNOWN_REQUEST = 0
+FULL_REQUEST = 2
 
 
 def _by_topic(states: Iterable[Any]) -> dict[str, list[Any]]:
@@ -28,11 +39,12 @@ def _by_topic(states: Iterable[Any]) -> dict[str, list[Any]]:
 
 # -- LeaderAndIsr ------------------------------------------------------------------------
 def leader_and_isr_body(controller_id: int, controller_epoch: int, broker_epoch: int,
-                        states: Sequence[PartitionState], leaders: Iterable[BrokerInfo]) -> dict:
+                        states: Sequence[PartitionState], leaders: Iterable[BrokerInfo],
+                        full: bool = False) -> dict:
     return {
         "controller_id": controller_id, "controller_epoch": controller_epoch,
-        "broker_epoch": broker_epoch,
-        "topic_states": [{"topic_name": topic, "partition_states": [{
+        "broker_epoch": broker_epoch, "type": FULL_REQUEST if full else UNKNOWN_REQUEST,
+        "topic_states": [{"topic_name": topic, "topic_id": items[0].topic_id, "partition_states": [{
             "partition_index": s.partition, "controller_epoch": s.controller_epoch,
             "leader": s.leader, "leader_epoch": s.leader_epoch, "isr": list(s.isr),
             "partition_epoch": s.partition_epoch, "replicas": list(s.replicas),
@@ -45,21 +57,32 @@ def leader_and_isr_body(controller_id: int, controller_epoch: int, broker_epoch:
 
 def leader_and_isr_states(body: Any) -> tuple[list[PartitionState], list[BrokerInfo]]:
     states = [PartitionState(topic.topic_name, p.partition_index, p.leader, p.leader_epoch,
-                             tuple(p.isr), tuple(p.replicas), p.partition_epoch, p.controller_epoch)
+                             tuple(p.isr), tuple(p.replicas), p.partition_epoch, p.controller_epoch,
+                             topic.topic_id)
               for topic in body.topic_states for p in topic.partition_states]
     leaders = [BrokerInfo(b.broker_id, b.host_name, b.port) for b in body.live_leaders]
     return states, leaders
+
+
+def leader_and_isr_errors(errors: dict[tuple[str, int], int],
+                          states: Sequence[PartitionState]) -> list[dict]:
+    """Per-partition errors of a LeaderAndIsr v5+ response, by topic id."""
+    topic_ids = {state.topic: state.topic_id for state in states}
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, index), code in sorted(errors.items()):
+        by_topic.setdefault(topic, []).append({"partition_index": index, "error_code": code})
+    return [{"topic_id": topic_ids.get(topic, NO_TOPIC_ID), "partition_errors": items}
+            for topic, items in by_topic.items()]
 
 
 # -- UpdateMetadata ------------------------------------------------------------------------
 def update_metadata_body(controller_id: int, controller_epoch: int, brokers: Iterable[BrokerInfo],
                          states: Sequence[PartitionState], deleted: Iterable[PartitionState] = ()
                          ) -> dict:
-    gone = [PartitionState(s.topic, s.partition, LEADER_DURING_DELETE, s.leader_epoch, s.isr,
-                           s.replicas, s.partition_epoch, s.controller_epoch) for s in deleted]
+    gone = [replace(s, leader=LEADER_DURING_DELETE) for s in deleted]
     return {
         "controller_id": controller_id, "controller_epoch": controller_epoch, "broker_epoch": -1,
-        "topic_states": [{"topic_name": topic, "partition_states": [{
+        "topic_states": [{"topic_name": topic, "topic_id": items[0].topic_id, "partition_states": [{
             "partition_index": s.partition, "controller_epoch": s.controller_epoch,
             "leader": s.leader, "leader_epoch": s.leader_epoch, "isr": list(s.isr),
             "zk_version": s.partition_epoch, "replicas": list(s.replicas),
@@ -96,7 +119,7 @@ def update_metadata_contents(body: Any) -> tuple[list[BrokerInfo], list[Partitio
                 continue
             states.append(PartitionState(topic.topic_name, p.partition_index, p.leader,
                                          p.leader_epoch, tuple(p.isr), tuple(p.replicas),
-                                         p.zk_version, p.controller_epoch))
+                                         p.zk_version, p.controller_epoch, topic.topic_id))
     return brokers, states, sorted(deleted)
 
 
@@ -120,6 +143,6 @@ def stop_replica_partitions(body: Any) -> list[StopReplicaPartition]:
 
 
 def partition_errors(errors: dict[tuple[str, int], int]) -> list[dict]:
-    """Per-partition error entries of LeaderAndIsr / StopReplica responses."""
+    """Per-partition error entries of StopReplica responses."""
     return [{"topic_name": topic, "partition_index": index, "error_code": code}
             for (topic, index), code in sorted(errors.items())]

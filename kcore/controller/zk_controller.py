@@ -14,6 +14,8 @@ Every broker of a cluster has one ``ZkController``. It:
   ``ActiveController`` (active.py) until its session ends;
 - writes topic changes straight to ZooKeeper, as Kafka's AdminZkClient
   does from any broker: the active controller picks them up by its watches;
+  without ZooKeeper they fail with MetadataUnavailableError (Kafka's
+  broker blocks until ZooKeeper returns, and its client times out);
 - sends what only the active controller may decide (AlterPartition,
   ControlledShutdown, ElectLeaders, partition reassignments) to it over
   the Kafka protocol (controller_client.py), itself included;
@@ -56,6 +58,7 @@ from kcore.metadata_store.zk_client import (
     Watch,
     ZkClient,
     ZkError,
+    needs_zookeeper,
 )
 from kcore.protocol.errors import ErrorCode
 
@@ -247,6 +250,9 @@ class ZkController:
     def topic_names(self) -> list[str]:
         return sorted(self._topics)
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return next((info for info in self._topics.values() if info.topic_id == topic_id), None)
+
     def _on_topics(self, children: list[str]) -> None:
         names = set(children)
         for gone in set(self._topics) - names:
@@ -273,7 +279,8 @@ class ZkController:
         info = self._topics.get(name)
         if data is None or info is None:
             return
-        assignment, _ = paths.decode_assignment(data)
+        # The id too: the controller gives one to a topic created without.
+        assignment, info.topic_id = paths.decode_assignment(data)
         info.assignment = assignment
         info.adding_replicas, info.removing_replicas = paths.decode_reassignments(data)
         info.num_partitions = len(assignment)
@@ -315,6 +322,7 @@ class ZkController:
         return self.config.unclean_leader_election if value is None else value == "true"
 
     # -- topic changes (any broker writes them) -------------------------------------------
+    @needs_zookeeper
     async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str],
                            assignment: dict[int, list[int]] | None = None,
@@ -345,6 +353,7 @@ class ZkController:
         self._topics[name] = info
         return info
 
+    @needs_zookeeper
     async def delete_topic(self, name: str) -> None:
         """Queue the deletion (``/admin/delete_topics/<t>``, as Kafka's
         AdminZkClient). The topic stays in the cache until the controller
@@ -356,6 +365,7 @@ class ZkController:
         except NodeExistsError:
             pass  # queued already: the caller waits for it like the first one
 
+    @needs_zookeeper
     async def create_partitions(self, name: str, total: int,
                                 assignment: list[list[int]] | None = None,
                                 validate_only: bool = False) -> TopicInfo:
@@ -384,14 +394,13 @@ class ZkController:
         else:
             added = assign_replicas(total - len(current), replication_factor, brokers,
                                     first_partition=len(current))
-        info = self._topics.get(name) or TopicInfo(name, topic_id or uuid.uuid4(), len(current),
-                                                   replication_factor)
+        info = self._topics.get(name) or TopicInfo(name, topic_id, len(current), replication_factor)
         if validate_only:
             return info
         merged = {**current, **added}
         try:
             await self.zk.set(paths.topic_path(name),
-                              paths.encode_assignment(merged, topic_id or info.topic_id),
+                              paths.encode_assignment(merged, topic_id),
                               version=stat.version)
         except ZkError as exc:
             raise TopicError(ErrorCode.REASSIGNMENT_IN_PROGRESS,
@@ -399,6 +408,7 @@ class ZkController:
         info.assignment, info.num_partitions = merged, total
         return info
 
+    @needs_zookeeper
     async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         if name not in self._topics:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")

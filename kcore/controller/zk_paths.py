@@ -19,13 +19,12 @@ Source: Kafka's ``kafka.zk.ZkData`` (the layout up to Kafka 3.x).
 """
 from __future__ import annotations
 
-import base64
 import json
 import time
 import uuid
 from typing import Any
 
-from kcore.metadata import BrokerInfo
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, topic_id_from_string, topic_id_to_string
 
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
@@ -131,15 +130,6 @@ def decode_broker(broker_id: int, data: bytes, broker_epoch: int) -> BrokerInfo:
 
 
 # -- topics ----------------------------------------------------------------------------------------
-def uuid_to_base64(value: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: url-safe base64 without padding."""
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
-
-
-def uuid_from_base64(text: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-
-
 def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID,
                       adding: dict[int, list[int]] | None = None,
                       removing: dict[int, list[int]] | None = None) -> bytes:
@@ -147,17 +137,27 @@ def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID,
     only for partitions that have some (Kafka writes no empty lists)."""
     def nonempty(replicas: dict[int, list[int]] | None) -> dict[str, list[int]]:
         return {str(p): list(r) for p, r in sorted((replicas or {}).items()) if r}
-    return _dump({"version": 3, "topic_id": uuid_to_base64(topic_id),
-                  "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+    value: dict[str, Any] = {"version": 3}
+    if topic_id != NO_TOPIC_ID:  # a topic of a pre-2.8 writer, until the controller gives it one
+        value["topic_id"] = topic_id_to_string(topic_id)
+    return _dump({**value, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
                   "adding_replicas": nonempty(adding), "removing_replicas": nonempty(removing)})
 
 
-def decode_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID | None]:
+def decode_assignment(data: bytes) -> tuple[dict[int, list[int]], uuid.UUID]:
+    """(partition -> replicas, topic id); a znode written before topic ids
+    (Kafka before 2.8, version 1 or 2) has none: ``NO_TOPIC_ID``, until the
+    controller gives the topic one (active.py)."""
     value = _load(data)
     assignment = {int(p): [int(r) for r in replicas]
                   for p, replicas in value.get("partitions", {}).items()}
     topic_id = value.get("topic_id")
-    return assignment, (uuid_from_base64(topic_id) if topic_id else None)
+    if not topic_id:
+        return assignment, NO_TOPIC_ID
+    try:
+        return assignment, topic_id_from_string(str(topic_id))
+    except ValueError as exc:
+        raise ValueError(f"znode data has a bad topic_id: {exc}") from None
 
 
 def decode_reassignments(data: bytes) -> tuple[dict[int, list[int]], dict[int, list[int]]]:

@@ -90,8 +90,7 @@ async def read_topic(zk: ZkClient, name: str) -> TopicInfo | None:
     except NoNodeError:
         configs = {}
     replication_factor = len(next(iter(assignment.values()))) if assignment else 0
-    return TopicInfo(name, topic_id or paths.uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAA"),
-                     len(assignment), replication_factor, configs, assignment, adding, removing)
+    return TopicInfo(name, topic_id, len(assignment), replication_factor, configs, assignment, adding, removing)
 
 
 async def read_partition_states(zk: ZkClient, topic: TopicInfo) -> dict[TopicPartition, PartitionState]:
@@ -103,7 +102,8 @@ async def read_partition_states(zk: ZkClient, topic: TopicInfo) -> dict[TopicPar
             return None
         controller_epoch, leader, leader_epoch, isr = paths.decode_partition_state(data)
         return PartitionState(topic.name, index, leader, leader_epoch, tuple(isr),
-                              tuple(topic.assignment[index]), stat.version, controller_epoch)
+                              tuple(topic.assignment[index]), stat.version, controller_epoch,
+                              topic.topic_id)
     found = await asyncio.gather(*(one(index) for index in topic.assignment))
     return {state.topic_partition: state for state in found if state is not None}
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kcore.handlers.authz import allowed_on_cluster
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import MetadataUnavailableError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import QuotaError, validate_entity, validate_quota
@@ -47,5 +48,8 @@ async def handle(broker: BrokerFacade, context, request):
             result["error_message"] = str(exc)
             continue
         if not body.validate_only and changes:
-            await broker.security_store.change_quotas(entity, changes)
+            try:
+                await broker.security_store.change_quotas(entity, changes)
+            except MetadataUnavailableError as exc:
+                result["error_code"], result["error_message"] = exc.error_code, exc.message
     return {"throttle_time_ms": 0, "entries": results}

@@ -2,7 +2,7 @@
 broker's (or the cluster default's) dynamic configs (broker_configs.py)."""
 from __future__ import annotations
 
-from kcore.handlers import broker_configs
+from kcore.handlers import broker_configs, share_group_configs
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import set_topic_configs
@@ -33,6 +33,8 @@ async def alter(broker, resource, validate_only: bool, new_configs) -> tuple[int
     """Apply `new_configs(current_overrides) -> overrides` to one resource."""
     if resource.resource_type == ConfigResourceType.BROKER:
         return await broker_configs.alter(broker, resource.resource_name, validate_only, new_configs)
+    if resource.resource_type == ConfigResourceType.GROUP:
+        return share_group_configs.alter(broker, resource.resource_name, validate_only, new_configs)
     if resource.resource_type != ConfigResourceType.TOPIC:
         return ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} is not supported"
     info = broker.controller.topic(resource.resource_name)

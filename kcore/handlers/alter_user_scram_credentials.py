@@ -10,6 +10,7 @@ user; a user with any failed change gets none of its changes applied.
 from __future__ import annotations
 
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import MetadataUnavailableError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.scram import (
     MAX_ITERATIONS,
@@ -20,7 +21,17 @@ from kcore.security.scram import (
 
 
 async def handle(broker: BrokerFacade, context, request):
-    body = request.body
+    try:
+        return await _alter(broker, request.body)
+    except MetadataUnavailableError as exc:
+        users = list(dict.fromkeys(item.name for item in [*request.body.deletions,
+                                                          *request.body.upsertions]))
+        return {"throttle_time_ms": 0, "results": [
+            {"user": user, "error_code": exc.error_code, "error_message": exc.message}
+            for user in users]}
+
+
+async def _alter(broker: BrokerFacade, body) -> dict:
     store = broker.scram_credentials
     existing = await store.all()
     errors: dict[str, tuple[int, str]] = {}

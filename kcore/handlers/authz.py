@@ -118,4 +118,6 @@ def config_refusal(broker: BrokerFacade, context, op: AclOperation, resource_typ
         return None if topic_allowed(broker, context, op, name) else DENIED_CODES[ResourceType.TOPIC]
     if resource_type == ConfigResourceType.BROKER:
         return None if allowed_on_cluster(broker, context, op) else DENIED_CODES[ResourceType.CLUSTER]
+    if resource_type == ConfigResourceType.GROUP:
+        return None if group_allowed(broker, context, op, name) else DENIED_CODES[ResourceType.GROUP]
     return None

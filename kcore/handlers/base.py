@@ -13,6 +13,7 @@ from typing import Protocol
 from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
 from kcore.coordinator.group.coordinator import GroupCoordinator
+from kcore.coordinator.share.service import ShareGroupService
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
 from kcore.dynamic_config import DynamicBrokerConfig
 from kcore.log.durability import GroupCommitSyncer
@@ -20,6 +21,8 @@ from kcore.metadata_store.base import CredentialStore, ProducerIdSource, Securit
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.topic_ids import TopicIds
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
 
@@ -44,6 +47,8 @@ class BrokerFacade(Protocol):
     @property
     def txn_coordinator(self) -> TransactionCoordinator: ...
     @property
+    def txn_verifier(self) -> TransactionVerifier: ...
+    @property
     def log_syncer(self) -> GroupCommitSyncer | None: ...
     @property
     def api_versions(self) -> dict[ApiKey, tuple[int, int]]: ...
@@ -61,3 +66,7 @@ class BrokerFacade(Protocol):
     def security_store(self) -> SecurityStore: ...
     @property
     def dynamic_config(self) -> DynamicBrokerConfig: ...
+    @property
+    def topic_ids(self) -> TopicIds: ...
+    @property
+    def share_groups(self) -> ShareGroupService: ...

@@ -51,5 +51,8 @@ async def alter(broker: BrokerFacade, resource_name: str, validate_only: bool,
         return (ErrorCode.INVALID_CONFIG, f"Invalid config value for resource "
                 f"ConfigResource(type=BROKER, name='{resource_name}'): {exc}")
     if changes and not validate_only:
-        await broker.security_store.change_broker_configs(entity, changes)
+        try:
+            await broker.security_store.change_broker_configs(entity, changes)
+        except TopicError as exc:  # MetadataUnavailableError: ZooKeeper did not answer
+            return exc.error_code, exc.message
     return ErrorCode.NONE, None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kcore.handlers.authz import acl_admin_refusal
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import MetadataUnavailableError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import (
     AclBinding,
@@ -35,9 +36,13 @@ async def handle(broker: BrokerFacade, context, request):
                 for c in creations]
     _, errors = authorizer.with_created(bindings)
     valid = [binding for binding, error in zip(bindings, errors) if error is None]
+    stored: tuple[int, str | None] = (ErrorCode.NONE, None)
     if valid:
-        await broker.security_store.change_acls(valid, ())
-    return _answer([(ErrorCode.NONE, None) if error is None else (ErrorCode.INVALID_REQUEST, error)
+        try:
+            await broker.security_store.change_acls(valid, ())
+        except MetadataUnavailableError as exc:
+            stored = (exc.error_code, exc.message)
+    return _answer([stored if error is None else (ErrorCode.INVALID_REQUEST, error)
                     for error in errors])
 
 

@@ -2,14 +2,27 @@
 broker defaults; explicit assignments name the replicas of each partition.
 The answer waits (up to the request's timeout_ms) until this broker's
 metadata shows a leader for every new partition, as Kafka's does, so a
-client may use the topic right away."""
+client may use the topic right away.
+
+v5+ (KIP-525) each result carries the topic's partition count,
+replication factor and every config with its source, as DescribeConfigs
+would list them, also for validate_only (that is how a client learns the
+defaults a topic would get); a principal without DESCRIBE_CONFIGS on the
+topic gets no configs and TOPIC_AUTHORIZATION_FAILED in
+topic_config_error_code instead. v7 gives the created topic's id (zero
+for validate_only and refusals, as Kafka's)."""
 from __future__ import annotations
 
-from kcore.handlers.authz import may_create_topic
+from kcore.handlers.authz import config_refusal, may_create_topic
 from kcore.handlers.base import BrokerFacade
+from kcore.handlers.configs import describe_topic
 from kcore.handlers.topics import create_topic, wait_for_leaders
-from kcore.metadata import TopicError
+from kcore.metadata import NO_TOPIC_ID, TopicError, TopicInfo
+from kcore.protocol.constants import ConfigResourceType
 from kcore.protocol.errors import ErrorCode
+from kcore.security.acl import AclOperation
+
+FIRST_WITH_CONFIGS = 5
 
 
 async def handle(broker: BrokerFacade, context, request):
@@ -28,7 +41,10 @@ async def handle(broker: BrokerFacade, context, request):
             continue
         result, info = await _create(broker, topic, body.validate_only)
         results.append(result)
-        if info is not None:
+        if info is not None and request.api_version >= FIRST_WITH_CONFIGS:
+            _describe(broker, context, result, info)
+        if info is not None and not body.validate_only:
+            result["topic_id"] = info.topic_id
             created.append((result, info))
     for result, info in created:
         if not await wait_for_leaders(broker, info.name, info.num_partitions, body.timeout_ms / 1000):
@@ -37,7 +53,7 @@ async def handle(broker: BrokerFacade, context, request):
     return {"throttle_time_ms": 0, "topics": results}
 
 
-async def _create(broker, topic, validate_only: bool):
+async def _create(broker, topic, validate_only: bool) -> tuple[dict, TopicInfo | None]:
     num_partitions = topic.num_partitions
     replication_factor = topic.replication_factor
     assignment = None
@@ -61,8 +77,23 @@ async def _create(broker, topic, validate_only: bool):
                                   assignment, validate_only)
     except TopicError as exc:
         return _result(topic.name, exc.error_code, exc.message), None
-    return _result(topic.name, ErrorCode.NONE, None), (None if validate_only else info)
+    return _result(topic.name, ErrorCode.NONE, None), info
+
+
+def _describe(broker: BrokerFacade, context, result: dict, info: TopicInfo) -> None:
+    """The topic as created (KIP-525): counts, and its configs if the
+    principal may describe them."""
+    result["num_partitions"] = info.num_partitions
+    result["replication_factor"] = info.replication_factor
+    refusal = config_refusal(broker, context, AclOperation.DESCRIBE_CONFIGS, ConfigResourceType.TOPIC,
+                             info.name)
+    if refusal is not None:
+        result["topic_config_error_code"] = refusal
+        return
+    result["configs"] = [{"name": entry["name"], "value": entry["value"], "read_only": entry["read_only"],
+                          "config_source": entry["config_source"], "is_sensitive": entry["is_sensitive"]}
+                         for entry in describe_topic(broker, info, None, False)]
 
 
 def _result(name: str, code: int, message: str | None) -> dict:
-    return {"name": name, "error_code": code, "error_message": message}
+    return {"name": name, "topic_id": NO_TOPIC_ID, "error_code": code, "error_message": message}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kcore.handlers.authz import acl_admin_refusal
 from kcore.handlers.base import BrokerFacade
+from kcore.metadata import MetadataUnavailableError
 from kcore.protocol.errors import ErrorCode
 from kcore.security.acl import (
     AclFilter,
@@ -35,7 +36,10 @@ async def handle(broker: BrokerFacade, context, request):
     _, outcomes = authorizer.with_deleted(parsed)
     removed = [acl for outcome in outcomes if not isinstance(outcome, str) for acl in outcome]
     if removed:
-        await broker.security_store.change_acls((), removed)
+        try:
+            await broker.security_store.change_acls((), removed)
+        except MetadataUnavailableError as exc:
+            return _answer([_failed(exc.error_code, exc.message) for _ in filters])
     results = []
     for outcome in outcomes:
         if isinstance(outcome, str):

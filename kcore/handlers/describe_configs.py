@@ -3,7 +3,7 @@ its source, synonyms (v1+) and type and documentation (v3+); configs.py
 says how each is built."""
 from __future__ import annotations
 
-from kcore.handlers import configs
+from kcore.handlers import configs, share_group_configs
 from kcore.handlers.authz import config_refusal
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.constants import ConfigResourceType
@@ -51,6 +51,9 @@ def _describe(broker, resource, include_synonyms: bool, include_documentation: b
         else:
             result["configs"] = configs.describe_broker(broker, keys, include_synonyms,
                                                         include_documentation)
+    elif resource.resource_type == ConfigResourceType.GROUP:
+        result["configs"] = share_group_configs.describe(broker, resource.resource_name, keys,
+                                                         include_synonyms, include_documentation)
     else:
         result["error_code"] = ErrorCode.INVALID_REQUEST
         result["error_message"] = f"resource type {resource.resource_type} is not supported"

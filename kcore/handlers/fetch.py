@@ -14,16 +14,31 @@ and kcore's own follower fetcher use them; librdkafka and aiokafka send
 full fetches without a session (session id 0, epoch -1), answered as
 before.
 
-Consumers (replica_id -1) read from the leader up to the high watermark
-(last stable offset under read_committed, with the aborted transactions
-the returned data overlaps) and are woken when it moves.
+Consumers (replica_id -1) read up to the high watermark (last stable
+offset under read_committed, with the aborted transactions the returned
+data overlaps) and are woken when it moves. From v11 a consumer may read
+from a follower, up to the follower's high watermark, as Kafka serves it
+(the request carries client metadata: its rack). With a replica selector
+(replica.selector.class, KIP-392, replication/replica_selector.py) the
+leader answers such a consumer with a ``preferred_read_replica`` and no
+data when the selector picks a follower; the answer goes at once.
 Followers (replica_id = their broker id) read up to the log end offset, are
 woken by appends, and each fetch reports their progress to the leader
 (the fetch offset is their log end offset), which moves the ISR and the
 high watermark; the log start offset each reports moves the low watermark
 a DeleteRecords waits on. A fetch from a broker that is not a replica of the
-partition, or sent to a broker that is not its leader, gets
-NOT_LEADER_OR_FOLLOWER and reads nothing.
+partition, or a follower's or pre-v11 consumer's fetch sent to a broker
+that is not its leader, gets NOT_LEADER_OR_FOLLOWER and reads nothing.
+
+Fetch v12 carries the fetcher's ``last_fetched_epoch`` (Kafka's
+Partition.readRecords): when the replica's log ends that epoch before the
+fetch offset, or never had it, the answer is no data and a
+``diverging_epoch`` (the largest epoch it has up to that one, and that
+epoch's end offset), which the fetcher truncates to (KIP-320 without an
+OffsetForLeaderEpoch round trip); it goes at once and a follower's
+progress is not recorded. A last fetched epoch whose end the replica
+cannot tell (older than its whole epoch cache, or above it), or a fetch
+offset below the log start, answers OFFSET_OUT_OF_RANGE.
 
 With an authorizer, a consumer needs READ on each topic (its partitions
 get TOPIC_AUTHORIZATION_FAILED otherwise) and a follower CLUSTER_ACTION on
@@ -42,7 +57,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
+from kcore.clock import monotonic_ms
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
 from kcore.metadata import TopicPartition
@@ -50,6 +67,7 @@ from kcore.protocol.constants import INITIAL_EPOCH, INT32_MAX, INVALID_SESSION_I
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.messages.fetch import (
     AbortedTransactionDict,
+    EpochEndOffsetDict,
     FetchableTopicResponseDict,
     FetchResponseDict,
     PartitionDataDict,
@@ -62,11 +80,22 @@ from kcore.replication.fetch_session import (
     next_epoch,
 )
 from kcore.replication.partition import Partition, PartitionError
+from kcore.replication.replica_selector import ReplicaSelector, preferred_read_replica
 from kcore.replication.replication_quota import ReplicationQuota
 from kcore.security.acl import AclOperation
 from kcore.security.quotas import CONSUMER_BYTE_RATE, user_of
 
 SESSIONS_VERSION = 7
+# v11 sends the consumer's rack: Kafka then lets followers serve it (KIP-392).
+CLIENT_METADATA_VERSION = 11
+
+
+class _Client(NamedTuple):
+    """A v11+ consumer's metadata (Kafka's ClientMetadata): what a replica
+    selector looks at. One per request: a tuple is the cheapest to make."""
+
+    rack_id: str
+    listener: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +108,21 @@ class _Limits:
     replica_id: int
     refused: frozenset[str] = frozenset()  # topics the principal may not fetch
     quota: ReplicationQuota | None = None  # a follower's fetch while a leader throttle is set
+    client: _Client | None = None  # a v11+ consumer: any replica may serve it
+    selector: ReplicaSelector | None = None  # replica.selector.class, for such a consumer
 
 
 async def handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
     body = request.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
+    client = (_Client(body.rack_id, context.listener)
+              if body.replica_id < 0 and request.api_version >= CLIENT_METADATA_VERSION else None)
     limits = _Limits(body.max_bytes if request.api_version >= 3 else INT32_MAX,
                      max(body.min_bytes, 1),
                      request.api_version >= 4 and body.isolation_level == READ_COMMITTED,
-                     body.replica_id)
+                     body.replica_id, client=client,
+                     selector=broker.replica_manager.replica_selector if client else None)
     if body.replica_id >= 0 and broker.replica_manager.leader_quota.active:
         limits = replace(limits, quota=broker.replica_manager.leader_quota)
     sessions = broker.replica_manager.fetch_sessions
@@ -184,7 +218,7 @@ def _throttle_in_session(broker: BrokerFacade, context, request,
 # -- full fetches ---------------------------------------------------------------------
 def _read_all(broker: BrokerFacade, body, limits: _Limits):
     """One pass over the request's partitions. `ready` is True when some
-    partition has an error to report, which answers immediately."""
+    partition answers immediately (``_answers_now``)."""
     responses: list[FetchableTopicResponseDict] = []
     total = 0
     ready = False
@@ -195,7 +229,7 @@ def _read_all(broker: BrokerFacade, body, limits: _Limits):
             partition = broker.replica_manager.get(topic.topic, fetch.partition)
             data, size = _read(broker, topic.topic, fetch.partition, partition, fetch,
                                fetch.partition_max_bytes, limits, total)
-            ready |= data["error_code"] != ErrorCode.NONE
+            ready |= _answers_now(data)
             total += size
             if partition is not None:
                 parked.append(partition)
@@ -211,9 +245,7 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body,
     cached: dict[TopicPartition, CachedPartition] = {}
     for topic in body.topics:
         for fetch in topic.partitions:
-            cached[(topic.topic, fetch.partition)] = CachedPartition(
-                fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
-                fetch.log_start_offset)
+            cached[(topic.topic, fetch.partition)] = _cached(fetch)
     session = sessions.create(limits.replica_id, cached, sessions.now_ms())
     if session is None:
         return INVALID_SESSION_ID
@@ -222,8 +254,9 @@ def _open_session(broker: BrokerFacade, sessions: FetchSessionCache, body,
             key = (topic["topic"], data["partition_index"])
             entry = session.partitions[key]
             entry.must_respond(data["error_code"], bool(data["records"]), data["high_watermark"],
-                               data["last_stable_offset"], data["log_start_offset"])
-            session.settle(key, not _caught_up(broker, key, entry, data["error_code"], limits))
+                               data["last_stable_offset"], data["log_start_offset"],
+                               _redirects(data))
+            session.settle(key, not _caught_up(broker, key, entry, data, limits))
     return session.id
 
 
@@ -236,9 +269,7 @@ async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCach
     if session.epoch != body.session_epoch:
         return _response(ErrorCode.INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID, [])
     sessions.add_partitions(session, {
-        (topic.topic, fetch.partition): CachedPartition(
-            fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
-            fetch.log_start_offset)
+        (topic.topic, fetch.partition): _cached(fetch)
         for topic in body.topics for fetch in topic.partitions})
     sessions.forget(session, [(topic.topic, index) for topic in body.forgotten_topics_data
                               for index in topic.partitions])
@@ -276,7 +307,7 @@ def _read_pending(broker: BrokerFacade, session: FetchSession,
         partition = broker.replica_manager.get(*key)
         data, size = _read(broker, key[0], key[1], partition, cached, cached.max_bytes, limits,
                            total)
-        ready |= data["error_code"] != ErrorCode.NONE
+        ready |= _answers_now(data)
         total += size
         reads.append((key, data))
     return reads, total, ready
@@ -290,14 +321,14 @@ def _answer(broker: BrokerFacade, session: FetchSession,
     responses: list[FetchableTopicResponseDict] = []
     for key, data in reads:
         cached = session.partitions[key]
-        code = data["error_code"]
-        if cached.must_respond(code, bool(data["records"]), data["high_watermark"],
-                               data["last_stable_offset"], data["log_start_offset"]):
+        if cached.must_respond(data["error_code"], bool(data["records"]), data["high_watermark"],
+                               data["last_stable_offset"], data["log_start_offset"],
+                               _redirects(data)):
             session.answered(key)
             if not responses or responses[-1]["topic"] != key[0]:
                 responses.append({"topic": key[0], "partitions": []})
             responses[-1]["partitions"].append(data)
-        session.settle(key, not _caught_up(broker, key, cached, code, limits))
+        session.settle(key, not _caught_up(broker, key, cached, data, limits))
     return responses
 
 
@@ -315,11 +346,12 @@ def _touch_idle_partitions(broker: BrokerFacade, session: FetchSession, now_ms: 
 
 
 def _caught_up(broker: BrokerFacade, key: TopicPartition, cached: CachedPartition,
-               error_code: int, limits: _Limits) -> bool:
+               data: PartitionDataDict, limits: _Limits) -> bool:
     """Nothing left to read at the cached offset: the partition may wait
-    for news instead of being read again."""
+    for news instead of being read again (one that answered at once is
+    read again, as Kafka reads every partition of a session)."""
     partition = broker.replica_manager.get(*key)
-    if error_code != ErrorCode.NONE or partition is None:
+    if partition is None or _answers_now(data):
         return False
     if limits.replica_id >= 0:
         return cached.fetch_offset >= partition.log_end_offset
@@ -335,8 +367,15 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
         return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0
     if partition is None:
         return _error(index, _missing_code(broker, topic, index)), 0
+    if limits.selector is not None and limits.client is not None and partition.is_leader:
+        preferred = preferred_read_replica(
+            limits.selector, partition, broker.replica_manager.metadata_cache,
+            limits.client.rack_id, limits.client.listener, fetch.fetch_offset,
+            monotonic_ms(partition.clock))
+        if preferred >= 0:
+            return _redirect(partition, index, fetch, preferred), 0
     limit = min(partition_max_bytes, max(limits.max_bytes - total, 0))
-    code, slices = _read_one(partition, fetch, limit, limits, min_one_message=total == 0)
+    code, slices, diverging = _read_one(partition, fetch, limit, limits, min_one_message=total == 0)
     data: PartitionDataDict = {
         "partition_index": index,
         "error_code": code,
@@ -348,21 +387,28 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
         "preferred_read_replica": -1,
         "records": slices if slices else b"",
     }
+    if diverging is not None:
+        data["diverging_epoch"] = diverging
     return data, sum(s.size for s in slices)
 
 
 def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
-              min_one_message: bool) -> tuple[int, list]:
-    if not partition.is_leader:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+              min_one_message: bool) -> tuple[int, list, EpochEndOffsetDict | None]:
+    """(error code, file slices, diverging epoch) of one partition's read."""
+    replica_id = limits.replica_id
+    if not partition.is_leader and (replica_id >= 0 or limits.client is None):
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, [], None
     code = partition.check_leader_epoch(fetch.current_leader_epoch)
     if code != ErrorCode.NONE:
-        return code, []
-    replica_id = limits.replica_id
+        return code, [], None
     try:
         if replica_id >= 0:
             if not partition.is_follower(replica_id):
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, [], None
+            if fetch.last_fetched_epoch >= 0:  # v12
+                diverging = _diverging_epoch(partition, fetch)
+                if diverging is not None:  # not the follower's progress: it truncates first
+                    return code, [], diverging
             # Read first: a fetch offset outside the log (a follower with a
             # divergent tail) must not count as the follower's progress.
             if limits.quota is not None and _leader_throttled(limits.quota, partition, replica_id,
@@ -371,11 +417,64 @@ def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
             else:
                 slices = partition.read_for_follower(fetch.fetch_offset, limit, min_one_message)
             return partition.update_follower_fetch_state(replica_id, fetch.fetch_offset,
-                                                         _fetcher_log_start_offset(fetch)), slices
+                                                         _fetcher_log_start_offset(fetch)), slices, None
+        if fetch.last_fetched_epoch >= 0:  # v12
+            diverging = _diverging_epoch(partition, fetch)
+            if diverging is not None:
+                return code, [], diverging
         return code, partition.read(fetch.fetch_offset, limit, limits.read_committed,
-                                    min_one_message)
+                                    min_one_message), None
     except PartitionError as exc:
-        return exc.error_code, []
+        return exc.error_code, [], None
+
+
+def _diverging_epoch(partition: Partition, fetch) -> EpochEndOffsetDict | None:
+    """Fetch v12's check of the fetcher's last fetched epoch (>= 0) against
+    this replica's epoch cache (module doc): the diverging epoch, or None."""
+    last_fetched_epoch = fetch.last_fetched_epoch
+    epoch, end_offset = partition.end_offset_for_epoch(last_fetched_epoch)
+    if epoch < 0 or end_offset < 0:
+        raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"cannot tell where epoch {last_fetched_epoch} ends")
+    fetch_offset = fetch.fetch_offset
+    if fetch_offset < partition.log_start_offset:
+        raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"offset {fetch_offset} is below the log start offset "
+                             f"{partition.log_start_offset}")
+    if epoch < last_fetched_epoch or end_offset < fetch_offset:
+        return {"epoch": epoch, "end_offset": end_offset}
+    return None
+
+
+def _redirect(partition: Partition, index: int, fetch, preferred: int) -> PartitionDataDict:
+    """The leader's answer naming the replica to read from, without data
+    (Kafka reads nothing then)."""
+    code = partition.check_leader_epoch(fetch.current_leader_epoch)
+    if code != ErrorCode.NONE:
+        return _error(index, code)
+    return {"partition_index": index, "error_code": ErrorCode.NONE,
+            "high_watermark": partition.high_watermark,
+            "last_stable_offset": partition.last_stable_offset,
+            "log_start_offset": partition.log_start_offset, "aborted_transactions": None,
+            "preferred_read_replica": preferred, "records": b""}
+
+
+def _redirects(data: PartitionDataDict) -> bool:
+    """A diverging epoch or a preferred read replica: the fetcher must act."""
+    return "diverging_epoch" in data or data["preferred_read_replica"] >= 0
+
+
+def _answers_now(data: PartitionDataDict) -> bool:
+    """An error, a diverging epoch or a preferred read replica answers at
+    once (Kafka's fetchMessages), whatever min_bytes says."""
+    return (data["error_code"] != ErrorCode.NONE or data["preferred_read_replica"] >= 0
+            or "diverging_epoch" in data)
+
+
+def _cached(fetch) -> CachedPartition:
+    """A request's partition as a session keeps it."""
+    return CachedPartition(fetch.fetch_offset, fetch.partition_max_bytes, fetch.current_leader_epoch,
+                           fetch.log_start_offset, last_fetched_epoch=fetch.last_fetched_epoch)
 
 
 def _fetcher_log_start_offset(fetch) -> int:

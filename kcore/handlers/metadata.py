@@ -23,10 +23,22 @@ TOPIC_AUTHORIZATION_FAILED. Those answers depend on the principal and
 are not kept.
 
 v8+ may ask for authorized operations (KIP-430): each topic's, and the
-cluster's (0 without DESCRIBE on the cluster), as Kafka's bit fields;
-without an authorizer, every operation of the resource type.
+cluster's (v8-10; 0 without DESCRIBE on the cluster), as Kafka's bit
+fields; without an authorizer, every operation of the resource type.
+
+Topic ids (KIP-516): v10+ answers each topic's id (zero for a topic that
+does not exist or may not be described). v12+ may ask for topics by id,
+as Kafka's KafkaApis answers: once any topic is asked for by id, only the
+ids count; an unknown id gets UNKNOWN_TOPIC_ID and one the principal may
+not describe TOPIC_AUTHORIZATION_FAILED, both with a null name, and no
+topic is created. A topic id or a null name before v12 (or a null name
+without an id) is an invalid request: every topic asked for gets
+INVALID_REQUEST, as does the whole answer from v13 (its top-level
+error_code).
 """
 from __future__ import annotations
+
+import uuid
 
 from kcore.handlers.authz import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -37,7 +49,7 @@ from kcore.handlers.authz import (
 )
 from kcore.handlers.base import BrokerFacade
 from kcore.handlers.topics import auto_create_topic
-from kcore.metadata import INTERNAL_TOPICS, TopicError, validate_topic_name
+from kcore.metadata import INTERNAL_TOPICS, NO_TOPIC_ID, TopicError, validate_topic_name
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.frames import encode_body
@@ -57,6 +69,12 @@ async def handle(broker: BrokerFacade, context, request):
     body = request.body
     cache = broker.replica_manager.metadata_cache
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
+    if not all_topics and _invalid_topics(request):
+        return _invalid_request(broker, context, request, cache)
+    topic_ids = [] if all_topics else [t.topic_id for t in body.topics if t.topic_id != NO_TOPIC_ID]
+    if topic_ids:
+        topics = _describe_by_id(broker, context, cache, topic_ids)
+        return _response(broker, context, request, cache, topics)
     names = cache.topic_names() if all_topics else [t.name for t in body.topics]
     allow_create = broker.config["auto.create.topics.enable"] and (
         request.api_version < 4 or body.allow_auto_topic_creation)
@@ -80,12 +98,49 @@ async def handle(broker: BrokerFacade, context, request):
     return encoded
 
 
+def _invalid_topics(request) -> bool:
+    """Ids or null names before v12, a null name without an id after."""
+    version = request.api_version
+    return any((t.name is None and (version < 12 or t.topic_id == NO_TOPIC_ID))
+               or (t.topic_id != NO_TOPIC_ID and version < 12) for t in request.body.topics)
+
+
+def _invalid_request(broker: BrokerFacade, context, request, cache) -> MetadataResponseDict:
+    """Kafka's MetadataRequest.getErrorResponse: every topic asked for,
+    INVALID_REQUEST; no brokers."""
+    topics: list[MetadataResponseTopicDict] = [
+        {**_topic_error(t.name or "", ErrorCode.INVALID_REQUEST), "topic_id": t.topic_id}
+        for t in request.body.topics]
+    response = _response(broker, context, request, cache, topics)
+    response["brokers"] = []
+    response["error_code"] = ErrorCode.INVALID_REQUEST
+    return response
+
+
+def _describe_by_id(broker: BrokerFacade, context, cache,
+                    topic_ids: list[uuid.UUID]) -> list[MetadataResponseTopicDict]:
+    """Topics asked for by id (v12+): known ones the principal may describe
+    are described, never created."""
+    known = {topic_id: cache.topic_name(topic_id) for topic_id in dict.fromkeys(topic_ids)}
+    describable = allowed_topics(broker, context, AclOperation.DESCRIBE,
+                                 [name for name in known.values() if name is not None])
+    topics: list[MetadataResponseTopicDict] = []
+    for topic_id, name in known.items():
+        if name is None or name not in describable:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            topics.append({**_topic_error(None, code), "topic_id": topic_id})
+        else:
+            topics.append(_describe_known(cache, name))
+    return topics
+
+
 def _operations_asked(request) -> tuple[bool, bool]:
     """(cluster's, topics') authorized operations asked for (v8+)."""
     if request.api_version < 8:
         return False, False
     body = request.body
-    return body.include_cluster_authorized_operations, body.include_topic_authorized_operations
+    return (request.api_version <= 10 and body.include_cluster_authorized_operations,
+            body.include_topic_authorized_operations)
 
 
 def _response(broker: BrokerFacade, context, request, cache,
@@ -93,8 +148,10 @@ def _response(broker: BrokerFacade, context, request, cache,
     cluster_asked, topics_asked = _operations_asked(request)
     if topics_asked:
         for topic in topics:
-            topic["topic_authorized_operations"] = authorized_operations(
-                broker, context, ResourceType.TOPIC, topic["name"])
+            name = topic["name"]
+            if name is not None:
+                topic["topic_authorized_operations"] = authorized_operations(
+                    broker, context, ResourceType.TOPIC, name)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if cluster_asked:
         cluster_operations = cluster_authorized_operations(broker, context)
@@ -107,6 +164,7 @@ def _response(broker: BrokerFacade, context, request, cache,
         "controller_id": cache.controller_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_operations,
+        "error_code": ErrorCode.NONE,
     }
 
 
@@ -148,6 +206,10 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> Metad
                 return _topic_error(name, exc.error_code)
         if not cache.contains(name):
             return _topic_error(name, ErrorCode.LEADER_NOT_AVAILABLE)
+    return _describe_known(cache, name)
+
+
+def _describe_known(cache, name: str) -> MetadataResponseTopicDict:
     partitions: list[MetadataResponsePartitionDict] = []
     for index, state in sorted(cache.partitions(name).items()):
         leader = state.leader if cache.broker(state.leader) is not None else -1
@@ -163,12 +225,16 @@ async def _describe_topic(broker, cache, name: str, allow_create: bool) -> Metad
     return {
         "error_code": ErrorCode.NONE,
         "name": name,
+        "topic_id": cache.topic_id(name),
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": partitions,
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
-def _topic_error(name: str, code: int) -> MetadataResponseTopicDict:
-    return {"error_code": code, "name": name, "is_internal": name in INTERNAL_TOPICS,
-            "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+def _topic_error(name: str | None, code: int) -> MetadataResponseTopicDict:
+    """A topic without partitions: an error, and a zero id (Kafka does
+    not tell the id of a topic it refuses by name)."""
+    return {"error_code": code, "name": name, "topic_id": NO_TOPIC_ID,
+            "is_internal": name in INTERNAL_TOPICS, "partitions": [],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

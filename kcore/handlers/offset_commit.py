@@ -4,7 +4,8 @@ Partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION without
 reaching the coordinator (Kafka checks its metadata cache the same way).
 v2-4 carry retention_time_ms: -1 means offsets.retention.minutes, anything
 else fixes an expire timestamp (stored as offset value version 1). v6 adds
-the leader epoch, v7 group_instance_id. Answered after the records are in
+the leader epoch, v7 group_instance_id, v8 is flexible, v9 carries a
+consumer-protocol member's epoch (KIP-848). Answered after the records are in
 `__consumer_offsets` and its in-sync replicas (acks=all, up to 5 s, Kafka's
 offsets.commit.timeout.ms); with flush.messages=1 there, after the group-commit
 fsync covering them (a failed one answers NOT_COORDINATOR, as Kafka maps a
@@ -64,7 +65,7 @@ async def handle(broker: BrokerFacade, context, request):
         errors.update(broker.group_coordinator.commit_offsets(
             body.group_id, body.member_id,
             body.group_instance_id if version >= FIRST_STATIC_VERSION else None,
-            body.generation_id_or_member_epoch, offsets, syncs))
+            body.generation_id_or_member_epoch, offsets, syncs, version))
         for future, partitions in syncs:
             try:
                 # Shielded: a closed connection must not cancel the sync's

@@ -19,6 +19,19 @@ compacted topic, a timestamp out of the topic's bounds) names them in
 is not appended, as in Kafka. ``error_message`` (v8+) explains every
 partition error kcore has words for; Kafka fills it for the record errors
 only, and clients show it where they show the error code.
+
+Transactional batches are verified with their transaction coordinator
+before anything of the request is appended (KIP-890 part 1,
+handlers/produce_verification.py).
+
+v10+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER carries its
+current leader and epoch, and the answer the endpoints of those leaders
+(leader_hints.py), so the client sends the batch on to the new leader at
+once. v11-12 answer as v10: a failed transaction verification is
+INVALID_TXN_STATE at every version (Kafka answers TRANSACTION_ABORTABLE
+from v11), and v12's implicit AddPartitionsToTxn needs transaction version
+2, which kcore's ApiVersions does not finalize. v13 (KIP-516) names topics
+by id: an id this broker's metadata does not know gets UNKNOWN_TOPIC_ID.
 """
 from __future__ import annotations
 
@@ -29,9 +42,12 @@ from typing import Any, NamedTuple
 
 from kcore.handlers.authz import topic_allowed, txn_allowed
 from kcore.handlers.base import BrokerFacade, CloseConnection
+from kcore.handlers.leader_hints import LeaderHints
+from kcore.handlers.produce_verification import Verification, verify_produce
 from kcore.log.errors import LogError
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.messages.produce import (
+    NodeEndpointDict,
     PartitionProduceResponseDict,
     ProduceResponseDict,
     TopicProduceResponseDict,
@@ -42,52 +58,98 @@ from kcore.security.quotas import PRODUCER_BYTE_RATE, user_of
 
 log = logging.getLogger(__name__)
 FIRST_V2_VERSION = 3
+FIRST_WITH_LEADER_HINTS = 10
+FIRST_BY_TOPIC_ID = 13
+
+
+class _Appended:
+    """What a request's appends left to wait for: group-commit fsyncs,
+    acks=all replication (entry, Partition, offset), and whether any failed."""
+
+    def __init__(self) -> None:
+        self.durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]] = []
+        self.replicated: list[tuple[PartitionProduceResponseDict, Any, int]] = []
+        self.failed = False
 
 
 async def handle(broker: BrokerFacade, context, request) -> ProduceResponseDict | None:
     body = request.body
-    acks = body.acks
-    responses: list[TopicProduceResponseDict] = []
-    failed = False
-    durable: list[tuple[PartitionProduceResponseDict, asyncio.Future]] = []
-    replicated: list[tuple[PartitionProduceResponseDict, Any, int]] = []  # (entry, Partition, offset)
+    version = request.api_version
     denied = None if broker.authorizer is None else _denial(broker, context, body)
-    for topic in body.topic_data:
-        results: list[PartitionProduceResponseDict] = []
-        refused = denied(topic.name) if denied is not None else None
-        for data in topic.partition_data:
-            outcome = (_append(broker, request.api_version, acks, topic.name, data)
-                       if refused is None else refused)
-            result = outcome.result
-            failed |= outcome.error_code != ErrorCode.NONE
-            results.append({
-                "index": data.index,
-                "error_code": outcome.error_code,
-                "base_offset": result.base_offset if result else -1,
-                "log_append_time_ms": result.log_append_time if result else -1,
-                "log_start_offset": result.log_start_offset if result else -1,
-                "record_errors": [{"batch_index": index, "batch_index_error_message": message}
-                                  for index, message in outcome.record_errors],
-                "error_message": outcome.error_message,
-            })
-            if result is not None and result.durable is not None:
-                durable.append((results[-1], result.durable))
-            if result is not None and acks == -1:
-                replicated.append((results[-1], outcome.partition, result.required_offset))
-        responses.append({"name": topic.name, "partition_responses": results})
+    cache = broker.replica_manager.metadata_cache
+    appended = _Appended()
+    named = [(topic.name if version < FIRST_BY_TOPIC_ID else cache.topic_name(topic.topic_id), topic)
+             for topic in body.topic_data]
+    verification = await verify_produce(
+        broker, body, [(name, topic.partition_data) for name, topic in named if name is not None],
+        lambda topic: denied is None or denied(topic) is None)
+    responses: list[TopicProduceResponseDict] = []
+    answered: list[tuple[str | None, list[PartitionProduceResponseDict]]] = []
+    for name, topic in named:
+        refused = _UNKNOWN_TOPIC_ID if name is None else denied(name) if denied is not None else None
+        results = [_partition_result(broker, version, body.acks, name, data, refused, verification, appended)
+                   for data in topic.partition_data]
+        answered.append((name, results))
+        responses.append({"name": topic.name, "topic_id": topic.topic_id, "partition_responses": results})
     throttle_ms = _throttle(broker, context, request) if broker.quotas.active else 0
-    if acks == 0:
-        for _, future in durable:
+    if body.acks == 0:
+        for _, future in appended.durable:
             future.add_done_callback(_observe)
-        if failed:
+        if appended.failed:
             raise CloseConnection("produce with acks=0 failed")
         return None
-    if durable:
-        await _wait_durable(durable)
-    if replicated:
+    if appended.durable:
+        await _wait_durable(appended.durable)
+    if appended.replicated:
         with broker.stats.delayed_produce:  # Kafka's produce purgatory
-            await _wait_replicated(replicated, body.timeout_ms / 1000)
-    return {"responses": responses, "throttle_time_ms": throttle_ms}
+            await _wait_replicated(appended.replicated, body.timeout_ms / 1000)
+    answer: ProduceResponseDict = {"responses": responses, "throttle_time_ms": throttle_ms}
+    if version >= FIRST_WITH_LEADER_HINTS:
+        answer["node_endpoints"] = _leader_hints(broker, context, answered)
+    return answer
+
+
+def _partition_result(broker: BrokerFacade, version: int, acks: int, topic: str | None, data,
+                      refused: AppendOutcome | None, verification: Verification,
+                      appended: _Appended) -> PartitionProduceResponseDict:
+    """Append one partition's batch (unless its topic was refused or its
+    transaction verification failed) and note what its answer waits for."""
+    if refused is None and topic is not None:
+        outcome = _unverified(verification, topic, data.index) or _append(
+            broker, version, acks, topic, data, verification.guard((topic, data.index)))
+    else:
+        outcome = refused or _UNKNOWN_TOPIC_ID
+    result = outcome.result
+    appended.failed |= outcome.error_code != ErrorCode.NONE
+    entry: PartitionProduceResponseDict = {
+        "index": data.index,
+        "error_code": outcome.error_code,
+        "base_offset": result.base_offset if result else -1,
+        "log_append_time_ms": result.log_append_time if result else -1,
+        "log_start_offset": result.log_start_offset if result else -1,
+        "record_errors": [{"batch_index": index, "batch_index_error_message": message}
+                          for index, message in outcome.record_errors],
+        "error_message": outcome.error_message,
+    }
+    if result is not None and result.durable is not None:
+        appended.durable.append((entry, result.durable))
+    if result is not None and acks == -1:
+        appended.replicated.append((entry, outcome.partition, result.required_offset))
+    return entry
+
+
+def _leader_hints(broker: BrokerFacade, context,
+                  named: list[tuple[str | None, list[PartitionProduceResponseDict]]]) -> list[NodeEndpointDict]:
+    """KIP-951: each NOT_LEADER_OR_FOLLOWER partition's current leader; the
+    endpoints of the leaders named."""
+    hints = LeaderHints(broker, context.listener)
+    for topic, results in named:
+        for entry in results:
+            if topic is not None and entry["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                leader = hints.current_leader(topic, entry["index"])
+                if leader is not None:
+                    entry["current_leader"] = leader
+    return hints.node_endpoints()
 
 
 def _denial(broker: BrokerFacade, context, body):
@@ -184,7 +246,16 @@ class AppendOutcome(NamedTuple):
     record_errors: Sequence[tuple[int, str]] = ()
 
 
-def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
+_UNKNOWN_TOPIC_ID = AppendOutcome(ErrorCode.UNKNOWN_TOPIC_ID, "no topic has this id")
+
+
+def _unverified(verification: Verification, topic: str, index: int) -> AppendOutcome | None:
+    refused = verification.refused.get((topic, index))
+    return None if refused is None else AppendOutcome(*refused)
+
+
+def _append(broker, version: int, acks: int, topic: str, data,
+            verification_guard: int | None) -> AppendOutcome:
     if version < FIRST_V2_VERSION:
         return AppendOutcome(ErrorCode.UNSUPPORTED_VERSION,
                              "produce v0-v2 (message format v0/v1) is not supported")
@@ -196,7 +267,8 @@ def _append(broker, version: int, acks: int, topic: str, data) -> AppendOutcome:
     if data.records is None or len(data.records) == 0:
         return AppendOutcome(ErrorCode.INVALID_RECORD, "no record batch")
     try:
-        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer)
+        result = partition.append_records_to_leader(data.records, acks, broker.log_syncer,
+                                                    verification_guard)
     except PartitionError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             log.error("%s-%d: %s", topic, data.index, exc.message)

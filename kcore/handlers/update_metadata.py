@@ -1,4 +1,4 @@
-"""UpdateMetadata (key 6, v6 from kcore controllers): the live brokers and
+"""UpdateMetadata (key 6, v7 from kcore controllers): the live brokers and
 partition states every broker answers Metadata from; partitions with
 leader -2 belong to a deleted topic. Refused from an older controller
 (STALE_CONTROLLER_EPOCH)."""

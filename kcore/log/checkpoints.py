@@ -12,6 +12,12 @@ The per-partition ``leader-epoch-checkpoint`` has the same framing with
 ``epoch start_offset`` lines. Source: Kafka ``CheckpointFile`` /
 ``OffsetCheckpointFile`` / ``LeaderEpochCheckpointFile``.
 
+The per-partition ``partition.metadata`` names the topic id the partition
+belongs to (KIP-516; Kafka ``PartitionMetadataFile``)::
+
+    version: 0
+    topic_id: 9b2bBv8MQvKAsEm3bv7x0w
+
 A write goes to ``<name>.tmp``, is fsynced, renamed over the file and the
 directory fsynced, so a crash leaves the old or the new file, never half.
 A write with ``durable=False`` skips both fsyncs, for a caller that syncs
@@ -25,15 +31,18 @@ from __future__ import annotations
 
 import ctypes
 import os
+import uuid
 from pathlib import Path
 
 from kcore.log.errors import KafkaStorageError
+from kcore.metadata import topic_id_from_string, topic_id_to_string
 
 VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA_FILE = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
@@ -176,3 +185,48 @@ class LeaderEpochCheckpointFile:
             staged.write(self.path, "\n".join(lines) + "\n")
         else:
             write_atomically(self.path, "\n".join(lines) + "\n", durable)
+
+
+class PartitionMetadataFile:
+    """The topic id of one partition directory. Not thread-safe."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / PARTITION_METADATA_FILE
+
+    def read(self) -> uuid.UUID | None:
+        """The recorded topic id; None when there is no file. Raises
+        KafkaStorageError when it cannot be read or is not Kafka's format."""
+        try:
+            lines = _read_text(self.path).splitlines()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KafkaStorageError(f"cannot read {self.path}: {exc}") from exc
+        fields = dict(line.split(":", 1) for line in lines if ":" in line)
+        version, topic_id = fields.get("version", "").strip(), fields.get("topic_id", "").strip()
+        if version != str(VERSION):
+            raise KafkaStorageError(f"{self.path}: unknown version {version!r}")
+        try:
+            return topic_id_from_string(topic_id)
+        except ValueError as exc:
+            raise KafkaStorageError(f"{self.path}: {exc}") from exc
+
+    def write(self, topic_id: uuid.UUID, durable: bool = True) -> None:
+        """Replace the file atomically; with ``durable`` False nothing is
+        fsynced until ``sync``."""
+        write_atomically(self.path, f"version: {VERSION}\ntopic_id: {topic_id_to_string(topic_id)}\n",
+                         durable)
+
+    def sync(self) -> None:
+        """fsync a file written with ``durable`` False (its directory is the
+        caller's to sync)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot sync {self.path}: {exc}") from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot sync {self.path}: {exc}") from exc
+        finally:
+            os.close(fd)

@@ -34,7 +34,7 @@ from kcore._native.batch_layout import (
     LOG_OVERHEAD,
 )
 from kcore._native.records import BatchHeader, crc32c, encode_varint, walk_records
-from kcore.protocol.compression import compress, decompress
+from kcore.protocol.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, compress, decompress
 
 
 class FilterResult(NamedTuple):
@@ -48,13 +48,15 @@ class FilterResult(NamedTuple):
     tombstones: int
 
 
-def records_section(batch: Buffer, attributes: int) -> bytes:
-    """The decoded records section of one whole batch."""
+def records_section(batch: Buffer, attributes: int,
+                    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+    """The decoded records section of one whole batch, decompressed to at
+    most ``max_size`` bytes (compression.DecompressedSizeError past it)."""
     codec = attributes & COMPRESSION_CODEC_MASK
     section = memoryview(batch)[BATCH_HEADER_SIZE:]
     if codec == 0:
         return bytes(section)
-    return decompress(codec, section)
+    return decompress(codec, section, max_size)
 
 
 def index_keys(section: bytes, base_offset: int, offset_map: dict[bytes, int]) -> int:

@@ -77,6 +77,7 @@ from kcore.log.cleaner_records import (
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import CLEANED_SUFFIX, Log
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
+from kcore.protocol.compression import max_decompressed_size
 from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.records import ControlType, RecordBatch
 
@@ -96,6 +97,11 @@ HEADER_WALK_BATCHES = 4096
 class CleaningAbortedError(Exception):
     """The log changed under the pass (truncated, segments deleted or
     closed); nothing was swapped for the group in progress."""
+
+
+class UnreadableBatchError(Exception):
+    """A batch whose records cannot be read (corrupt, or inflating past the
+    decompression limit): the log is left as it is."""
 
 
 class Offload(NamedTuple):
@@ -223,6 +229,17 @@ class CleaningTask:
         return KafkaStorageError(f"{self.segments[index].log_path}: bad {what} at position "
                                  f"{position}; not cleaning this log")
 
+    def _records_section(self, batch: bytes, header: BatchHeader) -> bytes:
+        """The batch's records, decompressed to at most 64 times
+        max.message.bytes; a batch that cannot be read stops this log's
+        cleaning (Kafka marks such a log uncleanable) rather than losing it."""
+        try:
+            return records_section(batch, header.attributes,
+                                   max_decompressed_size(self.config.max_message_bytes))
+        except ValueError as exc:
+            raise UnreadableBatchError(f"{self.log.dir}: batch at offset {header.base_offset}: "
+                                       f"{exc}; not cleaning this log") from exc
+
     def _scan_producers(self) -> Generator[None, Any, None]:
         for index, fd in enumerate(self._fds):
             position, size = 0, self.sizes[index]
@@ -260,7 +277,7 @@ class CleaningTask:
                             if offset > offset_map.get(key, -1):
                                 offset_map[key] = offset
                     continue
-                section = records_section(batch, header.attributes)
+                section = self._records_section(batch, header)
                 target = (pending.setdefault(header.producer_id, {})
                           if header.is_transactional else offset_map)
                 self.stats.map_records += index_keys(section, header.base_offset, target)
@@ -365,7 +382,7 @@ class CleaningTask:
             return None
         horizon = header.delete_horizon_ms
         drop_tombstones = horizon is not None and self.now_ms >= horizon
-        section = records_section(batch, header.attributes)
+        section = self._records_section(batch, header)
         kept = filter_records(section, header.base_offset, self._offset_map, drop_tombstones)
         self.stats.records_read += kept.total
         self.stats.records_retained += kept.retained
@@ -409,7 +426,7 @@ class CleaningTask:
             return batch
         horizon = self.now_ms + self.config.delete_retention_ms
         self._note_horizon(horizon)
-        section = records_section(batch, header.attributes)
+        section = self._records_section(batch, header)
         records = rebase_timestamps(section, header.base_timestamp - horizon)
         return build_batch(header, records, header.records_count,
                            header.attributes | DELETE_HORIZON_FLAG_MASK, horizon)

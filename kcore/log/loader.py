@@ -160,6 +160,10 @@ def load_segments(directory: Path, config: LogConfig, recovery_point: int,
             segments.append(segment)
             if unflushed or (next_base is None and segment.needs_rebuild()):
                 start = recovery_point if unflushed else base
+                # Kafka's "Recovering unflushed segment": a clean stop
+                # leaves nothing to scan, so this line says the last one was not.
+                log.info("%s: recovering segment %d from offset %d (%s)", directory, base, start,
+                         "unflushed" if unflushed else "its index is rebuilt")
                 removed, reason, position = segment.recover(start)
                 recovered.append((segment, position))
                 if removed:

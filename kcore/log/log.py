@@ -12,6 +12,13 @@ Produced RecordBatches (v2) stay bytes: ``append`` validates them natively
 partitionLeaderEpoch in place and writes them; ``read`` answers with
 FileSlices of whole batches. Kafka sources: ``UnifiedLog``, ``LocalLog``.
 
+``topic_id`` is the id of the topic the directory belongs to, recorded in
+its ``partition.metadata`` (KIP-516; None for a directory made before
+topic ids, or whose file is unreadable: the caller records its topic's
+id then). The file is written when the id is assigned and fsynced no
+later than the first ``flush``: data appended before that is not durable
+either (Kafka flushes it before the first append).
+
 Each Log owns its partition's leader epoch cache (leader_epoch.py): leader
 appends under a newer epoch, and replica appends of batches stamped with
 one, assign it before the batch is written; truncation and log start moves
@@ -33,6 +40,7 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -42,7 +50,7 @@ from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_MASK
 from kcore._native.records import BatchHeader
 from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
-from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, StagedRenames, fsync_dir
+from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, PartitionMetadataFile, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
 from kcore.log.file_slice import FileSlice
@@ -136,6 +144,9 @@ class Log:
         # the log opened, for the first partition loading its state (None
         # once taken: ``take_snapshot_offsets_at_open``).
         self._snapshot_offsets_at_open: list[int] | None = None
+        self._partition_metadata = PartitionMetadataFile(self.dir)
+        self.topic_id: uuid.UUID | None = None
+        self._topic_id_unsynced = False
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -158,6 +169,7 @@ class Log:
         start = max(log_start_offset, segments[0].base_offset)
         log = cls(directory, config, segments, start, recovery_point)
         log._snapshot_offsets_at_open = snapshot_offsets
+        log._read_topic_id()
         if clean_shutdown:
             log._recovery_point = log._log_end_offset
         if start > log._log_end_offset:
@@ -165,6 +177,23 @@ class Log:
         else:
             log._load_leader_epochs(recovered)
         return log
+
+    def _read_topic_id(self) -> None:
+        try:
+            self.topic_id = self._partition_metadata.read()
+        except KafkaStorageError as exc:  # the controller's id is recorded anew
+            logger.warning("%s: ignoring the topic id: %s", self.dir, exc)
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Record ``topic_id`` in ``partition.metadata`` (fsynced by the
+        next ``flush``); ValueError if the log has another id already."""
+        if self.topic_id == topic_id:
+            return
+        if self.topic_id is not None:
+            raise ValueError(f"{self.dir} belongs to topic id {self.topic_id}, not {topic_id}")
+        self._partition_metadata.write(topic_id, durable=False)
+        self.topic_id = topic_id
+        self._topic_id_unsynced = self._dir_dirty = True
 
     def take_snapshot_offsets_at_open(self) -> list[int] | None:
         """The producer snapshot offsets listed when the log opened, once
@@ -703,6 +732,9 @@ class Log:
                 if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
                     segment.flush(sync)
             self._recovery_point = offset
+        if self._topic_id_unsynced and sync:
+            self._partition_metadata.sync()
+            self._topic_id_unsynced = False
         if self._dir_dirty and sync:
             fsync_dir(self.dir)
             self._dir_dirty = False

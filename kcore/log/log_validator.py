@@ -29,6 +29,15 @@ the record):
 The answer is INVALID_TIMESTAMP when any record failed rule 2 or 3, else
 INVALID_RECORD, with a top-level ``error_message``.
 
+Reading the records of a compressed batch decompresses them, to at most
+``max_decompressed_size`` bytes (64 times max.message.bytes; why:
+protocol/compression.py). A batch that inflates past that is refused whole
+with MESSAGE_TOO_LARGE, Kafka's answer to a batch larger than the topic
+takes once converted (a Java producer splits the batch and sends it again);
+records that cannot be decompressed or whose sizes do not add up to the
+section get INVALID_RECORD, Kafka's answer since KIP-467 to a record it
+cannot read (``InvalidRecordException``).
+
 Fast path: native checks over the records section (``has_null_key``,
 ``timestamps_within``, ``record_schema_ids``: the distinct ids a batch
 carries, usually one) say whether any record fails; only a failing batch
@@ -40,7 +49,7 @@ Pure functions over immutable values; safe from any thread.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,8 +57,13 @@ from typing_extensions import Buffer
 
 from kcore._native import records as native_records
 from kcore._native.batch_layout import BATCH_HEADER_SIZE
-from kcore._native.records import BatchHeader
+from kcore._native.records import BatchHeader, RecordSpan
 from kcore.log.cleaner_records import records_section
+from kcore.protocol.compression import (
+    KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
+    DecompressedSizeError,
+    max_decompressed_size,
+)
 from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.errors import ErrorCode
 
@@ -58,6 +72,15 @@ NO_TIMESTAMP = -1
 NULL_SCHEMA_ID = -2
 # Kafka's top-level message lists at most this many record errors.
 MESSAGE_RECORD_ERRORS = 3
+# record_errors names at most this many records. Kafka names every one, but
+# a batch may hold millions of small records (64 MiB of 7-byte ones once
+# decompressed: 9.6M) and each costs ~100 bytes of answer; a client fails
+# the unnamed records of a refused batch too (librdkafka:
+# _INVALID_DIFFERENT_RECORD).
+MAX_RECORD_ERRORS = 1000
+# Records walked at a time when naming the failing ones: their spans are
+# ~100 bytes each, and 9.6M of them at once were ~1 GB.
+WALK_WINDOW = 65536
 
 
 class RecordValidationError(Exception):
@@ -98,6 +121,7 @@ class RecordPolicy:
     log_append_time: bool
     before_max_ms: int
     after_max_ms: int
+    max_decompressed_size: int = max_decompressed_size(KAFKA_DEFAULT_MAX_MESSAGE_BYTES)
     validates_key_schemas: bool = False
     validates_value_schemas: bool = False
     # The checks of rule 4, attached by the partition when validation is on.
@@ -117,7 +141,9 @@ class RecordPolicy:
                    validates_key_schemas=bool(configs.get("confluent.key.schema.validation")
                                               or configs.get("redpanda.key.schema.id.validation")),
                    validates_value_schemas=bool(configs.get("confluent.value.schema.validation")
-                                                or configs.get("redpanda.value.schema.id.validation")))
+                                                or configs.get("redpanda.value.schema.id.validation")),
+                   max_decompressed_size=max_decompressed_size(
+                       configs.get("max.message.bytes", KAFKA_DEFAULT_MAX_MESSAGE_BYTES)))
 
     def __post_init__(self) -> None:
         # Read on every produce of the topic: worked out once (the policy is
@@ -159,7 +185,11 @@ def validate_records(batch: Buffer, header: BatchHeader, policy: RecordPolicy, n
     if not (policy.reads_records or producer_log_append_time):
         return
     try:
-        section = _records_section(batch, header)
+        section = _records_section(batch, header, policy.max_decompressed_size)
+    except DecompressedSizeError as exc:
+        raise RecordValidationError(
+            ErrorCode.MESSAGE_TOO_LARGE, f"the batch's {header.records_count} records inflate "
+            f"past {exc.max_size} bytes, more than one batch may hold", []) from None
     except ValueError:
         raise RecordValidationError(ErrorCode.INVALID_RECORD,
                                     "the batch's records cannot be decompressed", []) from None
@@ -202,45 +232,43 @@ def _schema_error(schema_id: int, check: SchemaIdCheck, keys: bool) -> str | Non
     return f"The record's {part} carries schema id {schema_id}, which is not registered under {check.subject}"
 
 
-def _records_section(batch: Buffer, header: BatchHeader) -> Buffer:
+def _records_section(batch: Buffer, header: BatchHeader, max_size: int) -> Buffer:
     """The decoded records; uncompressed ones are read in place, not copied."""
     if header.compression_codec == 0:
         return memoryview(batch)[BATCH_HEADER_SIZE:]
-    return records_section(batch, header.attributes)
+    return records_section(batch, header.attributes, max_size)
 
 
 def _raise_record_errors(section: Buffer, header: BatchHeader, policy: RecordPolicy,
                          earliest: int, latest: int, topic_partition: str) -> None:
-    try:
-        spans = native_records.walk_records(section)
-    except ValueError as exc:
-        raise RecordValidationError(ErrorCode.INVALID_RECORD, str(exc), []) from None
     errors: list[tuple[int, str]] = []
+    failed = total = 0
     bad_timestamp = False
-    schema_ids = [(check, keys, native_records.record_schema_ids(section, keys, distinct=False))
-                  for check, keys in policy._schema_checks()]
-    for index, span in enumerate(spans):
+    data = memoryview(section).cast("B")
+    for index, span in enumerate(_spans(section)):
+        total += 1
+        message = None
         timestamp = _wrap_int64(header.base_timestamp + span.timestamp_delta)
         if policy.keys_required and span.key_length < 0:
-            errors.append((index, f"Compacted topic {topic_partition} cannot accept a record "
-                                  f"without a key"))
-            continue
-        if not policy.log_append_time and timestamp != NO_TIMESTAMP:
+            message = f"Compacted topic {topic_partition} cannot accept a record without a key"
+        elif not policy.log_append_time and timestamp != NO_TIMESTAMP:
             if not earliest <= timestamp <= latest:
                 bad_timestamp = True
-                errors.append((index, f"Timestamp {timestamp} of the record at offset delta "
-                                      f"{span.offset_delta} is out of range: the timestamp "
-                                      f"should be within [{earliest}, {latest}]"))
-                continue
+                message = (f"Timestamp {timestamp} of the record at offset delta "
+                           f"{span.offset_delta} is out of range: the timestamp should be "
+                           f"within [{earliest}, {latest}]")
         elif header.timestamp_type == 1:
             bad_timestamp = True
-            errors.append((index, "Invalid timestamp type LogAppendTime: only the broker "
-                                  "stamps LogAppendTime, producers send CreateTime"))
-            continue
-        reason = next((found for check, keys, ids in schema_ids
-                       if (found := _schema_error(ids[index], check, keys)) is not None), None)
-        if reason is not None:
-            errors.append((index, reason))
+            message = ("Invalid timestamp type LogAppendTime: only the broker stamps "
+                       "LogAppendTime, producers send CreateTime")
+        if message is None:
+            message = next((found for check, keys in policy._schema_checks()
+                            if (found := _schema_error(_span_schema_id(data, span, keys), check, keys))
+                            is not None), None)
+        if message is not None:
+            failed += 1
+            if len(errors) < MAX_RECORD_ERRORS:
+                errors.append((index, message))
     if not errors:
         return
     if bad_timestamp:
@@ -249,9 +277,38 @@ def _raise_record_errors(section: Buffer, header: BatchHeader, policy: RecordPol
                                     "timestamp", errors)
     shown = ", ".join(f"{index}: {message}" for index, message in errors[:MESSAGE_RECORD_ERRORS])
     raise RecordValidationError(ErrorCode.INVALID_RECORD,
-                                f"{len(errors)} of the batch's {len(spans)} records were rejected "
-                                f"(the first {min(len(errors), MESSAGE_RECORD_ERRORS)}: {shown})",
+                                f"{failed} of the batch's {total} records were rejected "
+                                f"(the first {min(failed, MESSAGE_RECORD_ERRORS)}: {shown})",
                                 errors)
+
+
+def _spans(section: Buffer) -> Iterator[RecordSpan]:
+    """The records' spans, walked WALK_WINDOW at a time."""
+    position = 0
+    while True:
+        try:
+            window = native_records.walk_records(section, position, WALK_WINDOW)
+        except ValueError as exc:
+            raise RecordValidationError(ErrorCode.INVALID_RECORD, str(exc), []) from None
+        if not window:
+            return
+        yield from window
+        position = window[-1].end
+
+
+def _span_schema_id(data: memoryview, span: RecordSpan, keys: bool) -> int:
+    """The schema id the record's key (value) carries, as ``record_schema_ids``
+    reads it, for naming records without a list of every id of the batch."""
+    if keys:
+        position, length = span.key_position, span.key_length
+    else:
+        length = span.value_length
+        _, position = native_records.decode_varint(data, span.key_position + max(span.key_length, 0))
+    if length < 0:
+        return NULL_SCHEMA_ID
+    if length < 5 or data[position] != 0:
+        return -1
+    return int.from_bytes(data[position + 1:position + 5], "big")
 
 
 def _wrap_int64(value: int) -> int:

@@ -9,6 +9,7 @@ Per log dir (Kafka's layout)::
     <topic>-<partition>/                one Log each (log.py)
     <topic>-<partition>.<id>-future/    a replica moving into this dir
     <topic>-<partition>.<id>-delete/    a log being removed
+    <topic>-<partition>.<id>-stray/     a log of a deleted topic, set aside
 
 A new partition goes to the online dir holding the fewest logs (current
 and future ones; the first such dir in ``log.dirs`` order), or to the dir
@@ -90,6 +91,7 @@ _PARTITION_DIR = re.compile(r"^.+-\d+$")
 # <topic>-<partition>.<32 hex digits>-future or -delete (Kafka's logFutureDirName).
 _RENAMED_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.[0-9a-f]{32}-(?P<suffix>future|delete)$")
 _DELETED_DIR_SUFFIX = "-delete"
+STRAY_DIR_SUFFIX = "-stray"
 # Distinct topic configs kept parsed (_config_of); a broker has a few.
 _CONFIGS_CACHED = 1024
 
@@ -212,6 +214,9 @@ class LogManager:
             elif entry.name.endswith(_DELETED_DIR_SUFFIX):
                 key = (renamed["topic"], int(renamed["partition"])) if renamed else ("", -1)
                 deleted.setdefault(key, []).append(path)
+            elif entry.name.endswith(STRAY_DIR_SUFFIX):
+                log.warning("%s: a stray log of a deleted topic, not served; remove it when "
+                            "it is not needed", path)
             elif _PARTITION_DIR.match(entry.name):
                 key = _key_of(path)
                 found.append(_LogToOpen(directory, path, recovery_points.get(key, 0),
@@ -380,22 +385,35 @@ class LogManager:
         """Close and remove a partition's log (renamed ``*-delete`` first, so
         a crash mid-way finishes the removal at the next start); its future
         log goes first, so a start never mistakes it for a cut swap."""
+        doomed = self._close_and_rename(topic, partition, _DELETED_DIR_SUFFIX)
+        if doomed is None:
+            return False
+        _remove_tree(doomed)
+        return True
+
+    def set_aside_stray(self, topic: str, partition: int) -> Path | None:
+        """Close a partition's log that belongs to a deleted topic (a stray)
+        and rename its directory ``<topic>-<partition>.<unique id>-stray``,
+        out of the name's way: kept for an operator to look at and remove,
+        as Kafka keeps its stray logs. Returns the new path."""
+        return self._close_and_rename(topic, partition, STRAY_DIR_SUFFIX)
+
+    def _close_and_rename(self, topic: str, partition: int, suffix: str) -> Path | None:
         key = (topic, partition)
         self.preferred_dirs.pop(key, None)
         self.remove_future_log(topic, partition)
         existing = self.logs.pop(key, None)
         if existing is None:
-            return False
+            return None
         for hook in self.before_delete:
             hook(existing)
         directory = self._dir_of.pop(key)
         self._logs_in[directory] -= 1
         existing.close()
-        doomed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{_DELETED_DIR_SUFFIX}"
-        os.replace(existing.dir, doomed)
+        renamed = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{suffix}"
+        os.replace(existing.dir, renamed)
         fsync_dir(directory)
-        _remove_tree(doomed)
-        return True
+        return renamed
 
     def all_logs(self) -> Iterator[Log]:
         """The current logs (future logs are the replication layer's copies)."""

@@ -16,6 +16,18 @@ deposed coordinator). A marker under a newer epoch (a timed-out
 transaction aborted by its coordinator) makes that epoch the producer's,
 fencing its older batches.
 
+Transaction verification (KIP-890 part 1): a transactional batch is
+appended only into a transaction this partition already holds data of for
+the producer (``has_ongoing_transaction``), or once the transaction
+coordinator said the partition is in the producer's ongoing transaction.
+Before asking, the leader takes a verification guard for the producer
+(``start_verification``: one unique number); writing a transactional batch
+or a marker for the producer drops it, so an answer that comes back after
+the transaction ended (a marker written meanwhile) no longer matches and
+the batch is refused with INVALID_TXN_STATE (Kafka's ``VerificationGuard``:
+no transaction can be reopened by a stale answer). Guards live in memory
+only, as Kafka's, and expire with idle producers.
+
 Snapshot `<offset>.snapshot` in the partition directory (big-endian):
 
     i16 version=2 | u32 crc32c(of everything after it) | i32 count |
@@ -33,6 +45,7 @@ Not thread-safe: one partition, one event loop.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import time
@@ -49,6 +62,10 @@ SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 2
 _HEADER = struct.Struct(">hIi")
 _ENTRIES = {1: struct.Struct(">qhiiqqqq"), 2: struct.Struct(">qhiiqqqqi")}
+# The guard of a produce that was not verified: it matches no producer's.
+NO_VERIFICATION_GUARD = 0
+# Verification guards, unique across every partition of the process.
+_guards = itertools.count(NO_VERIFICATION_GUARD + 1)
 
 
 class ProducerStateError(Exception):
@@ -110,16 +127,28 @@ class ProducerStateManager:
         # stable offset is read on every fetch, so it must not scan every
         # producer this partition has seen (thousands over a day).
         self._open_transactions: dict[int, int] = {}
+        # producer id -> (verification guard, when it was taken in ms).
+        self._verifications: dict[int, tuple[int, int]] = {}
         self.snapshot_offset = 0
 
     # -- the produce path ----------------------------------------------------
-    def check(self, producer_id: int, epoch: int, first_seq: int,
-              last_offset_delta: int) -> BatchMetadata | None:
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_offset_delta: int,
+              verification_guard: int | None = None) -> BatchMetadata | None:
         """Validate a batch before append. Returns the original batch when
         this one is a retry of it; raises ProducerStateError when the batch
-        is fenced or out of order; None means append it."""
+        is fenced or out of order; None means append it. A transactional
+        batch that must be verified names the ``verification_guard`` its
+        produce was verified under (NO_VERIFICATION_GUARD: none); after a
+        retry, that is checked first (INVALID_TXN_STATE), as in Kafka's
+        ``analyzeAndValidateProducerState``."""
         entry = self.producers.get(producer_id)
         last_seq = last_sequence(first_seq, last_offset_delta)
+        if entry is not None and epoch == entry.epoch:
+            duplicate = entry.find_duplicate(first_seq, last_seq)
+            if duplicate is not None:
+                return duplicate
+        if verification_guard is not None:
+            self._check_verified(producer_id, verification_guard)
         if entry is None:
             if first_seq != 0:
                 raise ProducerStateError(
@@ -138,9 +167,6 @@ class ProducerStateManager:
                     f"producer {producer_id} new epoch {epoch} must start at sequence 0, "
                     f"got {first_seq}")
             return None
-        duplicate = entry.find_duplicate(first_seq, last_seq)
-        if duplicate is not None:
-            return duplicate
         expected = _next_seq(entry.last_seq)
         if first_seq != expected:
             raise ProducerStateError(
@@ -162,6 +188,8 @@ class ProducerStateManager:
     def update(self, producer_id: int, epoch: int, first_seq: int, last_offset_delta: int,
                first_offset: int, timestamp: int, is_transactional: bool = False) -> None:
         """Record an appended batch (also used when replaying the log)."""
+        if is_transactional:
+            self._verifications.pop(producer_id, None)
         entry = self.producers.get(producer_id)
         if entry is None or epoch > entry.epoch:
             coordinator_epoch = entry.coordinator_epoch if entry is not None else -1
@@ -204,12 +232,40 @@ class ProducerStateManager:
                 current_txn_first_offset=entry.current_txn_first_offset if entry else -1,
                 coordinator_epoch=entry.coordinator_epoch if entry else -1)
             self.producers[producer_id] = entry
+        self._verifications.pop(producer_id, None)
         first_offset = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         self._open_transactions.pop(producer_id, None)
         return first_offset
+
+    # -- transaction verification (KIP-890) -----------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """This partition holds data of the producer's open transaction: its
+        next batches need no verification."""
+        return producer_id in self._open_transactions
+
+    def start_verification(self, producer_id: int, now_ms: int | None = None) -> int:
+        """The producer's verification guard, taken now unless one is held."""
+        held = self._verifications.get(producer_id)
+        if held is not None:
+            return held[0]
+        guard = next(_guards)
+        self._verifications[producer_id] = (
+            guard, int(time.time() * 1000) if now_ms is None else now_ms)
+        return guard
+
+    def _check_verified(self, producer_id: int, verification_guard: int) -> None:
+        if producer_id in self._open_transactions:
+            return
+        held = self._verifications.get(producer_id)
+        if held is None or held[0] != verification_guard:
+            raise ProducerStateError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"transactional batch of producer {producer_id} is not part of an ongoing "
+                f"transaction here (verification guard {verification_guard}, held "
+                f"{held[0] if held else None})")
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction, None when none is."""
@@ -222,12 +278,16 @@ class ProducerStateManager:
                    and now_ms - entry.last_timestamp > self.expiration_ms]
         for pid in expired:
             del self.producers[pid]
+        for pid, (_, taken_ms) in list(self._verifications.items()):
+            if now_ms - taken_ms >= self.expiration_ms:
+                del self._verifications[pid]
         return len(expired)
 
     def truncate(self) -> None:
         """Forget everything (log truncated below what the state covers)."""
         self.producers.clear()
         self._open_transactions.clear()
+        self._verifications.clear()
         self.snapshot_offset = 0
 
     # -- snapshots ------------------------------------------------------------

@@ -43,7 +43,8 @@ from kcore.log.file_slice import FileSlice
 from kcore.log.offset_index import OffsetIndex
 from kcore.log.time_index import TimeIndex
 from kcore.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
-from kcore.protocol.records import RecordBatch
+from kcore.protocol import records as record_codec
+from kcore.protocol.compression import max_decompressed_size
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -510,12 +511,18 @@ class LogSegment:
             if found is None:
                 return None
             batch_position, size = found[0], found[1]
-            batch = RecordBatch(os.pread(self.fd, size, batch_position))
-            for record in batch.records():
-                found_offset, found_timestamp = record.offset, record.timestamp
-                assert found_offset is not None and found_timestamp is not None  # decoded
-                if found_timestamp >= timestamp and found_offset >= starting_offset:
-                    return found_offset, found_timestamp
+            batch = record_codec.RecordBatch(os.pread(self.fd, size, batch_position))
+            try:
+                for record in batch.stream(max_decompressed_size(self.config.max_message_bytes)):
+                    found_offset, found_timestamp = record.offset, record.timestamp
+                    assert found_offset is not None and found_timestamp is not None  # decoded
+                    if found_timestamp >= timestamp and found_offset >= starting_offset:
+                        return found_offset, found_timestamp
+            except record_codec.InvalidRecordError as exc:
+                # Records too large or malformed to read: the batch holds the
+                # timestamp, so a reader starting at its first offset misses nothing.
+                log.warning("%s: %s; answering with the batch's first offset", self.log_path, exc)
+                return max(batch.base_offset, starting_offset), batch.max_timestamp
             position = batch_position + size
 
     @property

@@ -26,6 +26,10 @@ Format::
                         "values": {"producer_byte_rate": 1048576.0}}],
      "broker_configs": {"<default>": {"leader.replication.throttled.rate": "1000000"}}}
 
+A topic without ``topic_id`` (a file written before topic ids) reads as
+``NO_TOPIC_ID``; the node's controller gives it one and writes it back
+(``assign_topic_ids``).
+
 Not thread-safe within a process; safe between processes (flock).
 """
 from __future__ import annotations
@@ -39,7 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcore.metadata import BrokerInfo, TopicInfo
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, TopicInfo
 
 METADATA_FILE = "__cluster_metadata.json"
 LOCK_FILE = "__cluster_metadata.lock"
@@ -97,6 +101,17 @@ class NodeStore:
         atomic_write(self.path, json.dumps(_encode(state), indent=1))
 
 
+def assign_topic_ids(state: NodeState) -> list[str]:
+    """Give every topic that has none a new id (KIP-516, once, as Kafka's
+    controller does on upgrade); the names of those given one."""
+    named = []
+    for name, info in state.topics.items():
+        if info.topic_id == NO_TOPIC_ID:
+            info.topic_id = uuid.uuid4()
+            named.append(name)
+    return named
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write to a temp file, fsync, rename over ``path``, fsync the directory:
     a crash leaves the old or the new file, never half of one."""
@@ -137,7 +152,8 @@ def _decode(data: dict) -> NodeState:
     for item in data.get("topics", []):
         name, count = item["name"], item["num_partitions"]
         assignment = {int(p): list(r) for p, r in item.get("assignment", {}).items()}
-        state.topics[name] = TopicInfo(name, uuid.UUID(item["topic_id"]), count,
+        topic_id = uuid.UUID(item["topic_id"]) if item.get("topic_id") else NO_TOPIC_ID
+        state.topics[name] = TopicInfo(name, topic_id, count,
                                        item.get("replication_factor", 1),
                                        item.get("configs", {}), assignment)
         epochs = item.get("leader_epochs", [])

@@ -26,6 +26,9 @@ NoNode, BadVersion and NotEmpty map to the same names, SessionExpired to
 SessionExpiredError; ConnectionLoss, a closed client or no answer within
 connection_timeout_s to ZkConnectionError (a write's outcome unknown);
 start() finding no server in time to ZkUnreachableError; others to ZkError.
+A metadata change marked ``needs_zookeeper`` turns ZkConnectionError into
+kcore.metadata's MetadataUnavailableError, which handlers answer as a
+per-resource error naming ZooKeeper.
 
 Session expiry, as a caller sees it: the connection drops and listeners
 get SUSPENDED; requests issued meanwhile wait for a connection (up to
@@ -43,15 +46,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from kazoo import exceptions as kazoo_errors
 from kazoo.client import KazooClient, KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
+
+from kcore.metadata import MetadataUnavailableError
 
 # Kafka's zookeeper.session.timeout.ms default; the connection timeout
 # defaults to it, as zookeeper.connection.timeout.ms does.
@@ -110,6 +116,26 @@ _MAPPED_ERRORS: tuple[tuple[type[Exception], type[ZkError]], ...] = (
     (kazoo_errors.ConnectionLoss, ZkConnectionError),
     (kazoo_errors.OperationTimeoutError, ZkConnectionError),
 )
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def needs_zookeeper(call: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """``call``, with ZooKeeper not answering (a lost connection past the
+    connection timeout, an expired session) raised as
+    MetadataUnavailableError: a clear, per-resource error for the client
+    rather than a handler failure that closes its connection."""
+    @functools.wraps(call)
+    async def needing(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await call(*args, **kwargs)
+        except ZkConnectionError as exc:
+            raise MetadataUnavailableError(
+                f"ZooKeeper did not answer ({exc}); the cluster metadata cannot change until "
+                "it does") from None
+    return needing
 
 
 def _translate(exc: BaseException, path: str | None) -> ZkError:

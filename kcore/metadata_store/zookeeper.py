@@ -48,7 +48,14 @@ from kcore.metadata_store.base import (
     decode_user,
     encode_user,
 )
-from kcore.metadata_store.zk_client import BadVersionError, NodeExistsError, NoNodeError, Watch, ZkClient
+from kcore.metadata_store.zk_client import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    Watch,
+    ZkClient,
+    needs_zookeeper,
+)
 from kcore.security.acl import (
     AclBinding,
     AclOperation,
@@ -253,6 +260,7 @@ class ZkSecurityStore:
             return b""
 
     # -- changes ----------------------------------------------------------
+    @needs_zookeeper
     async def change_acls(self, added: Iterable[AclBinding], removed: Iterable[AclBinding]) -> None:
         by_resource: dict[tuple, tuple[set[AclBinding], set[AclBinding]]] = {}
         for acl in added:
@@ -293,10 +301,12 @@ class ZkSecurityStore:
                 continue
         raise RuntimeError(f"{path}: too many concurrent changes")
 
+    @needs_zookeeper
     async def change_quotas(self, entity: QuotaEntity, values: dict[str, float | None]) -> None:
         await self._change_config(quota_path(entity), {
             key: None if value is None else repr(float(value)) for key, value in values.items()})
 
+    @needs_zookeeper
     async def change_broker_configs(self, entity: str, changes: dict[str, str | None]) -> None:
         await self._change_config(f"brokers/{quote(entity, safe='<>')}", changes)
 
@@ -370,6 +380,7 @@ class ZkCredentialStore:
     async def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return (await self._user(user)).get(mechanism)
 
+    @needs_zookeeper
     async def all(self) -> Credentials:
         try:
             names = await self._zk.get_children(CONFIG_USERS)
@@ -382,6 +393,7 @@ class ZkCredentialStore:
                 result[unquote(name)] = credentials
         return result
 
+    @needs_zookeeper
     async def alter(self, upsertions: Iterable[Upsertion], deletions: Iterable[Deletion]) -> None:
         changed: Credentials = {}
         for user, mechanism in deletions:

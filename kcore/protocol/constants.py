@@ -18,9 +18,15 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 # ListOffsets timestamps that ask for an offset rather than a time
-# (ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP).
+# (ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP / MAX_TIMESTAMP
+# (KIP-734) / EARLIEST_LOCAL_TIMESTAMP (KIP-405) / LATEST_TIERED_TIMESTAMP
+# (KIP-1005) / EARLIEST_PENDING_UPLOAD_TIMESTAMP (KIP-1023)).
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 # The replica_id of a Fetch or ListOffsets from a consumer, not a follower
 # (FetchRequest.CONSUMER_REPLICA_ID).
@@ -36,6 +42,7 @@ NO_PRODUCER_EPOCH = -1
 # FindCoordinator key_type (FindCoordinatorRequest.CoordinatorType).
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2  # FindCoordinator of a share-partition's share coordinator (KIP-932)
 
 # Fetch sessions, KIP-227 (FetchMetadata): a fetch without a session, and
 # the epoch of the request that opens one.
@@ -48,6 +55,7 @@ class ConfigResourceType(enum.IntEnum):
 
     TOPIC = 2
     BROKER = 4
+    GROUP = 32  # share groups' configs (KIP-932's GroupConfig)
 
 
 class ConfigSource(enum.IntEnum):
@@ -60,3 +68,5 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8

@@ -112,6 +112,10 @@ def _base128(raw: int) -> bytes:
 def uvarint(value: int) -> bytes:
     if 0 <= value < 0x80:
         return bytes((value,))
+    if 0x80 <= value < 0x200000:  # 2 or 3 bytes: a Fetch answer's records sizes, inline
+        if value < 0x4000:
+            return bytes(((value & 0x7F) | 0x80, value >> 7))
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     if value < 0 or value > 0xFFFFFFFF:
         raise ProtocolEncodeError(f"unsigned varint out of range: {value}")
     return _base128(value)

@@ -37,13 +37,16 @@ from kcore._native.batch_layout import (
 )
 from kcore._native.records import (
     CorruptBatchError,
+    count_records,
     crc32c,
     decode_varint,
     encode_varint,
     parse_batch_header,
 )
 from kcore.protocol.compression import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
     CompressionType,
+    DecompressedSizeError,
     UnsupportedCodecError,
     compress,
     decompress,
@@ -53,6 +56,7 @@ from kcore.protocol.constants import INT32_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_I
 __all__ = [
     "CorruptBatchError",
     "InvalidRecordError",
+    "RecordsTooLargeError",
     "TimestampType",
     "ControlType",
     "Record",
@@ -85,6 +89,16 @@ class InvalidRecordError(CorruptBatchError):
 
     def __init__(self, message: str, position: int = 0) -> None:
         super().__init__("records", position, message)
+
+
+class RecordsTooLargeError(InvalidRecordError):
+    """The batch's records inflate past the decompression limit
+    (compression.py, ``DecompressedSizeError``); a InvalidRecordError too,
+    so readers that skip unreadable batches skip it as well."""
+
+    def __init__(self, message: str, max_size: int, position: int = 0) -> None:
+        super().__init__(message, position)
+        self.max_size = max_size
 
 
 class TimestampType(enum.IntEnum):
@@ -127,9 +141,10 @@ class Record:
 class RecordBatch:
     """Read-only view of one v2 batch at ``position`` in ``buffer``.
 
-    Header fields are parsed once at construction; ``records()`` decodes (and
-    decompresses) on every call. The view keeps a reference to the buffer:
-    do not resize a bytearray under it. Immutable, so safe to share.
+    Header fields are parsed once at construction; ``records()`` and
+    ``stream()`` decode (and decompress, to at most ``max_size`` bytes:
+    compression.py) on every call. The view keeps a reference to the
+    buffer: do not resize a bytearray under it. Immutable, so safe to share.
     """
 
     __slots__ = ("_view", "position", *HEADER_FIELDS)
@@ -222,15 +237,24 @@ class RecordBatch:
         """True when the stored CRC-32C matches bytes 21..end."""
         return self.compute_crc() == self.crc
 
-    def records(self) -> list[Record]:
-        """Decode every record; LogAppendTime batches report maxTimestamp per record."""
-        records = self._decode_records()
+    def records(self, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+        """Decode every record; LogAppendTime batches report maxTimestamp
+        per record. RecordsTooLargeError when the records inflate past
+        ``max_size`` bytes."""
+        return list(self.stream(max_size))
+
+    def stream(self, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
+        """The records one at a time (Kafka's ``streamingIterator``): the
+        section is decompressed once, to at most ``max_size`` bytes, and
+        each record decoded when it is asked for, so a reader that wants a
+        few of millions of small records holds a few."""
+        records = self._iter_decoded(max_size)
         if self.timestamp_type is TimestampType.LOG_APPEND_TIME:
-            return [_with_timestamp(record, self.max_timestamp) for record in records]
+            return (_with_timestamp(record, self.max_timestamp) for record in records)
         return records
 
     def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
+        return self.stream()
 
     @property
     def control_type(self) -> ControlType:
@@ -260,42 +284,65 @@ class RecordBatch:
             raise InvalidRecordError("control batch without a record")
         return records[0].key, records[0].value
 
-    def _records_section(self) -> memoryview | bytes:
+    def _records_section(self, max_size: int) -> memoryview | bytes:
         section = self._view[BATCH_HEADER_SIZE:]
         codec = self.attributes & COMPRESSION_CODEC_MASK
         if codec == CompressionType.NONE:
             return section
         try:
-            return decompress(codec, section)
+            return decompress(codec, section, max_size)
+        except DecompressedSizeError as exc:
+            raise RecordsTooLargeError(
+                f"batch at offset {self.base_offset} (position {self.position}): "
+                f"{self.records_count} records in {len(section)} compressed bytes: {exc}",
+                max_size, self.position) from exc
         except ValueError as exc:
             raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): cannot "
                 f"decompress records: {exc}", self.position) from exc
 
-    def _decode_records(self) -> list[Record]:
+    def _decode_records(self, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+        return list(self._iter_decoded(max_size))
+
+    def _iter_decoded(self, max_size: int) -> Iterator[Record]:
         if self.records_count < 0:
             raise InvalidRecordError(
                 f"negative records count {self.records_count}", self.position)
         if self.records_count == 0:
-            return []
-        section = self._records_section()
-        records, position = [], 0
-        try:
-            for _ in range(self.records_count):
+            return
+        section = self._records_section(max_size)
+        position = 0
+        for index in range(self.records_count):
+            try:
                 record, position = _decode_record(
                     section, position, self.base_offset, self.base_timestamp)
-                records.append(record)
-        except (IndexError, ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRecordError(
-                f"batch at offset {self.base_offset} (position {self.position}): record "
-                f"{len(records)} of {self.records_count} is malformed: {exc}",
-                self.position) from exc
+            except (IndexError, ValueError, UnicodeDecodeError) as exc:
+                raise InvalidRecordError(
+                    f"batch at offset {self.base_offset} (position {self.position}): record "
+                    f"{index} of {self.records_count} is malformed: {exc}",
+                    self.position) from exc
+            yield record
         if position != len(section):
             raise InvalidRecordError(
                 f"batch at offset {self.base_offset} (position {self.position}): "
                 f"{len(section) - position} bytes left after {self.records_count} records",
                 self.position)
-        return records
+
+    def _checked_section(self, max_size: int) -> memoryview | bytes:
+        """The records section, decompressed (to at most ``max_size``
+        bytes) and walked natively: its records must be well formed and
+        exactly ``records_count`` (Kafka: "Incorrect declared batch size")."""
+        section = self._records_section(max_size)
+        try:
+            count = count_records(section)
+        except ValueError as exc:
+            raise InvalidRecordError(f"batch at offset {self.base_offset}: {exc}",
+                                     self.position) from None
+        if count != self.records_count:
+            raise InvalidRecordError(
+                f"batch at offset {self.base_offset} declares {self.records_count} records "
+                f"but holds {count}", self.position)
+        return section
 
     def __repr__(self) -> str:
         return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
@@ -451,26 +498,35 @@ def build_control_batch(
 
 
 def recompress_batch(batch_bytes: bytes | bytearray | memoryview, codec: int,
-                     level: int | None = None) -> bytearray:
+                     level: int | None = None,
+                     max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytearray:
     """Rewrite one batch with ``codec`` (topic compression.type) at
-    ``level`` (its compression.<codec>.level; None: the codec's default).
+    ``level`` (its compression.<codec>.level; None: the codec's default);
+    its records may inflate to ``max_size`` bytes (RecordsTooLargeError).
 
-    Offsets, timestamps, producer fields, leader epoch and flags are kept.
-    Control and empty batches carry no compressible records (Kafka writes them
-    uncompressed) and come back unchanged, as does a batch already in ``codec``.
+    Offsets, timestamps, producer fields, leader epoch and flags are kept:
+    the records are copied byte for byte (their deltas stay valid), once
+    the native walk found them well formed and as many as the header says,
+    so no Python object is made per record. Control and empty batches carry
+    no compressible records (Kafka writes them uncompressed) and come back
+    unchanged, as does a batch already in ``codec``.
     """
     batch = RecordBatch(batch_bytes)
     codec = _codec(codec)
     if batch.is_control or batch.records_count == 0 or batch.compression == codec:
         return bytearray(batch.to_bytes())
-    return _build(
-        batch._decode_records(), base_offset=batch.base_offset, codec=codec,
-        producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
-        is_control=False, partition_leader_epoch=batch.partition_leader_epoch,
-        timestamp_type=batch.timestamp_type, base_timestamp=batch.base_timestamp,
-        max_timestamp=batch.max_timestamp, last_offset_delta=batch.last_offset_delta,
-        delete_horizon=batch.has_delete_horizon, level=level)
+    section = batch._checked_section(max_size)
+    if codec != CompressionType.NONE:
+        section = compress(codec, section, level)
+    attributes = (codec | (batch.attributes & TIMESTAMP_TYPE_MASK)
+                  | (batch.attributes & TRANSACTIONAL_FLAG_MASK)
+                  | (batch.attributes & DELETE_HORIZON_FLAG_MASK))
+    return _assemble(section, attributes, base_offset=batch.base_offset,
+                     partition_leader_epoch=batch.partition_leader_epoch,
+                     last_offset_delta=batch.last_offset_delta,
+                     base_timestamp=batch.base_timestamp, max_timestamp=batch.max_timestamp,
+                     producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                     base_sequence=batch.base_sequence, records_count=batch.records_count)
 
 
 def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: int,
@@ -503,13 +559,26 @@ def _build(records: list[Record], *, base_offset: int, codec: int, producer_id: 
                   | (TRANSACTIONAL_FLAG_MASK if is_transactional else 0)
                   | (CONTROL_FLAG_MASK if is_control else 0)
                   | (DELETE_HORIZON_FLAG_MASK if delete_horizon else 0))
+    return _assemble(section, attributes, base_offset=base_offset,
+                     partition_leader_epoch=partition_leader_epoch,
+                     last_offset_delta=last_offset_delta, base_timestamp=base_timestamp,
+                     max_timestamp=max_timestamp, producer_id=producer_id,
+                     producer_epoch=producer_epoch, base_sequence=base_sequence,
+                     records_count=len(records))
+
+
+def _assemble(section: bytes | bytearray | memoryview, attributes: int, *, base_offset: int,
+              partition_leader_epoch: int, last_offset_delta: int, base_timestamp: int,
+              max_timestamp: int, producer_id: int, producer_epoch: int, base_sequence: int,
+              records_count: int) -> bytearray:
+    """The header with its CRC-32C before an encoded records ``section``."""
     batch = bytearray(BATCH_HEADER_SIZE)
     _HEADER_BEFORE_CRC.pack_into(batch, 0, base_offset,
                                  BATCH_HEADER_SIZE - LOG_OVERHEAD + len(section),
                                  partition_leader_epoch, CURRENT_MAGIC)
     _HEADER_AFTER_CRC.pack_into(batch, ATTRIBUTES_OFFSET, attributes, last_offset_delta,
                                 base_timestamp, max_timestamp, producer_id, producer_epoch,
-                                base_sequence, len(records))
+                                base_sequence, records_count)
     batch += section
     _CRC.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return batch

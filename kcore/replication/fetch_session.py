@@ -80,11 +80,13 @@ class CachedPartition:
     high_watermark: int = -1       # -1: never told (or told an error): answer next time
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    last_fetched_epoch: int = -1   # Fetch v12+: the fetcher's, checked for divergence
 
     def must_respond(self, error_code: int, has_records: bool, high_watermark: int,
-                     last_stable_offset: int, log_start_offset: int) -> bool:
+                     last_stable_offset: int, log_start_offset: int, urgent: bool = False) -> bool:
         """Whether an incremental answer includes this partition; remembers
-        what it is told."""
+        what it is told. ``urgent``: a diverging epoch or a preferred read
+        replica, which always answer (Kafka's CachedPartition)."""
         if error_code:
             self.high_watermark = -1  # so the partition answers again once the error is gone
             return True
@@ -92,7 +94,7 @@ class CachedPartition:
             self.high_watermark, self.last_stable_offset, self.log_start_offset)
         self.high_watermark, self.last_stable_offset = high_watermark, last_stable_offset
         self.log_start_offset = log_start_offset
-        return has_records or changed
+        return has_records or changed or urgent
 
 
 class FetchSession:
@@ -122,6 +124,7 @@ class FetchSession:
                 cached.fetch_offset, cached.max_bytes = wanted.fetch_offset, wanted.max_bytes
                 cached.current_leader_epoch = wanted.current_leader_epoch
                 cached.fetcher_log_start_offset = wanted.fetcher_log_start_offset
+                cached.last_fetched_epoch = wanted.last_fetched_epoch
             self.pending[key] = None
         removed = [key for key in forgotten if self.partitions.pop(key, None) is not None]
         for key in removed:

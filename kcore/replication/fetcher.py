@@ -1,20 +1,30 @@
 """Followers copy their leaders: one fetcher task per leader broker.
 
-A follower fetches like a consumer (Fetch v11, pinned here), with
-``replica_id`` set to its broker id, from its log end offset, up to the
-leader's log end offset; the leader learns the follower's progress from
-the fetch offset and answers with its high watermark and log start offset.
+A follower fetches like a consumer (Fetch v12, or v11 from a leader that
+lacks it), with ``replica_id`` set to its broker id, from its log end
+offset, up to the leader's log end offset; the leader learns the
+follower's progress from the fetch offset and answers with its high
+watermark and log start offset.
 Batches are appended as they are (offsets, leader epochs), the producer
 state follows them, so a follower can lead next without losing its
 deduplication window.
 
-Before fetching from a new leader (or after an error that may mean the
-logs diverged) a partition is truncated to the leader's epoch boundary
-(KIP-101/279): OffsetForLeaderEpoch v3 with our latest epoch; the answer
-(epoch, end offset) cuts our log at min(end offset, our end of that epoch,
-our log end offset). When the leader never had our epoch it answers an
-older one and the exchange repeats with it. Without any epoch to ask for,
-the log is cut at the high watermark, Kafka's fallback.
+A partition's log is truncated to the leader's epoch boundary after a
+leader change (KIP-101/279): the leader names an epoch and its end
+offset, and our log is cut at min(that end offset, our end of that
+epoch, our log end offset). When the leader never had our epoch it
+names an older one, our log is cut at our end of the largest epoch below
+it, and the check repeats with our new latest epoch. With Fetch v12 the
+fetch itself carries our latest epoch (``last_fetched_epoch``) and the
+leader answers a ``diverging_epoch`` when our log diverges from its own
+(Kafka's truncation on fetch), so a new leadership costs no extra round
+trip; the answer's high watermark is not taken until the truncation is
+done; an append of the leader's batches that fails is checked the same
+way by the next fetch. From a leader without v12, and when our log end is
+past the leader's (OFFSET_OUT_OF_RANGE, where the leader may not know our
+latest epoch at all), an OffsetForLeaderEpoch v3 exchange with our latest
+epoch gives the same (epoch, end offset) before fetching. Without any
+epoch to ask for, the log is cut at the high watermark, Kafka's fallback.
 
 Each fetcher holds a fetch session with its leader (KIP-227,
 client/fetch_session.py): after a first full request, a fetch names only
@@ -35,7 +45,9 @@ fetched for throttled partitions are recorded against it.
 
 Errors: a leader that is down or not yet leader is retried after
 ``replica.fetch.backoff.ms``; a FENCED_LEADER_EPOCH means this broker has
-not seen the new LeaderAndIsr yet, which will move the partition.
+not seen the new LeaderAndIsr yet, which will move the partition. A local
+write that fails (a full disk) is retried the same way and never taken
+for divergence: the log stays, and the replica leaves the ISR by lagging.
 
 Not thread-safe: tasks on the broker's event loop. A partition belongs to at
 most one fetcher; ``remove_partitions`` takes it back at once and any answer
@@ -62,7 +74,9 @@ from kcore.replication.replication_quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
-FETCH_VERSION = 11
+FETCH_VERSION = 12
+# The first Fetch version with last_fetched_epoch and diverging_epoch.
+TRUNCATION_ON_FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 # Rounds of OffsetForLeaderEpoch before falling back to the high watermark:
 # each round moves to an older epoch, and more than a few never happen.
@@ -89,8 +103,11 @@ class _FetchState:
     partition: Partition
     leader_epoch: int
     truncating: bool = True
+    # With Fetch v12 the fetch itself checks for divergence (module doc);
+    # False when our log end is past the leader's: OffsetForLeaderEpoch.
+    on_fetch: bool = True
     delayed_until: float = 0.0
-    rounds: int = 0  # OffsetForLeaderEpoch exchanges of this truncation
+    rounds: int = 0  # truncations of this divergence (exchanges or diverging answers)
 
 
 class FetcherManager:
@@ -203,6 +220,11 @@ class LeaderFetcher:
             await self._sleep_until_ready()
             return
         connection = await self._connect()
+        version = self._fetch_version(connection)
+        if version >= TRUNCATION_ON_FETCH_VERSION:
+            for state in ready.values():
+                if state.truncating and state.on_fetch and _latest_epoch(state.partition) >= 0:
+                    state.truncating = False  # the fetch checks our last epoch
         truncating = {key: s for key, s in ready.items() if s.truncating}
         if truncating:
             await self._truncate(connection, truncating)
@@ -211,7 +233,15 @@ class LeaderFetcher:
         if not ready:
             await asyncio.sleep(THROTTLED_PAUSE_S)
             return
-        await self._fetch(connection, ready)
+        await self._fetch(connection, ready, version)
+
+    @staticmethod
+    def _fetch_version(connection: BrokerConnection) -> int:
+        """v12, or v11 from a leader whose ApiVersions stop there."""
+        served = connection.broker_versions.get(ApiKey.FETCH)
+        if served is None or served[1] >= FETCH_VERSION:
+            return FETCH_VERSION
+        return TRUNCATION_ON_FETCH_VERSION - 1
 
     def _unthrottled(self, states: dict[TopicPartition, _FetchState]) -> dict[TopicPartition, _FetchState]:
         """``states`` less the throttled partitions out of the ISR while the
@@ -291,23 +321,16 @@ class LeaderFetcher:
                 self._apply_epoch_end(state, result.leader_epoch, result.end_offset)
 
     def _apply_epoch_end(self, state: _FetchState, leader_epoch: int, end_offset: int) -> None:
-        """Kafka's follower rule: cut at min(the leader's end of the epoch it
-        named, our end of that epoch, our log end); if we never had that
-        epoch, cut at our end of the largest epoch below it and ask again."""
-        partition = state.partition
+        """An OffsetForLeaderEpoch answer: cut our log (``_cut_to_epoch_end``);
+        when we never had the leader's epoch the next round asks again with
+        our older one."""
         if end_offset < 0:
             self._truncate_to_high_watermark(state)
             return
-        ours, our_end = partition.end_offset_for_epoch(leader_epoch)
-        if our_end < 0:
-            partition.truncate_to(min(end_offset, partition.log_end_offset))
-        elif ours != leader_epoch:
-            partition.truncate_to(min(our_end, partition.log_end_offset))
+        if not _cut_to_epoch_end(state.partition, leader_epoch, end_offset):
             state.rounds += 1
             if state.rounds < MAX_TRUNCATION_ROUNDS:
                 return  # still truncating: the next round asks for our older epoch
-        else:
-            partition.truncate_to(min(our_end, end_offset, partition.log_end_offset))
         state.truncating = False
 
     def _truncate_to_high_watermark(self, state: _FetchState) -> None:
@@ -316,10 +339,12 @@ class LeaderFetcher:
 
     # -- fetch -----------------------------------------------------------------------------
     async def _fetch(self, connection: BrokerConnection,
-                     states: dict[TopicPartition, _FetchState]) -> None:
+                     states: dict[TopicPartition, _FetchState], version: int) -> None:
         config = self.config
+        on_fetch = version >= TRUNCATION_ON_FETCH_VERSION
         wanted = {key: FetchState(state.partition.log_end_offset, state.partition.log_start_offset,
-                                  config.partition_max_bytes, state.leader_epoch)
+                                  config.partition_max_bytes, state.leader_epoch,
+                                  _latest_epoch(state.partition) if on_fetch else -1)
                   for key, state in states.items()}
         request = self.session.build(wanted)
         response = await connection.request(ApiKey.FETCH, {
@@ -329,14 +354,15 @@ class LeaderFetcher:
             "session_epoch": request.session_epoch,
             "topics": [{"topic": topic, "partitions": [{
                 "partition": index, "current_leader_epoch": state.current_leader_epoch,
-                "fetch_offset": state.fetch_offset, "log_start_offset": state.log_start_offset,
+                "fetch_offset": state.fetch_offset, "last_fetched_epoch": state.last_fetched_epoch,
+                "log_start_offset": state.log_start_offset,
                 "partition_max_bytes": state.max_bytes} for index, state in partitions]}
                 for topic, partitions in _by_topic(request.to_send.items()).items()],
             "forgotten_topics_data": [
                 {"topic": topic, "partitions": [index for index, _ in partitions]}
                 for topic, partitions in _by_topic((key, None) for key in request.forgotten).items()],
             "rack_id": ""},
-            version=FETCH_VERSION,
+            version=version,
             timeout_s=(config.max_wait_ms + config.socket_timeout_ms) / 1000)
         if not self.session.handle_response(response.error_code, response.session_id):
             log.info("fetch session with broker %d ended (error %d); starting a new one",
@@ -363,6 +389,9 @@ class LeaderFetcher:
     def _process(self, state: _FetchState, data) -> asyncio.Future | None:
         partition = state.partition
         code = data.error_code
+        if code == ErrorCode.NONE and data.diverging_epoch.epoch >= 0:
+            self._diverged(state, data.diverging_epoch.epoch, data.diverging_epoch.end_offset)
+            return None
         if code == ErrorCode.NONE:
             future = None
             if data.records:
@@ -371,11 +400,7 @@ class LeaderFetcher:
                 try:
                     future = partition.append_records_as_follower(data.records, self._syncer())
                 except PartitionError as exc:
-                    log.warning("%s-%d: cannot append the leader's batches: %s; checking "
-                                "for divergence", partition.topic, partition.index, exc.message)
-                    state.truncating = True
-                    state.rounds = 0
-                    self._delay(state)
+                    self._append_failed(state, exc)
                     return None
             partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)
             return future
@@ -387,6 +412,46 @@ class LeaderFetcher:
         self._delay(state)
         return None
 
+    def _diverged(self, state: _FetchState, epoch: int, end_offset: int) -> None:
+        """A v12 answer's diverging epoch: cut our log there and fetch on;
+        the next fetch names our new latest epoch, which the leader checks
+        again (Kafka's truncateOnFetchResponse). The answer's high
+        watermark waits for that fetch."""
+        partition = state.partition
+        log.info("%s-%d: diverging from the leader's log at epoch %d (ends at %d)",
+                 partition.topic, partition.index, epoch, end_offset)
+        if _cut_to_epoch_end(partition, epoch, end_offset):
+            state.rounds = 0
+            return
+        state.rounds += 1
+        if state.rounds >= MAX_TRUNCATION_ROUNDS:  # our epochs make no sense to it: ask
+            self._truncate_by_exchange(state)
+
+    def _truncate_by_exchange(self, state: _FetchState) -> None:
+        """Truncate through OffsetForLeaderEpoch before the next fetch."""
+        state.truncating = True
+        state.on_fetch = False
+        state.rounds = 0
+
+    def _append_failed(self, state: _FetchState, exc: PartitionError) -> None:
+        """A disk that failed the write (ENOSPC, EIO: KAFKA_STORAGE_ERROR)
+        says nothing about the logs diverging: the same fetch is retried
+        after the back-off, the log kept as it is. Meanwhile this replica's
+        log end stands still and the leader drops it from the ISR after
+        replica.lag.time.max.ms. Anything else the leader sent that does
+        not append (offsets, epochs) may mean divergence: truncate first."""
+        partition = state.partition
+        self._delay(state)
+        if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+            log.warning("%s-%d: cannot append the leader's batches: %s; retrying in %g s",
+                        partition.topic, partition.index, exc.message,
+                        self.config.backoff_ms / 1000)
+            return
+        log.warning("%s-%d: cannot append the leader's batches: %s; checking for divergence",
+                    partition.topic, partition.index, exc.message)
+        state.truncating = True
+        state.rounds = 0
+
     def _out_of_range(self, state: _FetchState, data) -> None:
         """Our log end is outside the leader's log: behind its start (start
         over there) or past its end (truncate by epoch)."""
@@ -397,8 +462,28 @@ class LeaderFetcher:
                      data.log_start_offset)
             partition.truncate_fully_and_start_at(data.log_start_offset)
         else:
-            state.truncating = True
-            state.rounds = 0
+            self._truncate_by_exchange(state)
+
+
+def _latest_epoch(partition: Partition) -> int:
+    """The leader epoch of the last batch in the partition's log, or -1."""
+    return partition.log.leader_epoch_cache.latest_epoch
+
+
+def _cut_to_epoch_end(partition: Partition, leader_epoch: int, end_offset: int) -> bool:
+    """Kafka's follower rule for a leader's (epoch, end offset): cut at
+    min(that end offset, our end of that epoch, our log end); if we never
+    had that epoch, cut at our end of the largest epoch below it and
+    return False (the divergence must be checked again)."""
+    ours, our_end = partition.end_offset_for_epoch(leader_epoch)
+    if our_end < 0:
+        partition.truncate_to(min(end_offset, partition.log_end_offset))
+    elif ours != leader_epoch:
+        partition.truncate_to(min(our_end, partition.log_end_offset))
+        return False
+    else:
+        partition.truncate_to(min(our_end, end_offset, partition.log_end_offset))
+    return True
 
 
 def _by_topic(items) -> dict[str, list]:

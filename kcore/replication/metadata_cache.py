@@ -4,6 +4,12 @@ Fed only by UpdateMetadata (``ReplicaManager.on_update_metadata``, whatever
 the controller); read by Metadata, FindCoordinator, DescribeCluster and
 the follower fetchers (the leader's address). Kafka's ``MetadataCache``.
 
+Each topic's id comes with its partition states (UpdateMetadata v7), so
+names map to ids and ids to names (Metadata v10+, Produce v13,
+DeleteTopics v6 and DescribeTopicPartitions name topics by id). A state
+under another id than the one cached is a topic re-created under the same
+name: the old topic's partitions are forgotten.
+
 Not thread-safe; owned by the broker's event loop. Lookups are dict reads:
 Metadata is answered from here on every client refresh. ``responses`` is
 where handlers keep answers they encoded from this state (Metadata of
@@ -12,9 +18,10 @@ it.
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 
-from kcore.metadata import NO_LEADER, BrokerInfo, PartitionState
+from kcore.metadata import NO_LEADER, NO_TOPIC_ID, BrokerInfo, PartitionState
 
 
 class MetadataCache:
@@ -22,17 +29,34 @@ class MetadataCache:
         self.controller_id = -1
         self.brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, dict[int, PartitionState]] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
         self.responses: dict[object, object] = {}
+        # Bumped by every update: consumer-protocol groups recompute their
+        # subscribed topics' metadata and regexes only when it moved.
+        self.version = 0
 
     def update(self, controller_id: int, brokers: Sequence[BrokerInfo],
                states: Iterable[PartitionState], deleted: Iterable[str] = ()) -> None:
         self.responses.clear()
+        self.version += 1
         self.controller_id = controller_id
         self.brokers = {broker.broker_id: broker for broker in brokers}
         for topic in deleted:
-            self._topics.pop(topic, None)
+            self._forget(topic)
         for state in states:
+            if state.topic_id != NO_TOPIC_ID:
+                if state.topic_id != self._topic_ids.get(state.topic, state.topic_id):
+                    self._forget(state.topic)  # re-created under the same name
+                self._topic_ids[state.topic] = state.topic_id
+                self._topic_names[state.topic_id] = state.topic
             self._topics.setdefault(state.topic, {})[state.partition] = state
+
+    def _forget(self, topic: str) -> None:
+        self._topics.pop(topic, None)
+        topic_id = self._topic_ids.pop(topic, None)
+        if topic_id is not None:
+            self._topic_names.pop(topic_id, None)
 
     # -- queries ------------------------------------------------------------------------
     def topic_names(self) -> list[str]:
@@ -40,6 +64,14 @@ class MetadataCache:
 
     def contains(self, topic: str) -> bool:
         return topic in self._topics
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id; ``NO_TOPIC_ID`` when unknown."""
+        return self._topic_ids.get(topic, NO_TOPIC_ID)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id; None when unknown."""
+        return self._topic_names.get(topic_id)
 
     def partitions(self, topic: str) -> dict[int, PartitionState]:
         return self._topics.get(topic, {})

@@ -6,7 +6,8 @@ controller says (``make_leader`` / ``make_follower``, from LeaderAndIsr).
 Leader, produce path (docs/architecture.md#produce-path): native
 validation of the v2 batch (sizes, magic, CRC-32C, record count) -> size
 and codec checks -> producer-state check (a retry of one of the last 5
-batches gets its original offset back) -> optional conversion to the
+batches gets its original offset back; a transactional batch must belong
+to an ongoing transaction, KIP-890) -> optional conversion to the
 topic's compression.type or LogAppendTime -> Log.append (offsets and
 leader epoch patched in place) -> producer state -> high watermark.
 
@@ -65,12 +66,11 @@ from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
 from kcore.metadata import PartitionState
 from kcore.protocol import records as record_codec
+from kcore.protocol.compression import max_decompressed_size
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.replica_state import FollowerState, HighWatermarkWaiters, low_watermark
 
 logger = logging.getLogger(__name__)
-
-MAX_TIMESTAMP = -3  # ListOffsets special timestamp (KIP-734)
 
 CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -254,10 +254,13 @@ class Partition:
 
     # -- produce ---------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int,
-                                 syncer: GroupCommitSyncer | None = None) -> LogAppendResult:
+                                 syncer: GroupCommitSyncer | None = None,
+                                 verification_guard: int | None = None) -> LogAppendResult:
         """Append one produced batch. With flush.messages=1 and a group
         commit ``syncer`` the result's ``durable`` future says when it is
-        on disk; without a syncer the log is fsynced here, before return."""
+        on disk; without a syncer the log is fsynced here, before return.
+        ``verification_guard``: a client's produce with transaction
+        verification on (KIP-890; log/producer_state.py), None otherwise."""
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of "
@@ -274,8 +277,9 @@ class Partition:
             try:
                 original = None
                 if base_sequence >= 0:
-                    original = self.producers.check(producer_id, producer_epoch, base_sequence,
-                                                    last_offset_delta)
+                    original = self.producers.check(
+                        producer_id, producer_epoch, base_sequence, last_offset_delta,
+                        verification_guard if batch.is_transactional else None)
                 else:
                     self.producers.check_epoch(producer_id, producer_epoch)
             except ProducerStateError as exc:
@@ -413,7 +417,7 @@ class Partition:
         wanted = self.configs["compression.type"]
         if wanted != "producer" and CODEC_IDS[wanted] != attributes & COMPRESSION_CODEC_MASK:
             level = self.configs.get(f"compression.{wanted}.level")  # gzip, lz4 and zstd have one
-            buffer = record_codec.recompress_batch(bytes(records), CODEC_IDS[wanted], level)
+            buffer = self._recompress(records, CODEC_IDS[wanted], level)
         if self.configs["message.timestamp.type"] != "LogAppendTime":
             return buffer, -1
         now = wall_ms(self.clock)
@@ -421,6 +425,18 @@ class Partition:
             buffer = bytearray(buffer)
         native_records.stamp_log_append_time(buffer, now)
         return buffer, now
+
+    def _recompress(self, records: memoryview, codec: int, level: int | None) -> bytearray:
+        """The batch in ``codec``; its records inflate to at most 64 times
+        max.message.bytes (MESSAGE_TOO_LARGE past it, log_validator.py)."""
+        try:
+            return record_codec.recompress_batch(
+                bytes(records), codec, level,
+                max_decompressed_size(self.configs["max.message.bytes"]))
+        except record_codec.RecordsTooLargeError as exc:
+            raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE, str(exc)) from None
+        except record_codec.InvalidRecordError as exc:
+            raise PartitionError(ErrorCode.INVALID_RECORD, str(exc)) from None
 
     # -- follower side -----------------------------------------------------------------
     def append_records_as_follower(self, records: Buffer,
@@ -541,6 +557,7 @@ class Partition:
         new_hw = min(leader_high_watermark, self._synced_offset, self.log.log_end_offset)
         if new_hw != self.high_watermark:
             self.high_watermark = new_hw
+            self.wake_waiters()  # consumers reading from this follower (KIP-392)
         moved = leader_log_start_offset > self.log.log_start_offset and \
             self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
         if moved:
@@ -629,6 +646,10 @@ class Partition:
 
     def is_follower(self, replica_id: int) -> bool:
         return replica_id in self._followers
+
+    def follower_state(self, replica_id: int) -> FollowerState | None:
+        """What this leader knows of follower ``replica_id`` (KIP-392 reads it)."""
+        return self._followers.get(replica_id)
 
     def _maybe_expand_isr(self, follower: FollowerState) -> None:
         if follower.broker_id in self.isr or self._pending_isr is not None:
@@ -770,8 +791,11 @@ class Partition:
     def read_for_follower(self, fetch_offset: int, max_bytes: int,
                           min_one_message: bool = True) -> list:
         """Everything from fetch_offset up to the log end: followers copy
-        what the HW does not cover yet."""
-        return self._read(fetch_offset, max_bytes, None, min_one_message)
+        what the HW does not cover yet. One segment's data at most, as
+        Kafka reads: the follower appends an answer whole, and an append
+        larger than segment.bytes is refused, so a follower further behind
+        than that across segments could never catch up."""
+        return self._read(fetch_offset, max_bytes, None, min_one_message)[:1]
 
     def _read(self, fetch_offset: int, max_bytes: int, upper: int | None,
               min_one_message: bool) -> list:
@@ -813,26 +837,6 @@ class Partition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
-
-    def offset_for_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
-        """ListOffsets: -1 latest (HW, or LSO for read_committed), -2
-        earliest, -3 the record with the largest timestamp (KIP-734); else
-        the first offset whose timestamp is >= timestamp, or (-1, -1) when
-        none is below the last fetchable offset (Kafka's
-        fetchOffsetForTimestamp: the LSO under read_committed)."""
-        fetchable = self.last_stable_offset if read_committed else self.high_watermark
-        if timestamp == -1:
-            return -1, fetchable
-        if timestamp == -2:
-            return -1, self.log.log_start_offset
-        if timestamp == MAX_TIMESTAMP:
-            found = self.log.offset_of_max_timestamp()
-        else:
-            found = self.log.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= fetchable:
-            return -1, -1
-        offset, found_timestamp = found
-        return found_timestamp, offset
 
     @property
     def high_watermark_behind_epoch_start(self) -> bool:

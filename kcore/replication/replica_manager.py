@@ -9,6 +9,17 @@ newest one seen is refused whole with STALE_CONTROLLER_EPOCH; a partition
 state that is not newer than the one known (leader epoch, then partition
 epoch) is refused per partition with STALE_CONTROLLER_EPOCH, as Kafka does.
 
+Topic ids (KIP-516): a log records its topic's id (``partition.metadata``)
+when the partition first opens under an id. A log whose id is not the
+one the controller names belongs to a deleted topic of the same name: it
+is a stray, closed and set aside (``LogManager.set_aside_stray``), and the
+partition opens a new, empty log; so does a log a FULL LeaderAndIsr does
+not name (a topic deleted while this broker was away). Kafka's ZooKeeper
+mode refuses such a partition with INCONSISTENT_TOPIC_ID until an
+operator steps in; kcore's controller deletes a topic without waiting
+for absent replicas, so the controller's id is the truth and the stray
+cannot be needed.
+
 Followers replicate through the fetcher manager (fetcher.py); leaders
 propose ISR changes through ``alter_partition.py`` (the controller decides).
 Leadership changes are announced to ``leadership_listeners`` (the group
@@ -34,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,12 +56,13 @@ from kcore.log.errors import KafkaStorageError
 from kcore.log.log import FUTURE_DIR_SUFFIX
 from kcore.log.log_validator import SchemaIdCheck
 from kcore.log.manager import LogManager
-from kcore.metadata import BrokerInfo, PartitionState, TopicPartition
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, PartitionState, TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.log_dir_mover import LogDirMover
 from kcore.replication.metadata_cache import MetadataCache
 from kcore.replication.partition import Partition, SchemaChecks
+from kcore.replication.replica_selector import ReplicaSelector
 from kcore.replication.replication_quota import ReplicationQuota
 from kcore.replication.txn_markers import TxnMarkerWriter
 
@@ -112,6 +125,9 @@ class ReplicaManager:
                                              lambda topic: None)
         self.follower_quota = ReplicationQuota(broker_id, "follower.replication.throttled.replicas",
                                                lambda topic: None)
+        # replica.selector.class (KIP-392, replica_selector.py): None, every
+        # consumer reads from the leader.
+        self.replica_selector: ReplicaSelector | None = None
         # Partitions whose log dir failed: their requests answer KAFKA_STORAGE_ERROR.
         self.offline_partitions: set[TopicPartition] = set()
         self.mover = LogDirMover(log_manager)
@@ -142,30 +158,18 @@ class ReplicaManager:
 
     def on_leader_and_isr(self, controller_id: int, controller_epoch: int,
                           states: Sequence[PartitionState],
-                          leaders: Sequence[BrokerInfo]) -> dict[TopicPartition, int]:
+                          leaders: Sequence[BrokerInfo], full: bool = False
+                          ) -> dict[TopicPartition, int]:
         if self._stale(controller_epoch):
             return {state.topic_partition: ErrorCode.STALE_CONTROLLER_EPOCH for state in states}
+        if full:
+            self._set_aside_unnamed(states)
         errors: dict[TopicPartition, int] = {}
         new_leaders: list[Partition] = []
         new_followers: list[Partition] = []
         for state in states:
-            key = state.topic_partition
-            errors[key] = ErrorCode.NONE
-            if self.broker_id not in state.replicas:
-                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            if key in self.offline_partitions:
-                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
-                continue
-            partition = self.partitions.get(key)
-            if partition is not None and not partition.is_newer(state):
-                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
-                continue
-            try:
-                partition = partition or self._open(state.topic, state.partition)
-            except Exception as exc:  # OSError, LogError: this partition only
-                log.error("%s-%d: cannot open the log: %s", state.topic, state.partition, exc)
-                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            errors[state.topic_partition], partition = self._partition_for(state)
+            if partition is None:
                 continue
             if state.leader == self.broker_id:
                 partition.make_leader(state)
@@ -176,6 +180,30 @@ class ReplicaManager:
                 self.mover.start(partition)  # a move a StopReplica paused goes on
         self._start_roles(new_leaders, new_followers, leaders)
         return errors
+
+    def _partition_for(self, state: PartitionState) -> tuple[int, Partition | None]:
+        """The partition a LeaderAndIsr state applies to (opened if new, a
+        stray log set aside first), or the error that refuses the state."""
+        key = state.topic_partition
+        if self.broker_id not in state.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if key in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR, None
+        existing = self.log_manager.get_log(*key)
+        if existing is not None and _other_topic(existing.topic_id, state.topic_id):
+            self._set_aside(key, f"it belongs to topic id {existing.topic_id}, the partition "
+                                 f"now to {state.topic_id}")
+        partition = self.partitions.get(key)
+        if partition is not None and not partition.is_newer(state):
+            return ErrorCode.STALE_CONTROLLER_EPOCH, None
+        try:
+            partition = partition or self._open(state.topic, state.partition)
+            if state.topic_id != NO_TOPIC_ID:
+                partition.log.assign_topic_id(state.topic_id)
+        except Exception as exc:  # OSError, LogError: this partition only
+            log.error("%s-%d: cannot open the log: %s", state.topic, state.partition, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR, None
+        return ErrorCode.NONE, partition
 
     def _start_roles(self, new_leaders: list[Partition], new_followers: list[Partition],
                      leaders: Sequence[BrokerInfo]) -> None:
@@ -197,6 +225,30 @@ class ReplicaManager:
             self._announce(partition, True)
         for partition in new_followers:
             self._announce(partition, False)
+
+    def _set_aside_unnamed(self, states: Sequence[PartitionState]) -> None:
+        """A FULL LeaderAndIsr names every partition this broker hosts: a
+        log it does not name, or names under another topic id, is a stray
+        (Kafka's findStrayReplicas)."""
+        named = {state.topic_partition: state.topic_id for state in states}
+        for log_ in self.log_manager.all_logs():
+            key = (log_.topic, log_.partition)
+            if key not in named:
+                self._set_aside(key, "the controller names no such partition on this broker")
+            elif _other_topic(log_.topic_id, named[key]):
+                self._set_aside(key, f"it belongs to topic id {log_.topic_id}, the partition "
+                                     f"now to {named[key]}")
+
+    def _set_aside(self, key: TopicPartition, reason: str) -> None:
+        """Stop the partition and set its log aside (module doc)."""
+        if self.fetchers is not None:
+            self.fetchers.remove_partitions([key])
+        partition = self.partitions.pop(key, None)
+        if partition is not None:
+            self._announce(partition, False)
+            partition.stop()
+        path = self.log_manager.set_aside_stray(*key)
+        log.warning("%s-%d: the log is a stray (%s): set aside as %s", key[0], key[1], reason, path)
 
     def _announce(self, partition: Partition, is_leader: bool) -> None:
         for listener in self.leadership_listeners:
@@ -447,3 +499,9 @@ class ReplicaManager:
         except Exception as exc:  # KafkaStorageError / OSError: the logs still close
             log.error("cannot checkpoint high watermarks: %s", exc)
         self.partitions.clear()
+
+
+def _other_topic(log_topic_id: uuid.UUID | None, topic_id: uuid.UUID) -> bool:
+    """Whether a log recorded under ``log_topic_id`` belongs to a topic
+    other than ``topic_id`` (an unknown id on either side says nothing)."""
+    return log_topic_id is not None and topic_id != NO_TOPIC_ID and log_topic_id != topic_id

@@ -27,8 +27,9 @@ from kcore.console.history import ConsoleHistory
 from kcore.coordinator.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from kcore.coordinator.group.end_offsets import RemoteEndOffsets
 from kcore.coordinator.group.lag import SAMPLE_INTERVAL_S, ConsumerLag
+from kcore.coordinator.share.service import ShareGroupService
 from kcore.coordinator.txn.coordinator import TransactionCoordinator
-from kcore.coordinator.txn.manager import TransactionStateManager, TxnConfig
+from kcore.coordinator.txn.manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, TxnConfig
 from kcore.coordinator.txn.markers import MarkerSender
 from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
@@ -37,12 +38,14 @@ from kcore.handlers.base import CloseConnection
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
-from kcore.metadata import BrokerInfo
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, topic_id_to_string
 from kcore.metadata_store.base import QuotaConfigs
 from kcore.metrics import BrokerStats
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.fetcher import FetcherConfig, FetcherManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.replica_selector import replica_selector
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.acl import CLUSTER_NAME, AclBinding, AclOperation, ResourceType
 from kcore.security.authorizer import Authorizer
 from kcore.security.quotas import ClientQuotas
@@ -90,6 +93,7 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               fetch_session_cache_slots=config[
                                                   "max.incremental.fetch.session.cache.slots"])
+        self.replica_manager.replica_selector = replica_selector(config["replica.selector.class"])
         # A replica moving between log dirs swaps logs only between cleaner passes.
         self.replica_manager.mover.busy = lambda item: self.log_cleaner.cleaning is item
         self.replica_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
@@ -100,6 +104,11 @@ class Broker:
         self._open_backend()
         broker_security = self._prepare_security()
         self.group_coordinator = self._make_group_coordinator()
+        # Topic names <-> ids (KIP-516): Metadata v10+, consumer and share groups.
+        self.topic_ids = self.group_coordinator.manager.topic_ids
+        self.share_groups = ShareGroupService(config, self.controller, self.replica_manager,
+                                              self.group_coordinator, self.topic_ids,
+                                              self.mode.replicated)
         self.replica_manager.deleted_topic_listeners.append(self.stats.topics.remove_topics)
         self.started_at = time.time()
         # /metrics and the console: group lag, and the counters above sampled
@@ -111,6 +120,12 @@ class Broker:
         self.replica_manager.txn_markers.completion_listeners.append(
             self.group_coordinator.on_txn_marker)
         self.txn_coordinator = self._make_txn_coordinator()
+        self.txn_verifier = TransactionVerifier(
+            config.broker_id, self.replica_manager.metadata_cache,
+            lambda transactional_id: (TRANSACTION_STATE_TOPIC,
+                                      self.txn_coordinator.manager.partition_for(transactional_id)),
+            self.txn_coordinator.verify_partitions,
+            config["transaction.partition.verification.enable"])
         self._warn_if_brokers_are_refused(broker_security)
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
         self.schema_registry = BrokerRegistry(config, self.controller, self.replica_manager,
@@ -121,6 +136,9 @@ class Broker:
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
                              if key in HANDLERS}
+        if "consumer" not in config["group.coordinator.rebalance.protocols"]:
+            for key in (protocol.ApiKey.CONSUMER_GROUP_HEARTBEAT, protocol.ApiKey.CONSUMER_GROUP_DESCRIBE):
+                self.api_versions.pop(key, None)
         self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaConnection] = set()
         self._tasks: list[asyncio.Task] = []
@@ -185,6 +203,7 @@ class Broker:
         log.info("%s", durability)
         self.group_coordinator.manager.syncer = self.log_syncer
         self.txn_coordinator.manager.syncer = self.log_syncer
+        self.share_groups.store.syncer = self.log_syncer
         self.replica_manager.txn_markers.syncer = self.log_syncer
         if self.log_syncer is not None:
             self.log_manager.before_delete.append(self.log_syncer.forget)
@@ -264,15 +283,22 @@ class Broker:
 
     def _delete_stray_logs(self) -> None:
         """In a cluster, logs of topics that no longer exist (deleted while
-        this broker was down) go, as the controller would have had them."""
+        this broker was down) go, as the controller would have had them;
+        so do logs of a topic deleted and created again under the same
+        name meanwhile: their ``partition.metadata`` names another id."""
         if not self.mode.replicated:
             return
-        known = set(self.controller.topic_names())
         for log_ in list(self.log_manager.all_logs()):
-            if log_.topic not in known:
-                log.info("deleting the log of %s-%d: the topic no longer exists", log_.topic,
-                         log_.partition)
-                self.log_manager.delete_log(log_.topic, log_.partition)
+            topic = self.controller.topic(log_.topic)
+            if topic is None:
+                reason = "the topic no longer exists"
+            elif log_.topic_id not in (None, topic.topic_id) and topic.topic_id != NO_TOPIC_ID:
+                reason = (f"it belongs to topic id {topic_id_to_string(log_.topic_id)}, deleted; "
+                          f"{log_.topic} is {topic_id_to_string(topic.topic_id)} now")
+            else:
+                continue
+            log.info("deleting the log of %s-%d: %s", log_.topic, log_.partition, reason)
+            self.log_manager.delete_log(log_.topic, log_.partition)
 
     def broker_info(self) -> BrokerInfo:
         """This broker as other brokers and clients reach it."""
@@ -326,14 +352,16 @@ class Broker:
         await self.schema_registry.shutdown()
         self.consumer_lag.close()
         for connection in list(self._connections):
-            connection.close()
+            connection.shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.log_syncer is not None:
             await self.log_syncer.close()
+        self.share_groups.shutdown()
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.txn_verifier.close()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
         log.info("broker %d stopped cleanly", self.config.broker_id)

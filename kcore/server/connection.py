@@ -37,7 +37,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from kcore import protocol
 from kcore._native.sendfile import sendfile
@@ -55,6 +55,9 @@ from kcore.server.sasl import (
 from kcore.server.security import tls_principal
 
 log = logging.getLogger(__name__)
+
+# The name of a task handling one request (see _abandon).
+REQUEST_TASK = "kcore-request"
 
 # Reading pauses while this many responses are pending on one connection
 # (queued.max.requests, whose default this is).
@@ -124,12 +127,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._wakeup: asyncio.Future | None = None
         self._drained: asyncio.Future | None = None
         self._sender: asyncio.Task | None = None
+        self._awaiting: asyncio.Future | None = None  # the answer the sender waits for
         self._reading_paused = False
         self._muted: asyncio.TimerHandle | None = None  # quota throttle: reading resumes then
         # Requests read before a mute took effect wait in it, then go one at a
         # time (Kafka reads a throttled channel's requests one by one).
         self._held: deque[bytes] = deque()
         self._closed = False
+        self._cancel_on_close = False  # set by shutdown(): the broker stops, nothing runs on
         self._sock_fd = -1
         self._poll_fd = -1
 
@@ -189,13 +194,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._muted is not None:
             self._muted.cancel()
             self._muted = None
+        # Cancelling the sender would cancel the request it awaits too.
+        sender_waits = _is_request(self._awaiting) and not self._awaiting.done() \
+            and not self._cancel_on_close
         for future in self._pending:
-            future.cancel()
+            self._abandon(future)
         self._pending.clear()
         self._wake_sender()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
-        if self._sender is not None:
+        if self._sender is not None and not sender_waits:
             self._sender.cancel()
         self._release_poll_fd()
         self._on_close(self)
@@ -246,7 +254,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _queue_request(self, request, size: int) -> None:
         loop = asyncio.get_running_loop()
-        future = loop.create_task(self._handle(request, size))
+        future = loop.create_task(self._handle(request, size), name=REQUEST_TASK)
         self._pending.append(future)
         self._wake_sender()
         if len(self._pending) >= self._max_in_flight and not self._reading_paused:
@@ -385,6 +393,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     await self._wakeup
                     continue
                 future = self._pending[0]
+                self._awaiting = future
                 try:
                     chunks = await future
                 except asyncio.CancelledError:
@@ -394,8 +403,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self.close()
                     return
                 except Exception:
-                    log.exception("handler failed; closing connection %s", self._open_context.peer)
+                    if not self.is_closed():  # else _drop_answer logs it
+                        log.exception("handler failed; closing connection %s", self._open_context.peer)
                     self.close()
+                    return
+                finally:
+                    self._awaiting = None
+                if self.is_closed():  # the client went away while its request ran
                     return
                 self._pending.popleft()
                 if chunks is not None:
@@ -572,3 +586,38 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._closed and self._transport is not None:
             self._closed = True
             self._transport.close()
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def shutdown(self) -> None:
+        """Close for a stopping broker: requests still being handled are
+        cancelled, as the logs they would touch are closed next."""
+        self._cancel_on_close = True
+        self.close()
+
+    def _abandon(self, future: asyncio.Future) -> None:
+        """A request this connection had started runs to its end and its
+        answer is dropped, as Kafka's request handlers do when a client
+        goes away. Cancelling it half way would cut a coordinator's
+        transition between its log append and its state change: a
+        transactional producer SIGKILLed during an InitProducerId left its
+        transactional id answering CONCURRENT_TRANSACTIONS for good."""
+        if self._cancel_on_close or not _is_request(future):
+            future.cancel()
+        else:
+            future.add_done_callback(_drop_answer)
+
+
+def _is_request(future: asyncio.Future | None) -> TypeGuard[asyncio.Task]:
+    return isinstance(future, asyncio.Task) and future.get_name() == REQUEST_TASK
+
+
+def _drop_answer(task: asyncio.Future) -> None:
+    """The answer of a request whose client went away: nobody reads it,
+    but a handler that failed is still worth a line in the log."""
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None and not isinstance(exc, CloseConnection):
+        log.warning("handler of a closed connection failed: %r", exc)

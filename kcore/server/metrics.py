@@ -28,6 +28,7 @@ from kcore.config import BrokerConfig
 from kcore.controller.base import Controller
 from kcore.coordinator.group.coordinator import GroupCoordinator
 from kcore.coordinator.group.lag import ConsumerLag
+from kcore.coordinator.share.service import ShareGroupService
 from kcore.metrics import LOG_FLUSH_STATS, BrokerStats, Histogram
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.alter_partition import AlterPartitionManager
@@ -51,6 +52,8 @@ class MetricsSource(Protocol):
     def alter_partitions(self) -> AlterPartitionManager | None: ...
     @property
     def consumer_lag(self) -> ConsumerLag: ...
+    @property
+    def share_groups(self) -> ShareGroupService: ...
 
     def connection_counts(self) -> dict[str, int]: ...
 
@@ -96,6 +99,7 @@ class BrokerCollector(Collector):
         yield from self._replica_metrics()
         yield from self._log_metrics()
         yield from self._group_metrics()
+        yield from self._share_group_metrics()
         yield from self._socket_metrics()
 
     def _info(self) -> GaugeMetricFamily:
@@ -211,6 +215,41 @@ class BrokerCollector(Collector):
                 if end is not None:
                     lag.add_metric(key, max(end - value.offset, 0))
         yield from (committed, lag, members)
+
+    def _share_group_metrics(self) -> Iterator[Metric]:
+        """Share groups (KIP-932): the share-partitions led here, and the
+        members of the share groups coordinated here."""
+        labels = ["sharegroup", "topic", "partition"]
+        families: dict[str, GaugeMetricFamily | CounterMetricFamily] = {
+            "start_offset": GaugeMetricFamily("kafka_sharegroup_start_offset",
+                                              "Share-partition start offset.", labels=labels),
+            "lag": GaugeMetricFamily("kafka_sharegroup_lag",
+                                     "Records past the share-partition start offset not yet acknowledged "
+                                     "or archived (KIP-1226's share-partition lag).", labels=labels),
+            "in_flight": GaugeMetricFamily("kafka_sharegroup_records_in_flight",
+                                           "Records acquired, or released and waiting to be acquired again.",
+                                           labels=labels),
+            "acquired": GaugeMetricFamily("kafka_sharegroup_records_acquired",
+                                          "Records locked by a member now.", labels=labels),
+            "deliveries": CounterMetricFamily("kafka_sharegroup_deliveries",
+                                              "Deliveries (acquisitions) since the share-partition was "
+                                              "loaded here.", labels=labels),
+            "archived_by_limit": CounterMetricFamily(
+                "kafka_sharegroup_archived_by_delivery_limit",
+                "Records archived on reaching the delivery count limit since the share-partition "
+                "was loaded here.", labels=labels),
+        }
+        for row in sorted(self.broker.share_groups.partitions.snapshot(),
+                          key=lambda row: (row["group"], row["topic"], row["partition"])):
+            key = [row["group"], row["topic"], str(row["partition"])]
+            for name, family in families.items():
+                family.add_metric(key, row[name])
+        members = GaugeMetricFamily("kafka_sharegroup_members", "Members of each share group coordinated here.",
+                                    labels=["sharegroup"])
+        for group_id, group in sorted(self.broker.share_groups.coordinator.groups.items()):
+            members.add_metric([group_id], len(group.members))
+        yield from families.values()
+        yield members
 
     def _socket_metrics(self) -> Iterator[Metric]:
         count = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",

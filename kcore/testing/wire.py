@@ -9,6 +9,7 @@ from kcore import protocol
 from kcore.protocol import records as record_codec
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
+from kcore.protocol.primitives import ZERO_UUID
 
 
 class WireClient:
@@ -94,6 +95,16 @@ def create_topic(client, name, partitions=1, configs=None):
                     "assignments": [], "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
         "timeout_ms": 5000, "validate_only": False})
     assert response.topics[0].error_code == ErrorCode.NONE, response.topics[0].error_message
+
+
+def topic_id_of(client, name):
+    """The topic's id (KIP-516), as Metadata v12 answers it."""
+    response = client.request(ApiKey.METADATA, 12, {
+        "topics": [{"topic_id": ZERO_UUID, "name": name}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    topic = response.topics[0]
+    assert topic.error_code == ErrorCode.NONE, topic.error_code
+    return topic.topic_id
 
 
 def fetch(client, topic, offset, max_bytes=1 << 20, max_wait_ms=0, partition_max_bytes=1 << 20):

@@ -164,6 +164,8 @@ def test_offsets_sent_to_a_transaction_are_committed_only_with_it(shared_broker)
         producer.produce(sink, b"aborted-output", partition=0)
         producer.send_offsets_to_transaction([TopicPartition(source, 0, 20)], metadata, TXN_TIMEOUT_S)
         assert committed_offset(bootstrap, group, source) == 5  # pending until the commit
+        with pytest.raises(KafkaException):   # require_stable: unstable while the transaction is open
+            committed_offset(bootstrap, group, source, READ_COMMITTED, timeout=2)
         producer.abort_transaction(TXN_TIMEOUT_S)
         assert committed_offset(bootstrap, group, source) == 5
 
@@ -172,7 +174,8 @@ def test_offsets_sent_to_a_transaction_are_committed_only_with_it(shared_broker)
         producer.send_offsets_to_transaction([TopicPartition(source, 0, 30)], metadata, TXN_TIMEOUT_S)
         producer.commit_transaction(TXN_TIMEOUT_S)
         # The marker reaches __consumer_offsets just after EndTxn is answered.
-        wait_until(lambda: committed_offset(bootstrap, group, source) == 30, 10, "the offset committed")
+        wait_until(lambda: committed_offset(bootstrap, group, source, READ_COMMITTED) == 30, 10,
+                   "the offset committed")
     finally:
         consumer.close()
     assert values(read_to_end(bootstrap, sink, 1, READ_COMMITTED)) == [b"committed-output"]

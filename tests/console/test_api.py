@@ -6,7 +6,7 @@ import socket
 import time
 import urllib.request
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 
 from kcore.console.history import HISTORY_POINTS
@@ -261,3 +261,26 @@ def test_delete_records_moves_the_log_start_offsets_a_client_then_sees(console):
     status, answer = console.call("POST", "/api/topics/no-such-topic/delete-records", {"offset": 1})
     assert (status, answer["error"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
     assert earliest_offsets(bootstrap, topic, 3) == [6, 6, 6]
+
+
+def test_a_consumer_protocol_group_is_listed_and_described(console):
+    """A KIP-848 member (group.protocol=consumer): the list says its type,
+    the group page its epoch, assignor and each member's partitions."""
+    group = unique_topic("kip848")
+    consumer = Consumer({"bootstrap.servers": console.broker.bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([console.orders])
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < len(END):
+            assert time.monotonic() < deadline, "the member never got every partition"
+            consumer.poll(0.2)
+        listed = {g["group_id"]: g for g in console.get("/api/groups")["groups"]}
+        assert (listed[group]["type"], listed[group]["state"], listed[group]["members"]) == ("consumer", "Stable", 1)
+        described = console.get(f"/api/groups/{group}")
+        assert described["protocol"] == "uniform" and described["generation_id"] >= 1
+        member = described["members"][0]
+        assert member["protocol"] == "consumer"
+        assert sorted(tuple(tp) for tp in member["assignment"]) == [(console.orders, p) for p in END]
+    finally:
+        consumer.close()

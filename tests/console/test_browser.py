@@ -21,6 +21,9 @@ from tests.support.console import (
     screenshot,
     topic_config_values,
 )
+from tests.support.share import create_topic as create_share_topic
+from tests.support.share import produce as produce_share
+from tests.support.share import set_group_configs, share_consumer
 
 # Every wait on the page is bounded: the broker answers in milliseconds and
 # the charts fill once a second.
@@ -170,3 +173,26 @@ def test_delete_records_in_the_page_asks_first_then_moves_the_log_start(page, co
     page.click("#delete-records")
     expect(page.locator("#error")).to_contain_text("OFFSET_OUT_OF_RANGE")
     assert earliest_offsets(bootstrap, topic, 2) == [0, 5]
+
+
+def test_groups_page_shows_share_groups_with_records_in_flight_and_lag(page, console):
+    topic, group = unique_topic("page-share"), unique_topic("share-g")
+    create_share_topic(console.broker.bootstrap, topic)
+    set_group_configs([console.broker.bootstrap], group, {"share.auto.offset.reset": "earliest"})
+    produce_share(console.broker.bootstrap, topic, 12)
+    consumer = share_consumer(console.broker.bootstrap, group, topic,
+                              **{"share.acknowledgement.mode": "explicit", "max.poll.records": "5"})
+    held = []
+    for _ in range(40):
+        held = [m for m in consumer.poll(0.5) if not m.error()]
+        if held:
+            break
+    try:
+        page.goto(console.url + "/#/groups")
+        row = page.locator(f"#share-groups-table tr[data-share-group='{group}']")
+        expect(row.locator("td").nth(1)).to_have_text("Stable")
+        expect(row.locator("td").nth(5)).to_have_text(str(len(held)))   # in flight: the records held
+        expect(row.locator("td.lag")).to_have_text("12")
+        screenshot(page, "share-groups")
+    finally:
+        consumer.close()

@@ -61,3 +61,34 @@ def test_list_describe_reset_and_delete_a_group(broker_factory):
     missing = kcore(broker, "describe", "nope")
     # An unknown group is Dead with no members, as Kafka's DescribeGroups says.
     assert missing.returncode == 0 and missing.stdout.startswith("Group nope is Dead with 0 member(s)")
+
+
+def test_describe_a_consumer_protocol_group(broker_factory):
+    """A KIP-848 group: `kcore groups describe` reads it with
+    ConsumerGroupDescribe (DescribeGroups knows only classic groups) and
+    shows who owns each partition."""
+    from confluent_kafka import Consumer
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "0", "num.partitions": "2"})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(10):
+        producer.send("events", b"%d" % i, partition=i % 2)
+    producer.flush()
+    producer.close()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kip848",
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["events"])
+        seen = 0
+        for _ in range(200):
+            message = consumer.poll(0.1)
+            seen += message is not None and not message.error()
+            if seen == 10:
+                break
+        consumer.commit(asynchronous=False)
+        described = kcore(broker, "describe", "kip848")
+        assert described.returncode == 0, described.stderr
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith("kip848")]
+        assert sorted((r[1], r[2], r[3]) for r in rows) == [("events", "0", "5"), ("events", "1", "5")]
+        assert consumer.memberid() in described.stdout
+    finally:
+        consumer.close()

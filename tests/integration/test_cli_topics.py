@@ -1,5 +1,7 @@
 """`kcore topics ...` against a real broker subprocess, cross-checked with kafka-python."""
 
+import re
+
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from tests.support.cli import kcore_cli
@@ -28,7 +30,8 @@ def test_topics_create_list_describe_alter_delete_round_trip(broker):
     assert "orders" in ok(kcore("topics", "list", bootstrap=b)).split()
 
     header, *partitions = describe_lines(broker, "orders")
-    assert header.startswith("Topic: orders\tPartitionCount: 3\tReplicationFactor: 1\t")
+    # kafka-topics' layout, the topic id (Metadata v10+) in Kafka's base64 included.
+    assert re.match(r"Topic: orders\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\tReplicationFactor: 1\t", header)
     assert "retention.ms=123456" in header
     assert "segment.bytes" not in header  # left at its default
     assert [line.split("\t")[2] for line in partitions] == [
@@ -70,8 +73,8 @@ def test_describe_without_a_name_lists_every_topic(broker):
     for name in ("alpha", "beta"):
         ok(kcore("topics", "create", name, "--partitions", "1", bootstrap=broker.bootstrap))
     out = ok(kcore("topics", "describe", bootstrap=broker.bootstrap))
-    assert "Topic: alpha\tPartitionCount: 1" in out
-    assert "Topic: beta\tPartitionCount: 1" in out
+    assert re.search(r"Topic: alpha\tTopicId: \S+\tPartitionCount: 1", out)
+    assert re.search(r"Topic: beta\tTopicId: \S+\tPartitionCount: 1", out)
 
 
 def test_creating_an_existing_topic_prints_topic_already_exists(broker):

@@ -64,7 +64,11 @@ def test_list_and_describe_an_open_transaction(broker_factory):
 
 
 def test_abort_a_hanging_transaction_moves_the_last_stable_offset(broker_factory):
-    broker = broker_factory({"num.partitions": "1"})
+    # Transaction verification (KIP-890) refuses the batch that makes the
+    # hanging transaction below; off, as on brokers before Kafka 3.6 or with
+    # clients that write transactional batches themselves, it hangs.
+    broker = broker_factory({"num.partitions": "1",
+                             "transaction.partition.verification.enable": "false"})
     client = WireClient(broker.port)
     create_topic(client, "ledger")
     produce(client, "ledger", build_batch([Record(value=b"before")]))

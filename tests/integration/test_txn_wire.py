@@ -21,13 +21,14 @@ TOPIC = "txn-wire"
 WAIT_S = 10.0
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("txn-wire") / "data", SETTINGS).start()
+def start_txn_broker(directory, topics: dict[str, int], overrides=None) -> BrokerProcess:
+    """A broker with ``topics`` (name -> partitions) whose transaction
+    coordinator answers."""
+    process = BrokerProcess(directory / "data", {**SETTINGS, **(overrides or {})}).start()
     client = WireClient(process.port)
     try:
-        create_topic(client, TOPIC, partitions=2)
-        create_topic(client, "txn-wire-other")
+        for name, partitions in topics.items():
+            create_topic(client, name, partitions=partitions)
         # The first lookup creates __transaction_state; ask until it has leaders.
         deadline = time.monotonic() + WAIT_S
         while find_coordinator(client, "warm-up").error_code != E.NONE:
@@ -35,6 +36,22 @@ def broker(tmp_path_factory):
             time.sleep(0.05)
     finally:
         client.close()
+    return process
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = start_txn_broker(tmp_path_factory.mktemp("txn-wire"), {TOPIC: 2, "txn-wire-other": 1})
+    yield process
+    process.kill()
+
+
+@pytest.fixture(scope="module")
+def unverified_broker(tmp_path_factory):
+    """Transaction verification off (KIP-890), so that a test can write a
+    transactional batch no coordinator knows of and mark it itself."""
+    process = start_txn_broker(tmp_path_factory.mktemp("txn-wire-unverified"), {},
+                               {"transaction.partition.verification.enable": "false"})
     yield process
     process.kill()
 
@@ -42,6 +59,13 @@ def broker(tmp_path_factory):
 @pytest.fixture
 def client(broker):
     connection = WireClient(broker.port)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def unverified_client(unverified_broker):
+    connection = WireClient(unverified_broker.port)
     yield connection
     connection.close()
 
@@ -317,50 +341,52 @@ def test_init_producer_id_with_a_stale_producer_epoch_is_fenced(client):
 
 
 # -- WriteTxnMarkers ------------------------------------------------------------------------------
-def test_write_txn_markers_from_an_older_coordinator_epoch_is_fenced(client):
+def test_write_txn_markers_from_an_older_coordinator_epoch_is_fenced(unverified_client):
     """A deposed coordinator's marker (coordinator epoch below one the
     partition has seen) is refused and writes nothing."""
     topic = f"markers-{uuid.uuid4().hex[:6]}"
-    create_topic(client, topic)
-    producer_id = client.request(ApiKey.INIT_PRODUCER_ID, 1, {
+    create_topic(unverified_client, topic)
+    producer_id = unverified_client.request(ApiKey.INIT_PRODUCER_ID, 1, {
         "transactional_id": None, "transaction_timeout_ms": 0}).producer_id
 
     def open_transaction(sequence: int, value: bytes) -> None:
-        code, _ = produce_transactional(client, "direct", producer_id, 0, sequence, [value], topic=topic)
+        code, _ = produce_transactional(unverified_client, "direct", producer_id, 0, sequence, [value], topic=topic)
         assert code == E.NONE
 
     open_transaction(0, b"first")
-    assert write_markers(client, producer_id, 0, 7, True, {topic: [0]}) == {(topic, 0): E.NONE}
+    assert write_markers(unverified_client, producer_id, 0, 7, True, {topic: [0]}) == {(topic, 0): E.NONE}
     open_transaction(1, b"second")
-    _, lso_before = read_committed(client, topic)
-    end_before = client.request(ApiKey.FETCH, 11, fetch_body(topic, 0, 0)).responses[0].partitions[0].high_watermark
+    _, lso_before = read_committed(unverified_client, topic)
+    end_before = unverified_client.request(
+        ApiKey.FETCH, 11, fetch_body(topic, 0, 0)).responses[0].partitions[0].high_watermark
 
-    assert write_markers(client, producer_id, 0, 6, True, {topic: [0]}) == \
+    assert write_markers(unverified_client, producer_id, 0, 6, True, {topic: [0]}) == \
         {(topic, 0): E.TRANSACTION_COORDINATOR_FENCED}
-    assert write_markers(client, producer_id, 0, 6, False, {topic: [0]}) == \
+    assert write_markers(unverified_client, producer_id, 0, 6, False, {topic: [0]}) == \
         {(topic, 0): E.TRANSACTION_COORDINATOR_FENCED}
-    found, lso = read_committed(client, topic)
+    found, lso = read_committed(unverified_client, topic)
     assert (found, lso) == ([b"first"], lso_before)
-    assert client.request(ApiKey.FETCH, 11, fetch_body(topic, 0, 0)).responses[0].partitions[0] \
+    assert unverified_client.request(ApiKey.FETCH, 11, fetch_body(topic, 0, 0)).responses[0].partitions[0] \
         .high_watermark == end_before
 
     # The current coordinator's abort still goes through.
-    assert write_markers(client, producer_id, 0, 7, False, {topic: [0]}) == {(topic, 0): E.NONE}
-    found, lso = read_committed(client, topic)
+    assert write_markers(unverified_client, producer_id, 0, 7, False, {topic: [0]}) == {(topic, 0): E.NONE}
+    found, lso = read_committed(unverified_client, topic)
     assert found == [b"first"] and lso == end_before + 1
 
 
-def test_write_txn_markers_with_an_older_producer_epoch_is_refused(client):
+def test_write_txn_markers_with_an_older_producer_epoch_is_refused(unverified_client):
     topic = f"markers-epoch-{uuid.uuid4().hex[:6]}"
-    create_topic(client, topic)
-    producer_id = client.request(ApiKey.INIT_PRODUCER_ID, 1, {
+    create_topic(unverified_client, topic)
+    producer_id = unverified_client.request(ApiKey.INIT_PRODUCER_ID, 1, {
         "transactional_id": None, "transaction_timeout_ms": 0}).producer_id
-    code, _ = produce_transactional(client, "direct", producer_id, 3, 0, [b"epoch-3"], topic=topic)
+    code, _ = produce_transactional(unverified_client, "direct", producer_id, 3, 0, [b"epoch-3"], topic=topic)
     assert code == E.NONE
-    assert write_markers(client, producer_id, 2, 0, True, {topic: [0]}) == {(topic, 0): E.INVALID_PRODUCER_EPOCH}
-    assert read_committed(client, topic) == ([], 0)
-    assert write_markers(client, producer_id, 3, 0, True, {topic: [0]}) == {(topic, 0): E.NONE}
-    assert read_committed(client, topic)[0] == [b"epoch-3"]
+    assert write_markers(unverified_client, producer_id, 2, 0, True, {topic: [0]}) == \
+        {(topic, 0): E.INVALID_PRODUCER_EPOCH}
+    assert read_committed(unverified_client, topic) == ([], 0)
+    assert write_markers(unverified_client, producer_id, 3, 0, True, {topic: [0]}) == {(topic, 0): E.NONE}
+    assert read_committed(unverified_client, topic)[0] == [b"epoch-3"]
 
 
 def test_write_txn_markers_to_an_unknown_partition(client):

@@ -178,6 +178,11 @@ def test_inter_broker_requests_need_cluster_action(broker_factory):
     stop = client.request(ApiKey.STOP_REPLICA, 3, {
         "controller_id": 0, "controller_epoch": 99, "broker_epoch": -1, "topic_states": []})
     assert stop.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    # AddPartitionsToTxn v4+ is a broker's (KIP-890); v0-3 stay the clients'.
+    verify = client.request(ApiKey.ADD_PARTITIONS_TO_TXN, 5, {"transactions": [{
+        "transactional_id": "t", "producer_id": 1, "producer_epoch": 0, "verify_only": True,
+        "topics": [{"name": "t", "partitions": [0]}]}]})
+    assert (verify.error_code, verify.results_by_transaction) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     # the refusal left the broker serving
     assert client.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t",
                                                    "client_software_version": "1"}).error_code == 0

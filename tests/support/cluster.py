@@ -3,12 +3,38 @@ reader of every partition, and the check that every acknowledged message
 survived. The cluster itself is kcore.testing.cluster's."""
 from __future__ import annotations
 
+import json
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
+from kcore.metadata import topic_id_from_string
 from kcore.testing.cluster import CLUSTER_SETTINGS, WAIT_S, Cluster
 
 __all__ = ["CLUSTER_SETTINGS", "Cluster", "ProducerLoad", "check_acknowledged_survived", "consume_all",
-           "wait_for_progress"]
+           "wait_for_progress", "zookeeper_client", "zookeeper_topic_id"]
+
+
+@contextmanager
+def zookeeper_client(cluster: Cluster) -> Iterator[Any]:
+    """A kazoo client of the cluster's chroot, closed on exit."""
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=cluster.connect, timeout=5)
+    client.start(timeout=10)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def zookeeper_topic_id(cluster: Cluster, topic: str) -> uuid.UUID | None:
+    """The id ``/brokers/topics/<topic>`` holds, or None."""
+    with zookeeper_client(cluster) as client:
+        value = json.loads(client.get(f"/brokers/topics/{topic}")[0])
+    return topic_id_from_string(value["topic_id"]) if "topic_id" in value else None
 
 
 class ProducerLoad:

@@ -18,6 +18,7 @@ from kcore.metadata import BrokerInfo, PartitionState
 from kcore.metrics import BrokerStats
 from kcore.replication.replica_manager import ReplicaManager
 from kcore.security.quotas import ClientQuotas
+from kcore.server.connection import ConnectionContext
 
 TOPIC_DEFAULTS = BrokerConfig().topic_defaults()
 
@@ -36,6 +37,8 @@ class InProcessBroker:
                                       authorizer=None, quotas=ClientQuotas())
         self.requests: list = []  # every decoded request, for tests to look at
         self.closed = False
+        # What a BrokerConnection learnt from ApiVersions (the fetcher reads it).
+        self.broker_versions = {int(key): span for key, span in protocol.SUPPORTED_VERSIONS.items()}
 
     def lead(self, topic: str, partitions: int, replicas: tuple[int, ...] = (),
              leader_epoch: int = 1) -> None:
@@ -51,7 +54,7 @@ class InProcessBroker:
         frame = protocol.encode_request(api_key, version, len(self.requests), "test", body)
         decoded = protocol.decode_request(memoryview(frame)[4:])
         self.requests.append(decoded)
-        answer = await HANDLERS[api_key](self.facade, None, decoded)
+        answer = await HANDLERS[api_key](self.facade, ConnectionContext(None, "PLAINTEXT", 0), decoded)
         chunks = protocol.encode_response(decoded.header, answer)
         data = b"".join(os.pread(c.fd, c.size, c.position) if isinstance(c, FileSlice) else bytes(c)
                         for c in chunks)

@@ -7,6 +7,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from kcore.protocol.primitives import ZERO_UUID
 from kcore.protocol.schema import Field, Struct, parse_versions
 
 SPECS = resources.files("kafka.protocol.schemas.resources")
@@ -94,4 +95,6 @@ def schema_view(struct: Struct, version: int) -> list[tuple]:
 
 def _comparable_default(field: Field) -> object:
     value = field.default_value()
-    return None if field.kind in ("bytes", "records", "uuid") and not value else value
+    if field.kind == "uuid" and value == ZERO_UUID:
+        return None  # Kafka's Uuid.ZERO_UUID, the specs' unstated default
+    return None if field.kind in ("bytes", "records") and not value else value

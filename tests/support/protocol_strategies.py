@@ -47,8 +47,8 @@ def field_values(field: Field, version: int, depth: int = 0) -> st.SearchStrateg
         strategy = _SCALARS[field.type]
     if field.nullable(version):
         strategy = st.none() | strategy
-    if field.tagged(version):
-        strategy = st.just(field.default_value()) | strategy
+    if field.tagged(version):  # the default, which is not sent (a struct's: as a dict)
+        strategy = st.just(to_dict(field.default_value())) | strategy
     return strategy
 
 
@@ -64,7 +64,7 @@ def normalize(schema: Struct, version: int, value: dict) -> dict:
     result = {}
     for field in schema.fields:
         if not field.present(version):
-            result[field.name] = field.default_value()
+            result[field.name] = to_dict(field.default_value())  # a struct's default is a data object
             continue
         item = value.get(field.name, field.default_value())
         if item is not None and field.struct is not None:

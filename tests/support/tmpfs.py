@@ -34,13 +34,15 @@ def fill(directory: Path, leave_bytes: int) -> Path:
     filler = directory / "filler"
     stat = os.statvfs(directory)
     free = stat.f_bavail * stat.f_frsize
-    with open(filler, "wb") as f:
-        chunk = bytes(1 << 16)
-        remaining = max(0, free - leave_bytes)
-        try:
+    chunk = bytes(1 << 16)
+    remaining = max(0, free - leave_bytes)
+    try:
+        # A broker writing meanwhile may fill it first: even the open can
+        # meet a full file system, which is what was asked for.
+        with open(filler, "wb") as f:
             while remaining > 0:
                 remaining -= f.write(chunk[:min(len(chunk), remaining)])
-        except OSError as exc:
-            if exc.errno != errno.ENOSPC:
-                raise
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
     return filler

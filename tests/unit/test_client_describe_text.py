@@ -1,4 +1,6 @@
 """`kcore topics describe` text: kafka-topics layout, only non-default configs."""
+import uuid
+
 from kcore.cli.client_commands import describe_topic_text
 from kcore.client.admin import ConfigEntry
 from kcore.client.metadata import PartitionMetadata, TopicMetadata
@@ -34,3 +36,9 @@ def test_describe_shows_only_configs_that_differ_from_the_default():
     header = describe_topic_text(_topic(), configs).splitlines()[0]
     assert header.endswith("Configs: retention.ms=1000,cleanup.policy=compact,"
                            "sasl.secret=<sensitive>")
+
+
+def test_describe_shows_the_topic_id_in_kafkas_base64_when_the_broker_tells_it():
+    topic = TopicMetadata("t", 0, False, {}, uuid.UUID(bytes=bytes(range(16))))
+    assert describe_topic_text(topic, []) == (
+        "Topic: t\tTopicId: AAECAwQFBgcICQoLDA0ODw\tPartitionCount: 0\tReplicationFactor: 0\tConfigs: ")

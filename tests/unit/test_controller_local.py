@@ -17,8 +17,9 @@ class Recorder:
     def __init__(self):
         self.leader_and_isr, self.update_metadata, self.stop_replica, self.configs = [], [], [], []
 
-    def on_leader_and_isr(self, controller_id, controller_epoch, states, leaders):
+    def on_leader_and_isr(self, controller_id, controller_epoch, states, leaders, full=False):
         self.leader_and_isr.append((controller_epoch, list(states), list(leaders)))
+        self.full = full
         return {}
 
     def on_update_metadata(self, controller_id, controller_epoch, brokers, states, deleted=()):

@@ -19,6 +19,7 @@ from kcore.log.sync_backends import IoUringBackend
 from kcore.metrics import BrokerStats
 from kcore.protocol.api_keys import ApiKey
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.txn_verifier import TransactionVerifier
 from kcore.security.quotas import ClientQuotas
 from tests.support.batches import make_batch
 from tests.support.wire import produce_body
@@ -45,8 +46,11 @@ def test_fsync_failure_answers_storage_error_and_the_retry_is_appended_again(tmp
         await controller.start()
         await controller.create_topic("t", 1, 1, {})
         syncer = GroupCommitSyncer(IoUringBackend(loop), loop)
+        # No transactions here: the produce path without their verification.
+        verifier = TransactionVerifier(0, replicas.metadata_cache, lambda _: ("__transaction_state", 0),
+                                       lambda *_: {}, enabled=False)
         broker = SimpleNamespace(replica_manager=replicas, log_syncer=syncer, stats=BrokerStats(),
-                                 authorizer=None, quotas=ClientQuotas())
+                                 authorizer=None, quotas=ClientQuotas(), txn_verifier=verifier)
         partition = replicas.get("t", 0)
 
         first = partition_response(await produce.handle(broker, None, produce_request(0)))

@@ -339,7 +339,7 @@ def test_describe_and_list_groups(tmp_path):
         assert {m.metadata for m in summary.members} == {SUB}
         assert all(m.client_host == "/127.0.0.1" for m in summary.members)
         assert coordinator.describe_group("nope")[1].state == "Dead"
-        assert coordinator.list_groups() == (E.NONE, [("g", "consumer", "Stable")])
+        assert coordinator.list_groups() == (E.NONE, [("g", "consumer", "Stable", "classic")])
         rejoin = asyncio.ensure_future(join(coordinator, member_id=leader.member_id))
         await asyncio.sleep(0.01)
         _, preparing = coordinator.describe_group("g")

@@ -51,7 +51,7 @@ def test_simple_commit_creates_an_empty_group_and_fetch_returns_metadata(tmp_pat
             ("t", 0, 5, "m0"), ("t", 1, 9, ""), ("t", 2, -1, None)]
         assert [(t, p) for t, p, _ in coordinator.fetch_offsets("simple", None)[1]] == [("t", 0), ("t", 1)]
         assert coordinator.fetch_offsets("nobody", None) == (E.NONE, [])
-        assert coordinator.list_groups() == (E.NONE, [("simple", "", "Empty")])
+        assert coordinator.list_groups() == (E.NONE, [("simple", "", "Empty", "classic")])
     run(tmp_path, scenario)
 
 

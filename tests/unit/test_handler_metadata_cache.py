@@ -1,35 +1,46 @@
 """Metadata answers are encoded once per metadata cache state: the cached
 bytes decode to what a fresh answer says, and every update of the cache
-invalidates them."""
+invalidates them. Topic ids (v10+): answered from the cache, asked for by
+id from v12, refused as Kafka refuses them before."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from types import SimpleNamespace
 
 from kcore import protocol
 from kcore.handlers import metadata
-from kcore.metadata import BrokerInfo, PartitionState
+from kcore.metadata import NO_TOPIC_ID, BrokerInfo, PartitionState
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.header import RequestHeader
 from kcore.replication.metadata_cache import MetadataCache
+from kcore.replication.topic_ids import CachedTopicIds
 
 BROKERS = [BrokerInfo(1, "127.0.0.1", 9092, None), BrokerInfo(2, "127.0.0.1", 9093, "r1")]
 
 
+def topic_id(t: int) -> uuid.UUID:
+    return uuid.UUID(int=t + 1)
+
+
 def states(leader: int, topics: int = 3, partitions: int = 40) -> list[PartitionState]:
-    return [PartitionState(f"t{t}", p, leader, 5, (1, 2), (1, 2, 3), 7, 1)
+    return [PartitionState(f"t{t}", p, leader, 5, (1, 2), (1, 2, 3), 7, 1, topic_id(t))
             for t in range(topics) for p in range(partitions)]
 
 
 def broker_with(cache: MetadataCache) -> SimpleNamespace:
+    controller = SimpleNamespace(cluster_id="c1", topic=lambda name: None, topic_names=list)
     return SimpleNamespace(replica_manager=SimpleNamespace(metadata_cache=cache),
-                           config={"auto.create.topics.enable": False},
-                           controller=SimpleNamespace(cluster_id="c1", topic=lambda name: None),
-                           authorizer=None)
+                           config={"auto.create.topics.enable": False}, controller=controller,
+                           topic_ids=CachedTopicIds(cache), authorizer=None)
 
 
-def ask(broker, version: int, topics: list[str] | None, operations: bool = False) -> dict:
-    body = SimpleNamespace(topics=None if topics is None else [SimpleNamespace(name=t) for t in topics],
+def ask(broker, version: int, topics: list | None, operations: bool = False) -> dict:
+    """``topics``: names, or (name, topic id) pairs."""
+    asked = None if topics is None else [
+        SimpleNamespace(name=t[0], topic_id=t[1]) if isinstance(t, tuple)
+        else SimpleNamespace(name=t, topic_id=NO_TOPIC_ID) for t in topics]
+    body = SimpleNamespace(topics=asked,
                            allow_auto_topic_creation=False,
                            include_cluster_authorized_operations=operations,
                            include_topic_authorized_operations=operations)
@@ -81,3 +92,41 @@ def test_authorized_operations_asked_for_are_cached_apart():
     # READ (3) .. ALTER_CONFIGS (11) but CLUSTER_ACTION (9).
     assert asked["topics"][0]["topic_authorized_operations"] == 0b1101_1111_1000
     assert ask(broker, 8, ["t1"]) == plain
+
+
+def test_v10_and_later_answer_each_topics_id_and_a_zero_id_for_an_unknown_topic():
+    cache = MetadataCache()
+    cache.update(1, BROKERS, states(leader=1))
+    broker = broker_with(cache)
+    for version in (10, 11, 12, 13):
+        answer = ask(broker, version, ["t1", "nope"])
+        assert [(t["name"], t["topic_id"], t["error_code"]) for t in answer["topics"]] == [
+            ("t1", topic_id(1), 0), ("nope", NO_TOPIC_ID, protocol.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+        assert answer["error_code"] == 0
+
+
+def test_v12_asks_by_id_and_an_unknown_id_gets_a_null_name():
+    cache = MetadataCache()
+    cache.update(1, BROKERS, states(leader=1))
+    broker = broker_with(cache)
+    unknown = uuid.UUID(int=99)
+    answer = ask(broker, 12, [(None, topic_id(2)), (None, unknown)])
+    found = {t["topic_id"]: t for t in answer["topics"]}
+    assert (found[topic_id(2)]["name"], found[topic_id(2)]["error_code"]) == ("t2", 0)
+    assert len(found[topic_id(2)]["partitions"]) == 40
+    assert (found[unknown]["name"], found[unknown]["error_code"]) == (None, protocol.ErrorCode.UNKNOWN_TOPIC_ID)
+    # Once an id is asked for, names asked for alongside do not count (Kafka's rule).
+    mixed = ask(broker, 13, [(None, topic_id(0)), ("t1", NO_TOPIC_ID)])
+    assert [t["name"] for t in mixed["topics"]] == ["t0"]
+
+
+def test_ids_or_null_names_before_v12_and_null_names_without_ids_are_invalid_requests():
+    cache = MetadataCache()
+    cache.update(1, BROKERS, states(leader=1))
+    broker = broker_with(cache)
+    for version, topics in ((10, [("t1", topic_id(1))]), (11, [(None, topic_id(1))]),
+                            (12, [(None, NO_TOPIC_ID)]), (13, [("t0", NO_TOPIC_ID), (None, NO_TOPIC_ID)])):
+        answer = ask(broker, version, topics)
+        assert [t["error_code"] for t in answer["topics"]] == [protocol.ErrorCode.INVALID_REQUEST] * len(topics)
+        assert answer["brokers"] == []
+        assert answer["error_code"] == (protocol.ErrorCode.INVALID_REQUEST if version >= 13 else 0)

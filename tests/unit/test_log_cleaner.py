@@ -8,9 +8,11 @@ import os
 import pytest
 
 from kcore.log.cleaner_records import has_null_key
+from kcore.log.cleaner_task import UnreadableBatchError
 from kcore.log.txn_index import AbortedTxn
-from kcore.protocol.compression import CompressionType
+from kcore.protocol.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType
 from kcore.protocol.records import ControlType, Record, build_batch, build_control_batch
+from tests.support.bombs import bomb_batch
 from tests.support.cleaner import clean, fill, keyed_batch, latest_of, read_batches, records_of
 
 COMPACT = dict(cleanup_policy="compact", file_delete_delay_ms=0)
@@ -236,3 +238,18 @@ def test_records_built_with_explicit_gaps_round_trip(open_log):
     (only,) = read_batches(log)
     assert (only.base_offset, only.last_offset) == (0, 6)
     assert [r.offset for r in only.records()] == [0, 4]
+
+
+def test_a_batch_inflating_past_the_limit_stops_the_pass_and_leaves_the_log(open_log):
+    """A compacted log holding a bomb (produced before the topic became
+    compacted): the pass stops at it, as Kafka marks such a log
+    uncleanable, and every batch stays as it was."""
+    log = open_log(segment_bytes=4 << 20, **COMPACT)
+    fill(log, batches=5, per_batch=10, keys=5)
+    log.append(bomb_batch(CompressionType.ZSTD, 128), 0)  # 128 MiB, twice the limit
+    fill(log, batches=5, per_batch=10, keys=5, start=50)
+    log.roll()
+    before = [batch.to_bytes() for batch in read_batches(log)]
+    with pytest.raises(UnreadableBatchError, match=f"inflate past {DEFAULT_MAX_DECOMPRESSED_SIZE} bytes"):
+        clean(log)
+    assert [batch.to_bytes() for batch in read_batches(log)] == before

@@ -1,6 +1,11 @@
 import pytest
 
-from kcore.log.producer_state import BATCHES_TO_RETAIN, ProducerStateError, ProducerStateManager
+from kcore.log.producer_state import (
+    BATCHES_TO_RETAIN,
+    NO_VERIFICATION_GUARD,
+    ProducerStateError,
+    ProducerStateManager,
+)
 from kcore.protocol.constants import INT32_MAX
 
 
@@ -92,3 +97,64 @@ def test_first_unstable_offset_tracks_open_transactions(tmp_path):
     assert reloaded.first_unstable_offset() == 12
     reloaded.update(2, 1, 0, 0, 21, 0)  # a new epoch ends the old transaction
     assert reloaded.first_unstable_offset() is None
+
+
+# -- transaction verification (KIP-890) --------------------------------------------------------
+def check_transactional(state, pid, epoch, seq, guard):
+    return state.check(pid, epoch, seq, 0, verification_guard=guard)
+
+
+def test_a_transactional_batch_needs_the_guard_its_verification_was_started_with(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    with pytest.raises(ProducerStateError) as unverified:
+        check_transactional(state, 7, 0, 0, NO_VERIFICATION_GUARD)
+    assert unverified.value.error_code == 48  # INVALID_TXN_STATE
+    guard = state.start_verification(7)
+    assert guard != NO_VERIFICATION_GUARD and state.start_verification(7) == guard  # held until used
+    with pytest.raises(ProducerStateError):
+        check_transactional(state, 7, 0, 0, guard + 1)
+    assert check_transactional(state, 7, 0, 0, guard) is None
+    state.update(7, 0, 0, 0, 100, 1000, is_transactional=True)
+    # The transaction is open here now: no guard needed, and the old one is gone.
+    assert state.has_ongoing_transaction(7)
+    assert check_transactional(state, 7, 0, 1, NO_VERIFICATION_GUARD) is None
+    assert state.start_verification(7) != guard
+
+
+def test_a_marker_drops_the_guard_so_a_stale_verification_cannot_reopen_the_transaction(tmp_path):
+    """Kafka's ABA case: verified, then the transaction is aborted (a
+    marker) before the append: the append is refused."""
+    state = ProducerStateManager(tmp_path)
+    guard = state.start_verification(7)
+    state.complete_transaction(7, 0, 0, 1000)
+    with pytest.raises(ProducerStateError) as stale:
+        check_transactional(state, 7, 0, 0, guard)
+    assert stale.value.error_code == 48
+    state.update(7, 0, 0, 0, 100, 1000, is_transactional=True)
+    state.complete_transaction(7, 0, 0, 1001)
+    assert not state.has_ongoing_transaction(7)
+    with pytest.raises(ProducerStateError):
+        check_transactional(state, 7, 0, 1, NO_VERIFICATION_GUARD)
+
+
+def test_a_retry_of_an_appended_batch_is_a_duplicate_before_any_verification(tmp_path):
+    state = ProducerStateManager(tmp_path)
+    state.start_verification(7)
+    state.update(7, 0, 0, 0, 100, 1000, is_transactional=True)
+    state.complete_transaction(7, 0, 0, 1001)
+    duplicate = check_transactional(state, 7, 0, 0, NO_VERIFICATION_GUARD)
+    assert duplicate is not None and duplicate.first_offset == 100
+
+
+def test_guards_expire_with_idle_producers_and_are_not_snapshotted(tmp_path):
+    state = ProducerStateManager(tmp_path, expiration_ms=1000)
+    guard = state.start_verification(7, now_ms=5000)
+    state.remove_expired(now_ms=5999)
+    assert state.start_verification(7) == guard
+    state.remove_expired(now_ms=6000)
+    assert state.start_verification(7) != guard
+    state.write_snapshot(0)
+    loaded = ProducerStateManager(tmp_path)
+    loaded.load_snapshot(0)
+    with pytest.raises(ProducerStateError):
+        check_transactional(loaded, 7, 0, 0, guard)

@@ -2,15 +2,25 @@
 ``LogValidator`` rules: which records are named, with which error code."""
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kcore._native import records as native_records
-from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
+from kcore.log.log_validator import (
+    MAX_RECORD_ERRORS,
+    WALK_WINDOW,
+    RecordPolicy,
+    RecordValidationError,
+    validate_records,
+)
 from kcore.protocol.constants import INT64_MAX
 from kcore.protocol.errors import ErrorCode
 from kcore.protocol.records import CompressionType, Record, TimestampType, build_batch
+from kcore.testing.batches import encode_record
+from tests.support.bombs import bomb_batch
 
 NOW = 1_700_000_000_000
 COMPACTED = RecordPolicy(keys_required=True, log_append_time=False,
@@ -96,3 +106,35 @@ def test_unbounded_policies_do_not_read_records():
     policy = RecordPolicy(False, False, INT64_MAX, INT64_MAX)
     assert check(build_batch([Record(timestamp=-(2**62), key=None, value=b"v")]), policy) is None
     assert policy.timestamp_range(NOW) == (NOW - INT64_MAX, INT64_MAX)
+
+
+@pytest.mark.parametrize("codec", [CompressionType.GZIP, CompressionType.LZ4, CompressionType.ZSTD])
+def test_a_batch_inflating_past_the_limit_is_too_large_and_read_no_further(codec):
+    policy = RecordPolicy.from_configs({"cleanup.policy": "compact"})
+    assert policy.max_decompressed_size == 64 * 1048588
+    error = check(bomb_batch(codec, 200 if codec != CompressionType.GZIP else 256), policy)
+    assert error is not None and error.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert error.record_errors == [] and "inflate past" in error.message
+    # A larger max.message.bytes scales the limit: the 64 MiB bomb fits a 2 MiB topic.
+    assert check(bomb_batch(codec, 64), RecordPolicy.from_configs({
+        "cleanup.policy": "compact", "max.message.bytes": 2 << 20})) is None
+
+
+def test_record_errors_name_at_most_max_record_errors_of_a_huge_batch():
+    # 200,000 keyless records: every one fails a compacted topic, three windows of the walk.
+    count = 200_000
+    assert count > 3 * WALK_WINDOW
+    section = encode_record(0, 0, None, b"") * count
+    batch = build_raw_batch(section, count)
+    error = check(batch, COMPACTED)
+    assert error is not None and error.error_code == ErrorCode.INVALID_RECORD
+    assert [index for index, _ in error.record_errors] == list(range(MAX_RECORD_ERRORS))
+    assert error.message.startswith(f"{count} of the batch's {count} records were rejected")
+
+
+def build_raw_batch(section: bytes, count: int) -> bytearray:
+    """An uncompressed batch around an encoded records section."""
+    body = struct.pack(">hiqqqhii", 0, count - 1, NOW, NOW, -1, -1, -1, count) + section
+    batch = bytearray(struct.pack(">qiib", 0, 9 + len(body), 0, 2))
+    batch += struct.pack(">I", native_records.crc32c(body)) + body
+    return batch

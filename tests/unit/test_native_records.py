@@ -368,6 +368,40 @@ def test_walk_records_and_has_null_key_agree_with_twin_on_arbitrary_bytes(data):
         assert native.walk_records(data) == expected
 
 
+@given(keys_and_values, st.integers(1, 9))
+def test_walk_records_in_windows_finds_the_same_spans_and_count_records_counts_them(pairs, window):
+    section = b"".join(encode_record(i, i, key, value) for i, (key, value) in enumerate(pairs))
+    whole = native.walk_records(section)
+    walked, position = [], 0
+    while chunk := native.walk_records(section, position, window):
+        assert len(chunk) <= window and chunk == twin.walk_records(section, position, window)
+        walked += chunk
+        position = chunk[-1].end
+    assert walked == whole
+    assert native.count_records(section) == twin.count_records(section) == len(pairs)
+
+
+@given(st.binary(max_size=64))
+def test_count_records_agrees_with_the_twin_on_arbitrary_bytes(data):
+    try:
+        expected = twin.count_records(data)
+    except ValueError:
+        with pytest.raises(ValueError, match="malformed record"):
+            native.count_records(data)
+    else:
+        assert native.count_records(data) == expected
+
+
+def test_walk_records_refuses_a_position_outside_the_section():
+    section = encode_record(0, 0, b"k", b"v")
+    assert native.walk_records(section, len(section)) == []
+    for position in (-1, len(section) + 1):
+        with pytest.raises(ValueError, match="outside"):
+            native.walk_records(section, position)
+        with pytest.raises(ValueError, match="outside"):
+            twin.walk_records(section, position)
+
+
 timestamp_deltas = st.lists(st.integers(-(1 << 40), 1 << 40), min_size=1, max_size=8)
 
 

@@ -1,7 +1,9 @@
 """Request frames captured from the real clients (tests/unit/golden/capture.py).
 
 librdkafka (confluent-kafka 2.16), kafka-python 3.0 and aiokafka 0.14 each
-produced one message and consumed it back through a kcore.protocol broker.
+produced one message and consumed it back through a kcore.protocol broker
+(captured again for Produce and Metadata once kcore served Produce 13 and
+Metadata 13).
 Every frame must decode, and re-encoding the decoded body must give the
 client's bytes back exactly.
 """
@@ -65,9 +67,25 @@ def test_clients_announce_their_software_in_api_versions_v3():
     assert names == {"librdkafka": "confluent-kafka-python", "kafka-python": "kafka-python"}
 
 
-@pytest.mark.parametrize("client", ["librdkafka", "kafka-python", "aiokafka"])
-def test_produce_v7_carries_one_v2_batch_viewed_in_place(client):
-    data = frame(f"produce_request_v7_{client}.bin")
+# The highest Produce and Metadata versions each client knows (their
+# sources; docs/protocol.md#client-versions): with kcore serving Produce
+# 0-13 and Metadata 0-13, each sends its own highest.
+HIGHEST_KNOWN = {"librdkafka": {"produce": 10, "metadata": 13},
+                 "kafka-python": {"produce": 9, "metadata": 13},
+                 "aiokafka": {"produce": 7, "metadata": 5}}
+
+
+@pytest.mark.parametrize("client", list(HIGHEST_KNOWN))
+def test_each_client_sends_the_highest_produce_and_metadata_version_it_knows(client):
+    for api, version in HIGHEST_KNOWN[client].items():
+        sent = {int(NAME.fullmatch(path.name)["version"]) for path in FRAMES
+                if NAME.fullmatch(path.name).group("api", "client") == (api, client)}
+        assert sent == {version}, api
+
+
+@pytest.mark.parametrize("client", list(HIGHEST_KNOWN))
+def test_produce_carries_one_v2_batch_viewed_in_place(client):
+    data = frame(f"produce_request_v{HIGHEST_KNOWN[client]['produce']}_{client}.bin")
     body = decode_request(data).body
     (partition,) = body.topic_data[0].partition_data
     records = partition.records
@@ -89,3 +107,15 @@ def test_admin_clients_send_delete_records_v2_naming_the_offset(client):
     (topic,) = body.topics
     assert (topic.name, [(p.partition_index, p.offset) for p in topic.partitions]) == ("golden", [(0, 1)])
     assert body.timeout_ms > 0
+
+
+def test_librdkafka_and_kafka_python_fetch_at_v12_without_a_last_fetched_epoch():
+    for client in ("librdkafka", "kafka-python"):
+        body = decode_request(frame(f"fetch_request_v12_{client}.bin")).body
+        (partition,) = body.topics[0].partitions
+        assert (partition.last_fetched_epoch, body.cluster_id, body.rack_id) == (-1, None, "")
+
+
+def test_list_offsets_at_the_highest_version_each_client_knows():
+    assert decode_request(frame("list_offsets_request_v7_librdkafka.bin")).body.isolation_level == 1
+    assert decode_request(frame("list_offsets_request_v11_kafka-python.bin")).body.timeout_ms == 0

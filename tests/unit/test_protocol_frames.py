@@ -61,8 +61,11 @@ def test_advertised_ranges_hold_what_librdkafka_and_the_python_clients_need():
         assert serves(key, version), (key, version)
     # aiokafka opens with ApiVersions v0 and asks Metadata up to v5.
     assert serves(ApiKey.API_VERSIONS, 0) and serves(ApiKey.METADATA, 5)
-    # kafka-python reads Fetch v11 as Kafka 2.3 (record v2, zstd, fetch sessions).
-    assert versions[ApiKey.FETCH] == (4, 11)
+    # Fetch stops at v12: v13+ name topics by id. kafka-python reads
+    # ListOffsets v11 as Kafka 4.2 and DescribeLogDirs v5 as 4.3 (record v2,
+    # zstd, fetch sessions and more).
+    assert versions[ApiKey.FETCH] == (4, 12)
+    assert versions[ApiKey.LIST_OFFSETS] == (1, 11)
     assert versions[ApiKey.DESCRIBE_CLUSTER] == (0, 1)
 
 
@@ -89,8 +92,8 @@ def test_truncated_headers_raise_protocol_decode_error():
             read_request_header(memoryview(whole[:cut]))
 
 
-@pytest.mark.parametrize("api_key,version", [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.PRODUCE, 9),
-                                             (ApiKey.METADATA, 9), (ApiKey.LIST_OFFSETS, 0)])
+@pytest.mark.parametrize("api_key,version", [(ApiKey.FETCH, 3), (ApiKey.FETCH, 13), (ApiKey.PRODUCE, 14),
+                                             (ApiKey.METADATA, 14), (ApiKey.LIST_OFFSETS, 0)])
 def test_version_outside_the_supported_range_raises_with_the_parsed_header(api_key, version):
     tags = b"\x00" if version >= 9 else b""
     with pytest.raises(UnsupportedVersionError) as raised:
@@ -241,11 +244,11 @@ def test_bad_values_raise_protocol_encode_error(body, match):
 
 def test_encoding_outside_the_supported_versions_is_refused():
     with pytest.raises(ProtocolEncodeError):
-        encode_response(RequestHeader(1, 12, 3, "c"), {})
+        encode_response(RequestHeader(1, 13, 3, "c"), {})
     with pytest.raises(ProtocolEncodeError):
         encode_request(1, 3, 1, "c", {})
     with pytest.raises(ProtocolDecodeError):
-        decode_response(1, 12, b"\x00\x00\x00\x01")
+        decode_response(1, 13, b"\x00\x00\x00\x01")
 
 
 def test_requests_round_trip_with_correlation_id_and_null_client_id():

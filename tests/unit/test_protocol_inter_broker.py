@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 
@@ -45,6 +46,7 @@ from tests.support.protocol_strategies import normalize
 
 NEW_KEYS = [ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN,
             ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION]
+TRANSCRIBED_FIRST_LINE = "// Kafka's message spec as served by Apache Kafka 4.2"
 LICENSE_FIRST_LINE = "// Licensed to the Apache Software Foundation (ASF) under one or more"
 
 
@@ -86,11 +88,18 @@ def boolean(value: bool) -> bytes:
 def test_stored_specs_are_kafkas_licensed_files_for_served_schemas_kafka_python_lacks():
     served = {schema.name for schema in (*REQUESTS.values(), *RESPONSES.values())}
     stored = sorted(LOCAL_SPECS.glob("*.json"))
-    assert {path.stem for path in stored} == {
-        schema.name for key in INTER_BROKER_VERSIONS for schema in (REQUESTS[key], RESPONSES[key])
+    # The ZooKeeper-era inter-broker APIs, and the KIP-848 group APIs that
+    # kafka-python (a classic-protocol client) does not ship; the share-group
+    # APIs (KIP-932) are transcriptions of Kafka 4.2's specs (README.md).
+    kip848 = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
+    kip932 = {schema.name for key in SUPPORTED_VERSIONS if "SHARE" in key.name
+              for schema in (REQUESTS[key], RESPONSES[key])}
+    assert kip932
+    assert {path.stem for path in stored} == kip932 | {
+        schema.name for key in (*INTER_BROKER_VERSIONS, *kip848) for schema in (REQUESTS[key], RESPONSES[key])
         if key != ApiKey.WRITE_TXN_MARKERS}  # still in Kafka 4, so kafka-python has it
     for path in stored:
-        assert path.read_text().startswith(LICENSE_FIRST_LINE)
+        assert path.read_text().startswith(TRANSCRIBED_FIRST_LINE if path.stem in kip932 else LICENSE_FIRST_LINE)
         assert path.stem in served
         assert not SPECS.joinpath(path.name).is_file()  # would shadow kafka-python's copy
         assert json.loads(re.sub(r"(?m)^\s*//.*$", "", path.read_text()))["name"] == path.stem
@@ -127,8 +136,11 @@ def test_inter_broker_apis_are_pinned_to_a_served_flexible_version():
         low, high = SUPPORTED_VERSIONS[key]
         assert low <= version <= high
         assert REQUESTS[key].is_flexible(version) and RESPONSES[key].is_flexible(version)
-    assert INTER_BROKER_VERSIONS[ApiKey.LEADER_AND_ISR] == REQUESTS[ApiKey.LEADER_AND_ISR].flexible_versions[0]
-    assert INTER_BROKER_VERSIONS[ApiKey.UPDATE_METADATA] == REQUESTS[ApiKey.UPDATE_METADATA].flexible_versions[0]
+    # LeaderAndIsr and UpdateMetadata: the first versions whose topics carry their ids (KIP-516).
+    for key in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA):
+        topic_states = next(f.struct for f in REQUESTS[key].fields if f.name == "topic_states")
+        topic_id = next(f for f in topic_states.fields if f.name == "topic_id")
+        assert INTER_BROKER_VERSIONS[key] == topic_id.versions[0]
 
 
 # -- golden frames at the pinned versions -----------------------------------------------------------------
@@ -161,6 +173,26 @@ def leader_and_isr_v4_request(partition_tags: bytes = NO_TAGS, tags: bytes = NO_
     )
 
 
+TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+
+LEADER_AND_ISR_V5_BODY = {
+    **LEADER_AND_ISR_V4_BODY, "type": 2,
+    "topic_states": [{**LEADER_AND_ISR_V4_BODY["topic_states"][0], "topic_id": TOPIC_ID}],
+}
+
+
+def leader_and_isr_v5_request() -> bytes:
+    return framed(
+        request_header_v2(4, 5, 29, "kcore-controller"),
+        i32(1), i32(3), i64(4242),                                 # controller_id, controller_epoch, broker_epoch
+        i8(2),                                                     # type: FULL
+        compact_array(compact_string("orders") + TOPIC_ID.bytes    # topic_states: name, topic_id (16 bytes)
+                      + compact_array(leader_and_isr_v4_partition()) + NO_TAGS),
+        compact_array(i32(1) + compact_string("b1") + i32(9092) + NO_TAGS),  # live_leaders
+        NO_TAGS,
+    )
+
+
 STOP_REPLICA_V3_BODY = {
     "controller_id": 1, "controller_epoch": 3, "broker_epoch": 4242,
     "topic_states": [{"topic_name": "orders", "partition_states": [
@@ -175,6 +207,11 @@ UPDATE_METADATA_V6_BODY = {
          "zk_version": 8, "replicas": [1, 2], "offline_replicas": [1]}]}],
     "live_brokers": [{"id": 2, "endpoints": [{"port": 9092, "host": "b2", "listener": "PLAINTEXT",
                                              "security_protocol": 0}], "rack": None}],
+}
+
+UPDATE_METADATA_V7_BODY = {
+    **UPDATE_METADATA_V6_BODY,
+    "topic_states": [{**UPDATE_METADATA_V6_BODY["topic_states"][0], "topic_id": TOPIC_ID}],
 }
 
 ALTER_PARTITION_V1_REQUEST_BODY = {
@@ -211,6 +248,13 @@ GOLDEN = [
          {"topic_name": "orders", "partition_index": 0, "error_code": ErrorCode.FENCED_LEADER_EPOCH}]},
      framed(response_header_v1(21), i16(0),
             compact_array(compact_string("orders") + i32(0) + i16(74) + NO_TAGS), NO_TAGS)),
+    ("leader_and_isr_request_v5", 4, 5, True, LEADER_AND_ISR_V5_BODY, leader_and_isr_v5_request()),
+    ("leader_and_isr_response_v5", 4, 5, False,
+     {"error_code": 0, "topics": [{"topic_id": TOPIC_ID, "partition_errors": [
+         {"partition_index": 0, "error_code": ErrorCode.FENCED_LEADER_EPOCH}]}]},
+     framed(response_header_v1(29), i16(0),
+            compact_array(TOPIC_ID.bytes                           # topics: topic_id, then its partitions
+                          + compact_array(i32(0) + i16(74) + NO_TAGS) + NO_TAGS), NO_TAGS)),
     ("leader_and_isr_response_v4_stale_controller", 4, 4, False,
      {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH},
      framed(response_header_v1(21), i16(11), compact_array(), NO_TAGS)),
@@ -236,6 +280,18 @@ GOLDEN = [
                       + compact_array(i32(9092) + compact_string("b2") + compact_string("PLAINTEXT") + i16(0)
                                       + NO_TAGS)                   # endpoints: port, host, listener, protocol
                       + b"\x00" + NO_TAGS),                        # rack null (compact length 0)
+        NO_TAGS)),
+    ("update_metadata_request_v7", 6, 7, True, UPDATE_METADATA_V7_BODY, framed(
+        request_header_v2(6, 7, 30, "kcore-controller"),
+        i32(1), i32(3), i64(4242),
+        compact_array(compact_string("orders") + TOPIC_ID.bytes    # topic name, topic_id
+                      + compact_array(
+                          i32(0) + i32(3) + i32(2) + i32(6) + compact_int32s(2)
+                          + i32(8) + compact_int32s(1, 2) + compact_int32s(1) + NO_TAGS) + NO_TAGS),
+        compact_array(i32(2)
+                      + compact_array(i32(9092) + compact_string("b2") + compact_string("PLAINTEXT") + i16(0)
+                                      + NO_TAGS)
+                      + b"\x00" + NO_TAGS),
         NO_TAGS)),
     ("update_metadata_response_v6", 6, 6, False, {"error_code": 0},
      framed(response_header_v1(23), i16(0), NO_TAGS)),

@@ -112,3 +112,24 @@ def test_standalone_data_schemas_use_their_own_flexible_versions():
     assert v4 == (42).to_bytes(8, "big") + b"\xff" * 4 + b"\x02m" + (7).to_bytes(8, "big") + b"\x00"
     decoded = decode_struct(offset_commit_value, 4, v4)
     assert (decoded.offset, decoded.leader_epoch, decoded.expire_timestamp) == (42, -1, -1)
+
+
+def test_a_nullable_tagged_struct_is_written_whenever_it_is_given():
+    # Shaped like the classic member metadata of Kafka's
+    # ConsumerGroupMemberMetadataValue: tag 0, nullable, default null.
+    schema = Struct("MemberValue", [
+        Field("client_id", "string", "0+"),
+        Field("classic", "Classic", "0+", nullable="0+", default=None, tag=0, tagged="0+", fields=[
+            Field("session_timeout_ms", "int32", "0+", default=-1),
+        ]),
+    ], flexible="0+")
+    absent = encode_struct(schema, 0, {"client_id": "c"})
+    assert absent == encode_struct(schema, 0, {"client_id": "c", "classic": None}) == b"\x02c\x00"
+    # Given at its defaults it still differs from null: written (tag 0, 6
+    # bytes: the presence byte 1, the int32 and its own empty tag section).
+    given_defaults = encode_struct(schema, 0, {"client_id": "c", "classic": {}})
+    assert given_defaults == b"\x02c" + b"\x01\x00\x06" + b"\x01\xff\xff\xff\xff\x00"
+    as_object = SimpleNamespace(client_id="c", classic=SimpleNamespace(session_timeout_ms=-1))
+    assert encode_struct(schema, 0, as_object) == given_defaults
+    assert decode_struct(schema, 0, given_defaults).classic.session_timeout_ms == -1
+    assert decode_struct(schema, 0, absent).classic is None

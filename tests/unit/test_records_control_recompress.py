@@ -1,6 +1,8 @@
 """Transaction markers (control batches) and recompress_batch (compression.type)."""
 
+import itertools
 import struct
+import tracemalloc
 
 import pytest
 
@@ -12,11 +14,13 @@ from kcore.protocol.records import (
     InvalidRecordError,
     Record,
     RecordBatch,
+    RecordsTooLargeError,
     TimestampType,
     build_batch,
     build_control_batch,
     recompress_batch,
 )
+from tests.support.bombs import bomb_batch
 
 NOW = 1_700_000_000_000
 CODECS = list(CompressionType)
@@ -143,3 +147,50 @@ def test_recompress_rejects_unassigned_codecs():
     data = build_batch([Record(timestamp=NOW, value=b"x")])
     with pytest.raises(UnsupportedCodecError):
         recompress_batch(data, 6)
+
+
+def test_recompress_refuses_records_inflating_past_its_limit_before_building_any():
+    bomb = bomb_batch(CompressionType.ZSTD, 1024)  # 1 GiB of records in ~46 KiB
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordsTooLargeError) as raised:
+            recompress_batch(bomb, CompressionType.LZ4, max_size=16 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert raised.value.max_size == 16 << 20 and peak < 48 << 20
+    assert isinstance(raised.value, InvalidRecordError)  # readers skipping bad batches skip it
+
+
+@pytest.mark.parametrize("declared", [2, 4])
+def test_recompress_refuses_a_batch_whose_record_count_is_not_its_records(declared):
+    records = [Record(offset=i, timestamp=NOW, value=b"v" * 30) for i in range(3)]
+    data = build_batch(records, codec=CompressionType.GZIP)
+    struct.pack_into(">i", data, 57, declared)
+    struct.pack_into(">I", data, 17, crc32c(memoryview(data)[21:]))
+    with pytest.raises(InvalidRecordError, match=f"declares {declared} records but holds 3"):
+        recompress_batch(data, CompressionType.ZSTD)
+
+
+def test_recompress_refuses_malformed_records():
+    data = build_batch([Record(offset=0, timestamp=NOW, value=b"v" * 30)])
+    data[BATCH_HEADER_SIZE] = 0x7F  # the record's length now runs past the section
+    struct.pack_into(">I", data, 17, crc32c(memoryview(data)[21:]))
+    with pytest.raises(InvalidRecordError, match="malformed record"):
+        recompress_batch(data, CompressionType.ZSTD)
+
+
+def test_stream_decodes_records_as_they_are_taken():
+    bomb = bomb_batch(CompressionType.ZSTD, 48)  # 48 records of 1 MiB
+    batch = RecordBatch(bomb)
+    tracemalloc.start()
+    try:
+        records = batch.stream()
+        first = list(itertools.islice(records, 2))
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [r.offset for r in first] == [0, 1] and first[1].key == b"key-1"
+    # The 48 MiB section and two 1 MiB values, not 48 decoded records (96 MiB).
+    assert held < 56 << 20
+    assert sum(1 for _ in records) == 46

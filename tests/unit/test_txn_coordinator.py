@@ -411,6 +411,52 @@ def test_requests_for_ids_of_partitions_not_led_here_are_not_coordinator():
     run(test)
 
 
+# -- AddPartitionsToTxn verify_only (KIP-890) ----------------------------------------------------
+def test_verify_partitions_answers_by_the_ongoing_transaction_and_writes_nothing():
+    async def test(h):
+        producer_id, epoch = await begin(h, partitions=(("a", 0),))
+        written = list(h.manager.written)
+        asked = {("a", 0), ("a", 1)}
+        assert h.coordinator.verify_partitions("t", producer_id, epoch, asked) == {
+            ("a", 0): E.NONE, ("a", 1): E.TRANSACTION_ABORTABLE}
+        assert h.coordinator.verify_partitions("t", producer_id, epoch + 1, asked) == \
+            dict.fromkeys(asked, E.PRODUCER_FENCED)
+        assert h.coordinator.verify_partitions("t", producer_id + 1, epoch, asked) == \
+            dict.fromkeys(asked, E.INVALID_PRODUCER_ID_MAPPING)
+        assert h.coordinator.verify_partitions("nobody", producer_id, epoch, asked) == \
+            dict.fromkeys(asked, E.INVALID_PRODUCER_ID_MAPPING)
+        assert h.coordinator.verify_partitions("", producer_id, epoch, asked) == \
+            dict.fromkeys(asked, E.INVALID_REQUEST)
+        assert h.manager.written == written
+        _, metadata = h.manager.get("t")
+        assert metadata.state is S.ONGOING and metadata.partitions == {("a", 0)}
+    run(test)
+
+
+def test_verify_partitions_while_markers_go_out_then_after_the_transaction_ended():
+    async def test(h):
+        producer_id, epoch = await begin(h, partitions=(("a", 0),))
+        h.markers.hold = asyncio.Event()
+        assert await h.coordinator.end_transaction("t", producer_id, epoch, False) == E.NONE
+        await asyncio.sleep(0)
+        assert h.coordinator.verify_partitions("t", producer_id, epoch, {("a", 0)}) == {
+            ("a", 0): E.CONCURRENT_TRANSACTIONS}
+        h.markers.hold.set()
+        await h.settle()
+        assert h.manager.states()[-1] == "CompleteAbort"
+        # A write delayed past the abort: its partition is in no ongoing transaction.
+        assert h.coordinator.verify_partitions("t", producer_id, epoch, {("a", 0)}) == {
+            ("a", 0): E.TRANSACTION_ABORTABLE}
+    run(test)
+
+
+def test_verify_partitions_of_ids_not_coordinated_here_are_not_coordinator():
+    async def test(h):
+        h.manager.unload_partition(0)
+        assert h.coordinator.verify_partitions("t", 1, 0, {("a", 0)}) == {("a", 0): E.NOT_COORDINATOR}
+    run(test)
+
+
 # -- expiry ---------------------------------------------------------------------------------------
 def test_idle_finished_ids_expire_with_a_tombstone_and_open_ones_stay():
     async def test(h):

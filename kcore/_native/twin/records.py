@@ -354,11 +354,12 @@ def _record_at(data: memoryview, position: int) -> RecordSpan:
     return span
 
 
-def walk_records(section: Buffer) -> list[RecordSpan]:
+def walk_records(section: Buffer, position: int = 0, max_records: int = -1) -> list[RecordSpan]:
     data = memoryview(section).cast("B")
+    if not 0 <= position <= len(data):
+        raise ValueError(f"position {position} is outside the {len(data)}-byte records section")
     out: list[RecordSpan] = []
-    position = 0
-    while position < len(data):
+    while position < len(data) and len(out) != max_records:
         try:
             span = _record_at(data, position)
         except (ValueError, IndexError):
@@ -367,6 +368,10 @@ def walk_records(section: Buffer) -> list[RecordSpan]:
         out.append(span)
         position = span.end
     return out
+
+
+def count_records(section: Buffer) -> int:
+    return len(walk_records(section))
 
 
 def has_null_key(section: Buffer) -> bool:

@@ -339,7 +339,23 @@ async function groupsPage() {
     table("groups", ["Group", "State", "Protocol type", "Members#", "Partitions#", "Lag#"], data.groups.map((g) =>
       el("tr", { "data-group": g.group_id }, el("td", {}, el("a", { href: `#/groups/${enc(g.group_id)}` }, g.group_id)),
         cell(g.state), cell(g.protocol_type || "-"), cell(g.members, "num"), cell(g.partitions, "num"), cell(num(g.lag), "num")))),
-    data.groups.length ? null : el("p", { class: "muted" }, "No consumer groups are coordinated by this broker."));
+    data.groups.length ? null : el("p", { class: "muted" }, "No consumer groups are coordinated by this broker."),
+    await shareGroupsSection());
+}
+
+// Share groups (KIP-932): records in flight (acquired, or waiting to be
+// acquired again) and lag of the share-partitions this broker leads.
+async function shareGroupsSection() {
+  const data = await api("GET", "/api/share-groups");
+  const rows = data.groups.flatMap((g) => (g.partitions.length ? g.partitions : [null]).map((p) =>
+    el("tr", { "data-share-group": g.group_id }, cell(g.group_id), cell(g.state), cell(g.members, "num"),
+      cell(p ? `${p.topic}-${p.partition}` : "-"), cell(p ? num(p.start_offset) : "-", "num"),
+      cell(p ? num(p.in_flight) : "-", "num"), cell(p ? num(p.acquired) : "-", "num"),
+      el("td", { class: "num lag" }, p ? num(p.lag) : "-"))));
+  return el("section", { id: "share-groups" }, el("h2", {}, "Share groups"),
+    table("share-groups-table", ["Group", "State", "Members#", "Share-partition", "Start offset#", "In flight#",
+      "Acquired#", "Lag#"], rows),
+    data.groups.length ? null : el("p", { class: "muted" }, "No share groups on this broker."));
 }
 
 function groupOffsets(g) {

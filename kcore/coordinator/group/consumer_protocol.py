@@ -25,6 +25,11 @@ from __future__ import annotations
 
 import struct
 
+from kcore.protocol import encode_struct
+from kcore.protocol.codec import read_struct
+from kcore.protocol.exceptions import ProtocolDecodeError
+from kcore.protocol.schema import Field, Struct
+
 PROTOCOL_TYPE = "consumer"
 
 _I16 = struct.Struct(">h")
@@ -79,3 +84,55 @@ def assigned_partitions(assignment: bytes) -> list[tuple[str, int]] | None:
         return partitions
     except (struct.error, UnicodeDecodeError):
         return None
+
+
+# The full ConsumerProtocolSubscription and ConsumerProtocolAssignment, for
+# classic members of consumer-protocol groups (migration.py): Kafka's
+# coordinator reads each member's owned partitions and rack, and writes its
+# assignment in the version the member's subscription came in.
+MAX_VERSION = 3
+SUBSCRIPTION = Struct("ConsumerProtocolSubscription", [
+    Field("topics", "[]string", "0+"),
+    Field("user_data", "bytes", "0+", nullable="0+", default=None),
+    Field("owned_partitions", "[]TopicPartition", "1+", fields=[
+        Field("topic", "string", "1+"),
+        Field("partitions", "[]int32", "1+"),
+    ]),
+    Field("generation_id", "int32", "2+", default=-1),
+    Field("rack_id", "string", "3+", nullable="3+", default=None),
+])
+ASSIGNMENT = Struct("ConsumerProtocolAssignment", [
+    Field("assigned_partitions", "[]TopicPartition", "0+", fields=[
+        Field("topic", "string", "0+"),
+        Field("partitions", "[]int32", "0+"),
+    ]),
+    Field("user_data", "bytes", "0+", nullable="0+", default=None),
+])
+
+
+def version_of(data: bytes) -> int:
+    """The version a subscription or assignment starts with, capped at the
+    newest known (Kafka reads a newer one with its newest format)."""
+    return min(max(_I16.unpack_from(data)[0], 0), MAX_VERSION)
+
+
+def decode_subscription(metadata: bytes):
+    """The subscription as an object (topics, owned_partitions, rack_id,
+    ...), or None when the bytes are not one."""
+    try:
+        version = version_of(metadata)
+        return read_struct(SUBSCRIPTION, version, memoryview(metadata), _I16.size, flexible=False)[0]
+    except (ProtocolDecodeError, struct.error):
+        return None
+
+
+def encode_assignment(partitions: dict[str, list[int]], version: int) -> bytes:
+    version = min(max(version, 0), MAX_VERSION)
+    body = {"assigned_partitions": [{"topic": topic, "partitions": sorted(parts)}
+                                    for topic, parts in sorted(partitions.items())]}
+    return _I16.pack(version) + encode_struct(ASSIGNMENT, version, body, flexible=False)
+
+
+def encode_subscription(topics: list[str], version: int = 0) -> bytes:
+    return _I16.pack(version) + encode_struct(SUBSCRIPTION, version, {"topics": sorted(topics)},
+                                              flexible=False)

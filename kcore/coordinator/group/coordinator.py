@@ -40,16 +40,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcore.config import BrokerConfig
+from kcore.coordinator.group import consumer_records
+from kcore.coordinator.group.consumer_admin import ConsumerGroupAdmin
+from kcore.coordinator.group.consumer_classic import ClassicMembersOperations
+from kcore.coordinator.group.consumer_coordinator import ConsumerGroupOperations
+from kcore.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupState
 from kcore.coordinator.group.group import GroupMetadata, JoinResult, MemberMetadata, SyncResult
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
+from kcore.coordinator.group.migration import MigrationOperations
 from kcore.coordinator.group.offsets import OffsetOperations
 from kcore.coordinator.group.state import GroupState
 from kcore.coordinator.group.txn_offsets import TxnOffsetOperations
 from kcore.coordinator.internal_log import StoreError
+from kcore.protocol.constants import INT32_MAX
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition
 
@@ -91,13 +98,24 @@ class GroupConfig:
     initial_rebalance_delay_ms: int
     offsets_retention_ms: int
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
+    # Consumer-protocol groups (KIP-848), Kafka's defaults.
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45000
+    consumer_max_size: int = INT32_MAX
+    consumer_assignors: list[str] = field(default_factory=lambda: ["uniform", "range"])
+    migration_policy: str = "bidirectional"
 
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
         """From anything indexed by Kafka's broker config names."""
         return cls(config["group.min.session.timeout.ms"], config["group.max.session.timeout.ms"],
                    config["group.max.size"], config["group.initial.rebalance.delay.ms"],
-                   config["offsets.retention.minutes"] * 60_000)
+                   config["offsets.retention.minutes"] * 60_000,
+                   consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+                   consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+                   consumer_max_size=config["group.consumer.max.size"],
+                   consumer_assignors=list(config["group.consumer.assignors"]),
+                   migration_policy=config["group.consumer.migration.policy"])
 
 
 @dataclass(frozen=True)
@@ -114,13 +132,18 @@ class JoinRequest:
     protocols: list[tuple[str, bytes]]
 
 
-class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
+class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOperations,
+                       ConsumerGroupAdmin, MigrationOperations, ClassicMembersOperations):
     """Every group of this broker (see module doc)."""
 
     def __init__(self, config: GroupConfig, manager: GroupMetadataManager):
         self.config = config
         self.manager = manager
         self.groups: dict[str, GroupMetadata] = {}
+        # Consumer-protocol groups (consumer_coordinator.py); a group id is
+        # in one of the two maps at most.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self._consumer_timers: dict[tuple[str, str, str], asyncio.TimerHandle] = {}
         # __consumer_offsets partitions led (and loaded) here.
         self.owned_partitions: set[int] = set()
         self.active = False
@@ -140,6 +163,10 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         for group in self.groups.values():
             _close_group(group)
         self.groups.clear()
+        for timer in self._consumer_timers.values():
+            timer.cancel()
+        self._consumer_timers.clear()
+        self.consumer_groups.clear()
         self.owned_partitions.clear()
 
     def on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
@@ -158,7 +185,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         if index in self.owned_partitions:
             return
         for group_id, loaded in self.manager.load_partition(index).items():
-            if group_id in self.groups:
+            if group_id in self.groups or group_id in self.consumer_groups:
+                continue
+            if loaded.consumer and self._load_consumer_group(group_id, loaded):
                 continue
             if loaded.value is not None:
                 group = GroupMetadata.from_value(group_id, loaded.value, self.manager.clock)
@@ -171,12 +200,35 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
                 self._schedule_heartbeat(group, member)
         self.owned_partitions.add(index)
 
+    def _load_consumer_group(self, group_id: str, loaded) -> bool:
+        """Replay a consumer-protocol group's records; False when the log
+        ends with the group deleted (or converted back to a classic one)."""
+        group = ConsumerGroup(group_id, self.manager.clock)
+        alive = False
+        for key, value in loaded.consumer:
+            if value is not None and group.state is ConsumerGroupState.DEAD:
+                group = ConsumerGroup(group_id, self.manager.clock)  # deleted, then created again
+            if key.type == consumer_records.GROUP_METADATA:
+                alive = value is not None
+            group.replay(key, value)
+        if not alive or group.state is ConsumerGroupState.DEAD:
+            return False
+        group.offsets = loaded.offsets
+        group.pending_txn_offsets = loaded.pending_txn
+        self.consumer_groups[group_id] = group
+        self._start_consumer_group_timers(group)
+        log.info("loaded consumer group %s: epoch %d, %d members", group_id, group.group_epoch, group.size)
+        return True
+
     def _unload_partition(self, index: int) -> None:
         if index not in self.owned_partitions:
             return
         self.owned_partitions.discard(index)
         for group_id in [g for g in self.groups if self.manager.partition_for(g) == index]:
             _close_group(self.groups.pop(group_id))
+        for group_id in [g for g in self.consumer_groups if self.manager.partition_for(g) == index]:
+            self._cancel_group_timers(group_id)
+            del self.consumer_groups[group_id]
         log.info("no longer coordinating the groups of %s-%d", OFFSETS_TOPIC, index)
 
     async def _retention_loop(self) -> None:
@@ -198,6 +250,11 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
 
     # -- JoinGroup -------------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
+        if request.group_id in self.consumer_groups and not self._check_group_id(request.group_id):
+            if not (self.config.min_session_timeout_ms <= request.session_timeout_ms
+                    <= self.config.max_session_timeout_ms):
+                return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
+            return await self.classic_join_consumer_group(request)
         outcome = self._join(request)
         if isinstance(outcome, JoinResult):
             return outcome
@@ -463,6 +520,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
     async def sync_group(self, group_id: str, generation_id: int, member_id: str,
                          group_instance_id: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
+        if group_id in self.consumer_groups and not self._check_group_id(group_id):
+            return self.classic_sync_consumer_group(group_id, generation_id, member_id, group_instance_id)
         outcome = self._sync(group_id, generation_id, member_id, group_instance_id, assignments)
         if isinstance(outcome, SyncResult):
             return outcome
@@ -538,6 +597,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         error = self._check_group_id(group_id)
         if error:
             return error
+        if group_id in self.consumer_groups:
+            return self.classic_heartbeat_consumer_group(group_id, member_id, group_instance_id, generation_id)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -607,6 +668,8 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations):
         error = self._check_group_id(group_id)
         if error:
             return error, []
+        if group_id in self.consumer_groups:
+            return self.classic_leave_consumer_group(group_id, members)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)

@@ -52,24 +52,32 @@ class ConsumerLag:
 
     def sample(self) -> None:
         now = self.clock()
-        for group_id in [g for g in self.history if g not in self.groups.groups]:
+        groups = self._offsets_by_group()
+        for group_id in [g for g in self.history if g not in groups]:
             del self.history[group_id]
-        for group_id, group in self.groups.groups.items():
+        for group_id, committed in groups.items():
             series = self.history.get(group_id)
             if series is None:
-                if len(self.history) >= MAX_TRACKED_GROUPS or not group.offsets:
+                if len(self.history) >= MAX_TRACKED_GROUPS or not committed:
                     continue
                 series = self.history[group_id] = deque(maxlen=HISTORY_POINTS)
-            series.append((now, self.group_lag(group.offsets)))
+            series.append((now, self.group_lag(committed)))
         if self.remote is not None:
-            self.remote.refresh_in_background(self._led_elsewhere())
+            self.remote.refresh_in_background(self._led_elsewhere(groups))
 
-    def _led_elsewhere(self) -> list[TopicPartition]:
+    def _offsets_by_group(self) -> dict[str, Mapping[TopicPartition, OffsetValue]]:
+        """Committed offsets of every group here, classic and consumer protocol."""
+        offsets: dict[str, Mapping[TopicPartition, OffsetValue]] = {
+            group_id: group.offsets for group_id, group in self.groups.groups.items()}
+        offsets.update((group_id, group.offsets) for group_id, group in self.groups.consumer_groups.items())
+        return offsets
+
+    def _led_elsewhere(self, groups: Mapping[str, Mapping[TopicPartition, OffsetValue]]
+                       ) -> list[TopicPartition]:
         """The tracked groups' partitions that no replica here leads."""
         wanted = set()
         for group_id in self.history:
-            group = self.groups.groups.get(group_id)
-            for key in group.offsets if group is not None else ():
+            for key in groups.get(group_id, {}):
                 if not self._led_here(key):
                     wanted.add(key)
         return sorted(wanted)

@@ -28,10 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcore.clock import SYSTEM_CLOCK, Clock, wall_ms
 from kcore.controller.base import Controller
+from kcore.coordinator.group import consumer_records
 from kcore.coordinator.group import records as offsets_records
 from kcore.coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
 from kcore.coordinator.internal_log import StoreError, append_replicated, iter_log_batches
@@ -42,6 +46,7 @@ from kcore.protocol.constants import ACKS_ALL
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.replication.topic_ids import CachedTopicIds
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +72,9 @@ class LoadedGroup:
     # Offsets committed by transactions whose marker is not in the log yet,
     # per producer id: they count once a COMMIT marker arrives.
     pending_txn: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
+    # Consumer-protocol group records (key, value or None), in log order,
+    # for ConsumerGroup.replay.
+    consumer: list[tuple[consumer_records.ConsumerGroupKey, object]] = field(default_factory=list)
 
 
 class GroupMetadataManager:
@@ -86,6 +94,7 @@ class GroupMetadataManager:
         self._partitions: dict[str, int] = {}
         # The broker's group-commit syncer (kcore.log.durability), once started.
         self.syncer: GroupCommitSyncer | None = None
+        self.topic_ids = CachedTopicIds(replica_manager.metadata_cache)
 
     # -- topic ---------------------------------------------------------------------------
     @property
@@ -130,6 +139,27 @@ class GroupMetadataManager:
             if exc.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 raise
         self._partitions.clear()
+
+    # -- topics of consumer-protocol groups ------------------------------------------------
+    @property
+    def metadata_version(self) -> int:
+        return self.replica_manager.metadata_cache.version
+
+    def topic_metadata(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """(topic id, partition count) of a topic this broker knows, or None."""
+        info = self.controller.topic(name)
+        if info is None:
+            return None
+        count = len(self.replica_manager.metadata_cache.partitions(name)) or info.num_partitions
+        return info.topic_id, count
+
+    def topic_names(self) -> list[str]:
+        return self.controller.topic_names()
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id in this broker's metadata
+        (the ids Metadata answers), None when unknown."""
+        return self.topic_ids.name_of(topic_id)
 
     # -- writes --------------------------------------------------------------------------
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
@@ -184,6 +214,26 @@ class GroupMetadataManager:
                                       for (topic, partition), value in offsets.items()],
                            self.syncer, True, (producer_id, producer_epoch))
 
+    def store_consumer_records(self, group_id: str, records: Sequence[tuple[object, Any]]
+                               ) -> asyncio.Future | None:
+        """Consumer-group records (value None: a tombstone) as one batch,
+        with classic group records (GroupKey: GroupValue) where a group
+        changes protocol; returns the future of the ISR's copy (append's
+        ``wait``), or None when it holds already."""
+        entries: list[tuple[bytes, bytes | None]] = []
+        for key, value in records:
+            if isinstance(key, GroupKey):
+                entries.append((offsets_records.encode_group_key(key.group),
+                                None if value is None else offsets_records.encode_group_value(value)))
+            else:
+                assert isinstance(key, consumer_records.ConsumerGroupKey)
+                entries.append((consumer_records.encode_key(key),
+                                None if value is None else consumer_records.encode_value(key.type, value)))
+        future = self.append(group_id, entries, wait=True)
+        if future is not None:
+            future.add_done_callback(_retrieve)
+        return future
+
     def tombstones(self, group_id: str, offsets: list[tuple[str, int]],
                    include_group: bool) -> None:
         entries: list[tuple[bytes, bytes | None]] = [
@@ -204,7 +254,7 @@ class GroupMetadataManager:
             return loaded
         count = self._replay_partition(partition, loaded)
         groups = {group_id: item for group_id, item in loaded.items()
-                  if item.value is not None or item.offsets or item.pending_txn}
+                  if item.value is not None or item.offsets or item.pending_txn or item.consumer}
         log.log(logging.INFO if count else logging.DEBUG, "replayed %d records of %s-%d: %d groups",
                 count, OFFSETS_TOPIC, index, len(groups))
         return groups
@@ -227,11 +277,21 @@ class GroupMetadataManager:
         return count
 
 
+def _retrieve(future: asyncio.Future) -> None:
+    """Mark a failure as seen: callers that do not await it (timers,
+    admin cleanups) log nothing twice; those that do still get it."""
+    if not future.cancelled():
+        future.exception()
+
+
+_RECORD_ERRORS = (offsets_records.RecordFormatError, consumer_records.ConsumerRecordError)
+
+
 def _apply_all(items: list[record_codec.Record], loaded: dict[str, LoadedGroup]) -> int:
     for record in items:
         try:
             _apply(record, loaded)
-        except offsets_records.RecordFormatError as exc:
+        except _RECORD_ERRORS as exc:
             log.warning("%s: skipping record at offset %s: %s", OFFSETS_TOPIC, record.offset, exc)
     return len(items)
 
@@ -251,8 +311,14 @@ def _apply_pending(producer_id: int, items: list[record_codec.Record],
 
 
 def _apply(record: record_codec.Record, loaded: dict[str, LoadedGroup]) -> None:
-    if record.key is None:
+    if record.key is None or len(record.key) < 2:
         raise offsets_records.RecordFormatError("record without a key")
+    record_type = int.from_bytes(record.key[:2], "big", signed=True)
+    if record_type in consumer_records.KEY_TYPES:
+        consumer_key = consumer_records.decode_key(record_type, record.key)
+        value = None if record.value is None else consumer_records.decode_value(record_type, record.value)
+        loaded.setdefault(consumer_key.group, LoadedGroup()).consumer.append((consumer_key, value))
+        return
     key = offsets_records.decode_key(record.key)
     entry = loaded.setdefault(key.group, LoadedGroup())
     if isinstance(key, OffsetKey):

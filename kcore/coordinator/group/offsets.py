@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from kcore.clock import wall_ms
 from kcore.coordinator.group import consumer_protocol
+from kcore.coordinator.group.consumer_group import ConsumerGroup
+from kcore.coordinator.group.consumer_member import ConsumerGroupMember
 from kcore.coordinator.group.group import GroupMetadata, MemberMetadata
 from kcore.coordinator.group.manager import GroupMetadataManager
 from kcore.coordinator.group.records import OffsetValue
@@ -43,6 +45,33 @@ if TYPE_CHECKING:  # coordinator.py imports this module
     from kcore.coordinator.group.coordinator import GroupConfig
 
 log = logging.getLogger(__name__)
+
+
+# OffsetCommit v9: consumer-protocol members commit with their member epoch.
+FIRST_MEMBER_EPOCH_COMMIT = 9
+
+
+def _epoch_error(member: ConsumerGroupMember, received: int) -> int:
+    """Kafka's validateMemberEpoch: a classic member's stale generation is
+    ILLEGAL_GENERATION, a consumer-protocol member's STALE_MEMBER_EPOCH."""
+    if received == member.member_epoch:
+        return ErrorCode.NONE
+    return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+
+
+def consumer_commit_error(group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int,
+                          transactional: bool = False) -> int:
+    """Kafka's ConsumerGroup.validateOffsetCommit: an admin commit (epoch
+    -1) only while the group has no members; otherwise a current member at
+    its current epoch, and a consumer-protocol member needs v9+."""
+    if member_epoch < 0 and not group.members:
+        return ErrorCode.NONE
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if not transactional and not member.uses_classic_protocol and api_version < FIRST_MEMBER_EPOCH_COMMIT:
+        return ErrorCode.UNSUPPORTED_VERSION
+    return _epoch_error(member, member_epoch)
 
 
 # storeOffsets error translation (Kafka GroupMetadataManager.storeOffsets).
@@ -63,7 +92,7 @@ def sync_error_code(storage_error_code: int) -> int:
     return _STORE_OFFSETS_ERRORS.get(storage_error_code, storage_error_code)
 
 
-def _offsets_synced(group: GroupMetadata, offsets: dict[TopicPartition, OffsetValue],
+def _offsets_synced(group: GroupMetadata | ConsumerGroup, offsets: dict[TopicPartition, OffsetValue],
                     future: asyncio.Future) -> None:
     if not future.cancelled() and future.exception() is None:
         group.offsets.update(offsets)
@@ -85,9 +114,14 @@ class GroupSummary:
     protocol_type: str
     protocol: str
     members: list[MemberSummary]
+    # Why a Dead group is described Dead (DescribeGroups v6 error_message).
+    message: str = ""
 
 
 DEAD_GROUP = GroupSummary(GroupState.DEAD.kafka_name, "", "", [])
+# Kafka's GroupType names (ListGroups v5).
+CLASSIC_TYPE = "classic"
+CONSUMER_TYPE = "consumer"
 
 
 class OffsetOperations:
@@ -95,6 +129,7 @@ class OffsetOperations:
 
     # What GroupCoordinator supplies, declared for the type checker.
     groups: dict[str, GroupMetadata]
+    consumer_groups: dict[str, ConsumerGroup]
     manager: GroupMetadataManager
     config: GroupConfig
     active: bool
@@ -104,11 +139,13 @@ class OffsetOperations:
                              group_instance_id: str | None) -> int: ...
         def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
                                 timeout_ms: int | None = None) -> None: ...
+        def _cleanup_consumer_group(self, group: ConsumerGroup, offsets: list[TopicPartition],
+                                    delete: bool = False) -> None: ...
 
     # -- OffsetCommit ----------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id: int, offsets: dict[TopicPartition, OffsetValue],
-                       syncs: list | None = None) -> dict[TopicPartition, int]:
+                       syncs: list | None = None, api_version: int = 0) -> dict[TopicPartition, int]:
         """Error code per partition. ``syncs``: where a flush.messages=1
         commit leaves (future, partitions) for the caller to await before it
         answers (see ``sync_error_code``); the offsets count (OffsetFetch,
@@ -117,10 +154,20 @@ class OffsetOperations:
         error = self._check_group_id(group_id, allow_empty=True)
         if error:
             return dict.fromkeys(offsets, error)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = consumer_commit_error(consumer_group, member_id, generation_id, api_version)
+            if error:
+                return dict.fromkeys(offsets, error)
+            return self._store_offsets(consumer_group, offsets, syncs)
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+                # v9+ says the group is not there; older versions keep
+                # ILLEGAL_GENERATION (Kafka's OffsetMetadataManager).
+                missing = (ErrorCode.GROUP_ID_NOT_FOUND if api_version >= FIRST_MEMBER_EPOCH_COMMIT
+                           else ErrorCode.ILLEGAL_GENERATION)
+                return dict.fromkeys(offsets, missing)
             group = self.groups[group_id] = GroupMetadata(group_id, clock=self.manager.clock)
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error:
@@ -146,7 +193,7 @@ class OffsetOperations:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.NONE
 
-    def _store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetValue],
+    def _store_offsets(self, group: GroupMetadata | ConsumerGroup, offsets: dict[TopicPartition, OffsetValue],
                        syncs: list | None = None) -> dict[TopicPartition, int]:
         errors: dict[TopicPartition, int] = {}
         valid: dict[TopicPartition, OffsetValue] = {}
@@ -172,14 +219,20 @@ class OffsetOperations:
         return errors
 
     # -- OffsetFetch -----------------------------------------------------------------
-    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[int, list[tuple[str, int, OffsetValue | None]]]:
         """Committed offsets of `partitions`, or of every partition with one
-        when None; a partition without a commit comes back with None."""
+        when None; a partition without a commit comes back with None. A
+        consumer-protocol member (OffsetFetch v9) names itself and its
+        epoch, which must be current."""
         error = self._check_group_id(group_id, allow_empty=True)
         if error:
             return error, []
-        group = self.groups.get(group_id)
+        error = self._validate_offset_fetch(group_id, member_id, member_epoch)
+        if error:
+            return error, []
+        group = self.groups.get(group_id) or self.consumer_groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if partitions is None:
             return ErrorCode.NONE, [(t, p, value) for (t, p), value in sorted(offsets.items())]
@@ -187,11 +240,23 @@ class OffsetOperations:
 
     def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
         """Partitions with a transactional offset commit not yet settled by
-        its marker (Kafka's hasPendingOffsetCommitsForTopicPartition)."""
-        group = self.groups.get(group_id)
+        its marker (Kafka's hasPendingOffsetCommitsForTopicPartition), in a
+        classic or a consumer-protocol group."""
+        group = self.groups.get(group_id) or self.consumer_groups.get(group_id)
         if group is None:
             return set()
         return {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
+
+    def _validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """Kafka's validateOffsetFetch: classic groups check nothing; a
+        consumer group checks a named member and its epoch."""
+        group = self.consumer_groups.get(group_id)
+        if group is None or (member_id is None and member_epoch < 0):
+            return ErrorCode.NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return _epoch_error(member, member_epoch)
 
     # -- OffsetDelete ----------------------------------------------------------------
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
@@ -199,6 +264,13 @@ class OffsetOperations:
         error = self._check_group_id(group_id)
         if error:
             return error, {}
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            subscribed = set() if consumer_group.is_empty() else consumer_group.subscribed_topic_names()
+            eligible = [tp for tp in partitions if tp[0] not in subscribed]
+            self._cleanup_consumer_group(consumer_group, eligible)
+            return ErrorCode.NONE, {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed
+                                    else ErrorCode.NONE for tp in partitions}
         group = self.groups.get(group_id)
         if group is None or group.is_state(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
@@ -217,17 +289,22 @@ class OffsetOperations:
         return ErrorCode.NONE, errors
 
     # -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------
-    def list_groups(self) -> tuple[int, list[tuple[str, str, str]]]:
-        """(error, [(group_id, protocol_type, state)])."""
+    def list_groups(self) -> tuple[int, list[tuple[str, str, str, str]]]:
+        """(error, [(group_id, protocol_type, state, group type)])."""
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        return ErrorCode.NONE, [(g.group_id, g.protocol_type or "", g.state.kafka_name)
-                                for g in self.groups.values() if not g.is_state(GroupState.DEAD)]
+        return ErrorCode.NONE, [(g.group_id, g.protocol_type or "", g.state.kafka_name, CLASSIC_TYPE)
+                                for g in self.groups.values() if not g.is_state(GroupState.DEAD)] + [
+            (g.group_id, g.protocol_type, g.state.kafka_name, CONSUMER_TYPE)
+            for g in self.consumer_groups.values()]
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self._check_group_id(group_id, allow_empty=True)
         if error:
             return error, GroupSummary("", "", "", [])
+        if group_id in self.consumer_groups:
+            return ErrorCode.NONE, GroupSummary(GroupState.DEAD.kafka_name, "", "", [],
+                                                f"Group {group_id} is not a classic group.")
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, DEAD_GROUP
@@ -245,8 +322,15 @@ class OffsetOperations:
         for group_id in group_ids:
             error = self._check_group_id(group_id, allow_empty=True)
             group = self.groups.get(group_id)
+            consumer_group = self.consumer_groups.get(group_id)
             if error:
                 results[group_id] = error
+            elif consumer_group is not None:
+                if not consumer_group.is_empty():
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self._cleanup_consumer_group(consumer_group, list(consumer_group.offsets), delete=True)
+                    results[group_id] = ErrorCode.NONE
             elif group is None or group.is_state(GroupState.DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif not group.is_state(GroupState.EMPTY):
@@ -268,6 +352,11 @@ class OffsetOperations:
             removed += len(gone)
             if gone:
                 self._cleanup_group_metadata(group, gone)
+        for consumer_group in list(self.consumer_groups.values()):
+            gone = [key for key in consumer_group.offsets if key[0] in topics]
+            removed += len(gone)
+            if gone:
+                self._cleanup_consumer_group(consumer_group, gone)
         return removed
 
     def cleanup_expired_offsets(self, now: int | None = None) -> int:
@@ -279,6 +368,11 @@ class OffsetOperations:
             expired = group.expired_offsets(now, self.config.offsets_retention_ms)
             removed += len(expired)
             self._cleanup_group_metadata(group, expired)
+        for consumer_group in list(self.consumer_groups.values()):
+            expired = consumer_group.expired_offsets(now, self.config.offsets_retention_ms)
+            removed += len(expired)
+            if expired or (consumer_group.is_empty() and not consumer_group.offsets):
+                self._cleanup_consumer_group(consumer_group, expired)
         if removed:
             log.info("expired %d committed offsets", removed)
         return removed

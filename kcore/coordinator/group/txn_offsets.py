@@ -13,7 +13,9 @@ created Empty; a Dead group answers COORDINATOR_NOT_AVAILABLE; with v3's
 group metadata (KIP-447) an unknown member gets UNKNOWN_MEMBER_ID, a
 stale static instance FENCED_INSTANCE_ID and another generation
 ILLEGAL_GENERATION, so a zombie consumer-producer pair cannot commit
-after its partitions moved. The answer waits for the ISR.
+after its partitions moved. A consumer-protocol group checks the member
+and its member epoch instead (ILLEGAL_GENERATION when stale, as Kafka
+answers TxnOffsetCommit). The answer waits for the ISR.
 
 TxnOffsetOperations is a mixin of GroupCoordinator (coordinator.py), like
 OffsetOperations; same concurrency contract.
@@ -24,9 +26,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from kcore.coordinator.group.consumer_group import ConsumerGroup
 from kcore.coordinator.group.group import GroupMetadata
 from kcore.coordinator.group.manager import OFFSETS_TOPIC, GroupMetadataManager
-from kcore.coordinator.group.offsets import sync_error_code
+from kcore.coordinator.group.offsets import consumer_commit_error, sync_error_code
 from kcore.coordinator.group.records import OffsetValue
 from kcore.coordinator.group.state import GroupState
 from kcore.coordinator.internal_log import StoreError
@@ -43,6 +46,7 @@ log = logging.getLogger(__name__)
 class TxnOffsetOperations:
     if TYPE_CHECKING:
         groups: dict[str, GroupMetadata]
+        consumer_groups: dict[str, ConsumerGroup]
         manager: GroupMetadataManager
         config: GroupConfig
 
@@ -57,10 +61,21 @@ class TxnOffsetOperations:
         error = self._check_group_id(group_id, allow_empty=True)
         if error:
             return dict.fromkeys(offsets, error)
-        group = self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = GroupMetadata(group_id, clock=self.manager.clock)
-        error = self._validate_txn_commit(group, member_id, group_instance_id, generation_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        group: GroupMetadata | ConsumerGroup
+        if consumer_group is not None:
+            group = consumer_group
+            # A consumer group's member commits with its member epoch; a
+            # stale one is ILLEGAL_GENERATION here (Kafka's
+            # validateTransactionalOffsetCommit).
+            error = consumer_commit_error(consumer_group, member_id, generation_id, 0, transactional=True)
+            error = ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error
+        else:
+            classic = self.groups.get(group_id)
+            if classic is None:
+                classic = self.groups[group_id] = GroupMetadata(group_id, clock=self.manager.clock)
+            group = classic
+            error = self._validate_txn_commit(classic, member_id, group_instance_id, generation_id)
         if error:
             return dict.fromkeys(offsets, error)
         errors: dict[TopicPartition, int] = {
@@ -101,7 +116,8 @@ class TxnOffsetOperations:
         listener): settle the transaction's offsets in its groups."""
         if topic != OFFSETS_TOPIC:
             return
-        for group in self.groups.values():
+        groups: list[GroupMetadata | ConsumerGroup] = [*self.groups.values(), *self.consumer_groups.values()]
+        for group in groups:
             if producer_id not in group.pending_txn_offsets \
                     or self.manager.partition_for(group.group_id) != index:
                 continue

@@ -206,6 +206,32 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TXN_STATE
         return await self.manager.append(transactional_id, coordinator_epoch, metadata, transit)
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn with verify_only (KIP-890 part 1, sent by a
+        partition leader before it appends a transactional batch): per
+        partition NONE when it is in the producer's ongoing transaction,
+        else TRANSACTION_ABORTABLE; the whole set gets
+        INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED or, while markers are
+        on their way, CONCURRENT_TRANSACTIONS (Kafka's
+        ``handleVerifyPartitionsInTransaction``). Changes nothing: the
+        partitions of a transaction are those whose addition was written,
+        and a pending transition is left to the append's own check."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)
+        try:
+            _, metadata = self.manager.get(transactional_id)
+        except CoordinatorError as exc:
+            return dict.fromkeys(partitions, exc.error_code)
+        code = _check_producer(metadata, producer_id, producer_epoch)
+        if code == ErrorCode.NONE and metadata is not None \
+                and metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            code = ErrorCode.CONCURRENT_TRANSACTIONS
+        if code != ErrorCode.NONE or metadata is None:
+            return dict.fromkeys(partitions, code)
+        return {partition: ErrorCode.NONE if partition in metadata.partitions
+                else ErrorCode.TRANSACTION_ABORTABLE for partition in partitions}
+
     # -- EndTxn --------------------------------------------------------------------------
     async def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
                               commit: bool) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.controller.base import Controller
-from kcore.coordinator.internal_log import StoreError, append_replicated, iter_log_batches
+from kcore.coordinator.internal_log import APPEND_ERRORS, StoreError, append_replicated, iter_log_batches
 from kcore.coordinator.txn import records as txn_records
 from kcore.coordinator.txn.metadata import TransactionMetadata, TxnTransit
 from kcore.coordinator.txn.state import TransactionState
@@ -42,16 +42,8 @@ APPEND_TIMEOUT_S = 30.0
 
 # appendTransactionToLog's error translation (Kafka TransactionStateManager):
 # what a producer can act on, rather than the partition's own error.
-_APPEND_ERRORS: dict[int, int] = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
+_APPEND_ERRORS: dict[int, int] = {code: mapped for code, mapped in APPEND_ERRORS.items()
+                                  if code != ErrorCode.INVALID_FETCH_SIZE}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,14 @@
-"""Fetch (api key 1): read record batches from partitions; versions 4-11.
+"""Fetch (api key 1): read record batches from partitions; versions 4-12.
 
 Versions: v4 isolation_level, last_stable_offset and aborted_transactions
 (KIP-98); v5 log_start_offset; v6 may answer KAFKA_STORAGE_ERROR; v7 fetch
 sessions (session_id, session_epoch, forgotten_topics_data, top-level
 error_code; KIP-227); v8 throttles after answering; v9 current_leader_epoch
-(KIP-320); v10 allows zstd; v11 rack_id and preferred_read_replica (KIP-392).
+(KIP-320); v10 allows zstd; v11 rack_id and preferred_read_replica (KIP-392);
+v12 the flexible encoding, last_fetched_epoch and the tagged answers
+diverging_epoch (truncation detected on the fetch itself, KIP-595's
+change to KIP-320's follower), current_leader and snapshot_id. v13+ name
+topics by id (KIP-516).
 Response ``records`` may be a file slice (sent by sendfile) or a list of
 chunks; replica_id >= 0 marks a follower fetch.
 
@@ -22,6 +26,7 @@ from kcore.protocol.schema import Field, Message
 REQUEST = Message(
     "FetchRequest", api_key=1, flexible="12+",
     fields=[
+        Field("cluster_id", "string", "12+", nullable="12+", default=None, tag=0, tagged="12+"),
         Field("replica_id", "int32", "0+", default=-1),
         Field("max_wait_ms", "int32", "0+"),
         Field("min_bytes", "int32", "0+"),
@@ -35,6 +40,7 @@ REQUEST = Message(
                 Field("partition", "int32", "0+"),
                 Field("current_leader_epoch", "int32", "9+", default=-1),
                 Field("fetch_offset", "int64", "0+"),
+                Field("last_fetched_epoch", "int32", "12+", default=-1),
                 Field("log_start_offset", "int64", "5+", default=-1),
                 Field("partition_max_bytes", "int32", "0+"),
             ]),
@@ -61,6 +67,18 @@ RESPONSE = Message(
                 Field("high_watermark", "int64", "0+"),
                 Field("last_stable_offset", "int64", "4+", default=-1),
                 Field("log_start_offset", "int64", "5+", default=-1),
+                Field("diverging_epoch", "EpochEndOffset", "12+", tag=0, tagged="12+", fields=[
+                    Field("epoch", "int32", "12+", default=-1),
+                    Field("end_offset", "int64", "12+", default=-1),
+                ]),
+                Field("current_leader", "LeaderIdAndEpoch", "12+", tag=1, tagged="12+", fields=[
+                    Field("leader_id", "int32", "12+", default=-1),
+                    Field("leader_epoch", "int32", "12+", default=-1),
+                ]),
+                Field("snapshot_id", "SnapshotId", "12+", tag=2, tagged="12+", fields=[
+                    Field("end_offset", "int64", "0+", default=-1),
+                    Field("epoch", "int32", "0+", default=-1),
+                ]),
                 Field("aborted_transactions", "[]AbortedTransaction", "4+", nullable="4+", fields=[
                     Field("producer_id", "int64", "4+"),
                     Field("first_offset", "int64", "4+"),
@@ -79,6 +97,21 @@ FetchResponse = RESPONSE.data_class
 # The response as the handler builds it: dicts that mypy checks key by key
 # (fields of every version; tests/unit/test_protocol_typed_bodies.py keeps
 # them equal to RESPONSE).
+class EpochEndOffsetDict(TypedDict, total=False):
+    epoch: int
+    end_offset: int
+
+
+class LeaderIdAndEpochDict(TypedDict, total=False):
+    leader_id: int
+    leader_epoch: int
+
+
+class SnapshotIdDict(TypedDict, total=False):
+    end_offset: int
+    epoch: int
+
+
 class AbortedTransactionDict(TypedDict, total=False):
     producer_id: int
     first_offset: int
@@ -90,6 +123,9 @@ class PartitionDataDict(TypedDict, total=False):
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
+    diverging_epoch: EpochEndOffsetDict
+    current_leader: LeaderIdAndEpochDict
+    snapshot_id: SnapshotIdDict
     aborted_transactions: list[AbortedTransactionDict] | None
     preferred_read_replica: int
     records: Any  # a file slice, a list of them, bytes or None

@@ -1,4 +1,4 @@
-"""LeaderAndIsr (api key 4): controller to broker, the leader and ISR of partitions; versions 0-4.
+"""LeaderAndIsr (api key 4): controller to broker, the leader and ISR of partitions; versions 0-5.
 
 The controller sends each broker the state of the partitions it hosts:
 leader, leader_epoch, isr, replicas and partition_epoch (the version of the
@@ -13,9 +13,13 @@ Versions: v1 is_new (the replica may be created empty); v2 broker_epoch
 (KIP-380: a restarted broker ignores requests meant for its previous
 incarnation) and partitions grouped by topic (topic_states; v0-1 list them
 in ungrouped_partition_states with topic_name in each); v3
-adding_replicas and removing_replicas (KIP-455 reassignment); v4 flexible.
-Response: error_code and per-partition errors, each with topic_name.
-Inter-broker: kcore sends v4 (``api_keys.INTER_BROKER_VERSIONS``).
+adding_replicas and removing_replicas (KIP-455 reassignment); v4 flexible;
+v5 each topic's topic_id (KIP-516) and the request's type: 2 (FULL) when
+it names every partition the broker hosts, so the broker can set aside
+the logs it holds that the request does not name or names under another
+topic id (strays), 0 otherwise. Response: error_code and per-partition
+errors, each with topic_name (v0-4), grouped by topic_id from v5.
+Inter-broker: kcore sends v5 (``api_keys.INTER_BROKER_VERSIONS``).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 LeaderAndIsrRequest.json and LeaderAndIsrResponse.json as of 3.9.0, the
@@ -45,9 +49,11 @@ REQUEST = Message(
         Field("controller_id", "int32", "0+"),
         Field("controller_epoch", "int32", "0+"),
         Field("broker_epoch", "int64", "2+", default=-1),
+        Field("type", "int8", "5+"),
         Field("ungrouped_partition_states", "[]LeaderAndIsrPartitionState", "0-1", fields=_PARTITION_STATE),
         Field("topic_states", "[]LeaderAndIsrTopicState", "2+", fields=[
             Field("topic_name", "string", "2+"),
+            Field("topic_id", "uuid", "5+"),
             Field("partition_states", "[]LeaderAndIsrPartitionState", "2+", fields=_PARTITION_STATE),
         ]),
         Field("live_leaders", "[]LeaderAndIsrLiveLeader", "0+", fields=[
@@ -58,14 +64,21 @@ REQUEST = Message(
     ],
 )
 
+# LeaderAndIsrPartitionError, a common struct of the spec: ungrouped in v0-4, per topic from v5.
+_PARTITION_ERROR = [
+    Field("topic_name", "string", "0-4"),
+    Field("partition_index", "int32", "0+"),
+    Field("error_code", "int16", "0+"),
+]
+
 RESPONSE = Message(
     "LeaderAndIsrResponse", api_key=4, flexible="4+",
     fields=[
         Field("error_code", "int16", "0+"),
-        Field("partition_errors", "[]LeaderAndIsrPartitionError", "0-4", fields=[
-            Field("topic_name", "string", "0-4"),
-            Field("partition_index", "int32", "0+"),
-            Field("error_code", "int16", "0+"),
+        Field("partition_errors", "[]LeaderAndIsrPartitionError", "0-4", fields=_PARTITION_ERROR),
+        Field("topics", "[]LeaderAndIsrTopicError", "5+", fields=[
+            Field("topic_id", "uuid", "5+"),
+            Field("partition_errors", "[]LeaderAndIsrPartitionError", "5+", fields=_PARTITION_ERROR),
         ]),
     ],
 )

@@ -1,9 +1,13 @@
-"""ListOffsets (api key 2): offsets by timestamp (-1 latest, -2 earliest); versions 1-5.
+"""ListOffsets (api key 2): offsets by timestamp or special timestamp; versions 1-11.
 
 Versions: v1 one timestamp/offset pair per partition (v0's offset lists are
 gone); v2 isolation_level; v3 throttles after answering; v4
 current_leader_epoch and leader_epoch (KIP-320); v5 may answer
-OFFSET_NOT_AVAILABLE.
+OFFSET_NOT_AVAILABLE; v6 the flexible encoding; v7 -3, the record with the
+largest timestamp (KIP-734); v8 -4, the start of the local log (KIP-405);
+v9 -5, the last offset in tiered storage (KIP-1005); v10 timeout_ms, how
+long a lookup in tiered storage may take (KIP-1075); v11 -6, the first
+offset not yet uploaded to tiered storage (KIP-1023).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 ListOffsetsRequest.json and ListOffsetsResponse.json (field names: snake_case of
@@ -24,6 +28,7 @@ REQUEST = Message(
                 Field("timestamp", "int64", "0+"),
             ]),
         ]),
+        Field("timeout_ms", "int32", "10+"),
     ],
 )
 

@@ -1,10 +1,14 @@
-"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-8.
+"""Metadata (api key 3): brokers, topics and partition leaders; versions 0-13.
 
 Versions: v0 an empty topic list means every topic; v1 null means every
 topic and adds rack, controller_id, is_internal; v2 cluster_id; v3
 throttle_time_ms; v4 allow_auto_topic_creation; v5 offline_replicas; v6
-throttles after answering; v7 leader_epoch (KIP-320: report -1 until
-OffsetForLeaderEpoch is served); v8 authorized operations (KIP-430).
+throttles after answering; v7 leader_epoch (KIP-320); v8 authorized
+operations (KIP-430); v9 flexible; v10 each topic's topic_id in the
+response (KIP-516; the request's topic_id and null names are not to be
+used before v12); v11 drops the cluster's authorized operations (KIP-700:
+DescribeCluster has them); v12 topics asked for by id, answered with a
+null name when the id is unknown; v13 a top-level error_code (KIP-1102).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 MetadataRequest.json and MetadataResponse.json (field names: snake_case of
@@ -13,6 +17,7 @@ a handler builds as dicts.
 """
 from __future__ import annotations
 
+import uuid
 from typing import TypedDict
 
 from kcore.protocol.schema import Field, Message
@@ -21,10 +26,11 @@ REQUEST = Message(
     "MetadataRequest", api_key=3, flexible="9+",
     fields=[
         Field("topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=[
-            Field("name", "string", "0+"),
+            Field("topic_id", "uuid", "10+"),
+            Field("name", "string", "0+", nullable="10+"),
         ]),
         Field("allow_auto_topic_creation", "bool", "4+", default=True),
-        Field("include_cluster_authorized_operations", "bool", "8+"),
+        Field("include_cluster_authorized_operations", "bool", "8-10"),
         Field("include_topic_authorized_operations", "bool", "8+"),
     ],
 )
@@ -43,7 +49,8 @@ RESPONSE = Message(
         Field("controller_id", "int32", "1+", default=-1),
         Field("topics", "[]MetadataResponseTopic", "0+", fields=[
             Field("error_code", "int16", "0+"),
-            Field("name", "string", "0+"),
+            Field("name", "string", "0+", nullable="12+"),
+            Field("topic_id", "uuid", "10+"),
             Field("is_internal", "bool", "1+"),
             Field("partitions", "[]MetadataResponsePartition", "0+", fields=[
                 Field("error_code", "int16", "0+"),
@@ -56,7 +63,8 @@ RESPONSE = Message(
             ]),
             Field("topic_authorized_operations", "int32", "8+", default=-0x80000000),
         ]),
-        Field("cluster_authorized_operations", "int32", "8+", default=-0x80000000),
+        Field("cluster_authorized_operations", "int32", "8-10", default=-0x80000000),
+        Field("error_code", "int16", "13+"),
     ],
 )
 
@@ -86,7 +94,8 @@ class MetadataResponsePartitionDict(TypedDict, total=False):
 
 class MetadataResponseTopicDict(TypedDict, total=False):
     error_code: int
-    name: str
+    name: str | None
+    topic_id: uuid.UUID
     is_internal: bool
     partitions: list[MetadataResponsePartitionDict]
     topic_authorized_operations: int
@@ -99,3 +108,4 @@ class MetadataResponseDict(TypedDict, total=False):
     controller_id: int
     topics: list[MetadataResponseTopicDict]
     cluster_authorized_operations: int
+    error_code: int

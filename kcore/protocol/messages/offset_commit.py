@@ -1,8 +1,10 @@
-"""OffsetCommit (api key 8): store a group's consumed offsets; versions 2-7.
+"""OffsetCommit (api key 8): store a group's consumed offsets; versions 2-9.
 
 Versions: v2-4 retention_time_ms (-1 = broker default); v3 throttle_time_ms;
 v4 throttles after answering; v5 drops retention_time_ms; v6
-committed_leader_epoch (KIP-320); v7 group_instance_id (KIP-345). The field
+committed_leader_epoch (KIP-320); v7 group_instance_id (KIP-345); v8 flexible; v9 a consumer-protocol member
+(KIP-848) commits with its member epoch, checked (STALE_MEMBER_EPOCH) and an
+unknown group answers GROUP_ID_NOT_FOUND. The field
 Kafka 2.x called generation_id is generation_id_or_member_epoch.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/

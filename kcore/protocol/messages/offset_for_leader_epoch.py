@@ -1,7 +1,8 @@
-"""OffsetForLeaderEpoch (api key 23): end offset of a leader epoch (KIP-101); versions 2-3.
+"""OffsetForLeaderEpoch (api key 23): end offset of a leader epoch (KIP-101); versions 2-4.
 
 Versions: v2 current_leader_epoch and throttle_time_ms (KIP-320); v3
-replica_id (-1 consumer, -2 debug, >= 0 follower). Followers use it to
+replica_id (-1 consumer, -2 debug, >= 0 follower); v4 the flexible
+encoding. Followers use it to
 truncate to the leader's epoch boundary; clients to detect log truncation.
 
 Schemas: apache/kafka clients/src/main/resources/common/message/

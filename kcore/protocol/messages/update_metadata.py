@@ -1,4 +1,4 @@
-"""UpdateMetadata (api key 6): controller to every broker, the metadata cache; versions 0-6.
+"""UpdateMetadata (api key 6): controller to every broker, the metadata cache; versions 0-7.
 
 Carries the live brokers with their endpoints and the state of partitions
 (leader, leader_epoch, isr, replicas, offline_replicas), which each broker
@@ -11,8 +11,8 @@ Versions: v1 several endpoints per broker (endpoints; v0 one v0_host and
 v0_port); v2 rack; v3 listener name per endpoint; v4 offline_replicas;
 v5 broker_epoch (KIP-380) and partitions grouped by topic (topic_states;
 v0-4 list ungrouped_partition_states with topic_name in each); v6
-flexible. Response: error_code only.
-Inter-broker: kcore sends v6 (``api_keys.INTER_BROKER_VERSIONS``).
+flexible; v7 each topic's topic_id (KIP-516). Response: error_code only.
+Inter-broker: kcore sends v7 (``api_keys.INTER_BROKER_VERSIONS``).
 
 Schemas: apache/kafka clients/src/main/resources/common/message/
 UpdateMetadataRequest.json and UpdateMetadataResponse.json as of 3.9.0
@@ -42,6 +42,7 @@ REQUEST = Message(
         Field("ungrouped_partition_states", "[]UpdateMetadataPartitionState", "0-4", fields=_PARTITION_STATE),
         Field("topic_states", "[]UpdateMetadataTopicState", "5+", fields=[
             Field("topic_name", "string", "5+"),
+            Field("topic_id", "uuid", "7+"),
             Field("partition_states", "[]UpdateMetadataPartitionState", "5+", fields=_PARTITION_STATE),
         ]),
         Field("live_brokers", "[]UpdateMetadataBroker", "0+", fields=[

@@ -1,0 +1,100 @@
+"""A whole cluster told to stop: SIGTERM to every broker at once, under
+load. Each broker tries its controlled shutdown as Kafka does
+(``controlled.shutdown.max.retries`` = 3 tries, 5 s apart, an attempt
+failing at once when no controller is elected or reachable), then stops
+anyway: every broker exits within 30 s, cleanly (``.kafka_cleanshutdown``
+in its data dir, no stray task traceback in its log), and its next start
+recovers nothing. Real brokers, a real ZooKeeper, confluent-kafka
+producing; every wait and every load is bounded.
+"""
+from __future__ import annotations
+
+import signal
+import time
+
+from kcore.testing.broker import BrokerProcess
+from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
+
+ROUNDS = 2
+EXIT_BOUND_S = 30.0
+# Kafka's controlled-shutdown defaults, not the 200 ms back-off the other
+# cluster tests use: the bound must hold with what operators run.
+KAFKA_SHUTDOWN_DEFAULTS = {"controlled.shutdown.max.retries": "3",
+                           "controlled.shutdown.retry.backoff.ms": "5000"}
+# What a broker's log must never show around a stop.
+UNCLEAN_MARKS = ("Task exception was never retrieved", "Traceback", "pop from an empty deque")
+# loader.py's line for each segment a start scans again (Kafka's
+# "Recovering unflushed segment").
+RECOVERY_MARK = "recovering segment"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+def log_since(broker: BrokerProcess, offset: int) -> str:
+    with open(broker.log_path, "rb") as log_file:
+        log_file.seek(offset)
+        return log_file.read().decode(errors="replace")
+
+
+def log_size(broker: BrokerProcess) -> int:
+    return broker.log_path.stat().st_size if broker.log_path.exists() else 0
+
+
+def stop_all_at_once(brokers: dict[int, BrokerProcess]) -> dict[int, tuple[int | None, float]]:
+    """SIGTERM to every broker in one go; (exit status or None if still
+    running at the bound, seconds to exit) each. A broker past the bound
+    is SIGKILLed, so the test ends either way."""
+    started = time.monotonic()
+    for broker in brokers.values():
+        assert broker.process is not None
+        broker.process.send_signal(signal.SIGTERM)
+    exits: dict[int, tuple[int | None, float]] = {}
+    for broker_id, broker in brokers.items():
+        assert broker.process is not None
+        left = max(0.0, started + EXIT_BOUND_S - time.monotonic())
+        try:
+            code: int | None = broker.process.wait(left)
+        except Exception:  # subprocess.TimeoutExpired: still running at the bound
+            code = None
+            broker.kill()
+        exits[broker_id] = (code, time.monotonic() - started)
+    return exits
+
+
+def test_sigterm_to_every_broker_at_once_stops_each_cleanly_within_30_s(cluster_factory):
+    cluster = cluster_factory(overrides=KAFKA_SHUTDOWN_DEFAULTS)
+    cluster.create_topic("halt", 3, 3, {"min.insync.replicas": "2"})
+    loads: list[ProducerLoad] = []
+    for round_ in range(ROUNDS):
+        # Short delivery timeouts: the producer gives up on what it could
+        # not send once every broker is gone, instead of holding the test.
+        load = ProducerLoad(cluster, "halt", 3, max_seconds=60, first_seq=round_ * 1_000_000,
+                            settings={"message.timeout.ms": 5000}).start()
+        loads.append(load)
+        wait_for_progress(cluster, load, 300, f"round {round_}: the producer got going")
+        offsets = {i: log_size(b) for i, b in cluster.brokers.items()}
+
+        exits = stop_all_at_once(cluster.brokers)
+        load.stop()
+        print(f"round {round_}: exits after", {i: round(s, 1) for i, (_, s) in exits.items()})
+        late = {i: seconds for i, (code, seconds) in exits.items() if code is None}
+        assert late == {}, f"round {round_}: brokers still running after {EXIT_BOUND_S:g} s: {late}"
+        assert {i: code for i, (code, _) in exits.items()} == {i: 0 for i in cluster.brokers}
+        for broker_id, broker in cluster.brokers.items():
+            assert (broker.data_dir / CLEAN_SHUTDOWN_FILE).exists(), f"broker {broker_id}"
+            text = log_since(broker, offsets[broker_id])
+            assert "stopped cleanly" in text
+            found = [mark for mark in UNCLEAN_MARKS if mark in text]
+            assert found == [], f"round {round_}, broker {broker_id}: {found}\n{text[-3000:]}"
+
+        offsets = {i: log_size(b) for i, b in cluster.brokers.items()}
+        cluster.start()
+        cluster.wait_for(lambda: cluster.fully_replicated("halt", 3, 3),
+                         f"round {round_}: every replica back in sync")
+        for broker_id, broker in cluster.brokers.items():
+            text = log_since(broker, offsets[broker_id])
+            assert RECOVERY_MARK not in text, f"round {round_}, broker {broker_id}:\n{text}"
+            assert not (broker.data_dir / CLEAN_SHUTDOWN_FILE).exists()  # taken at start
+
+    found = consume_all(cluster, "halt", 3)
+    assert sum(check_acknowledged_survived(load, found) for load in loads) \
+        == sum(load.acked_count() for load in loads) > 0

@@ -1,0 +1,88 @@
+"""A client that goes away mid-request: the broker finishes what it started.
+
+A coordinator's state change is an append followed by an in-memory
+transition; cancelling the handler between the two left a transactional
+id answering CONCURRENT_TRANSACTIONS until the broker restarted (the
+fault suite's hanging transaction after a processor was SIGKILLed).
+"""
+import asyncio
+import socket
+
+from kcore import protocol
+from kcore.protocol.api_keys import ApiKey
+from kcore.server.connection import KafkaConnection
+
+METADATA = (ApiKey.METADATA, 1, {"topics": []})
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 20))
+
+
+async def _serve(dispatch):
+    connections = []
+
+    def factory():
+        connection = KafkaConnection(dispatch, "PLAINTEXT", 1 << 20, len(connections) + 1, lambda c: None)
+        connections.append(connection)
+        return connection
+
+    server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1], connections
+
+
+async def _send_and_vanish(port: int) -> None:
+    api_key, version, body = METADATA
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(protocol.encode_request(api_key, version, 1, "vanishing", body))
+    sock.close()
+
+
+def _dispatch_waiting_for(release: asyncio.Event, started: asyncio.Event, outcome: list):
+    async def dispatch(context, request):
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+        outcome.append("finished")
+        return {"brokers": [], "topics": []}
+    return dispatch
+
+
+def test_a_request_whose_client_closed_runs_to_its_end():
+    async def scenario():
+        release, started, outcome = asyncio.Event(), asyncio.Event(), []
+        server, port, connections = await _serve(_dispatch_waiting_for(release, started, outcome))
+        await _send_and_vanish(port)
+        await asyncio.wait_for(started.wait(), 5)
+        while not connections[0]._closed:
+            await asyncio.sleep(0.01)
+        release.set()
+        for _ in range(100):
+            if outcome:
+                break
+            await asyncio.sleep(0.01)
+        server.close()
+        return outcome
+    assert run(scenario()) == ["finished"]
+
+
+def test_a_stopping_broker_cancels_what_its_connections_were_handling():
+    async def scenario():
+        release, started, outcome = asyncio.Event(), asyncio.Event(), []
+        server, port, connections = await _serve(_dispatch_waiting_for(release, started, outcome))
+        sock = socket.create_connection(("127.0.0.1", port))
+        api_key, version, body = METADATA
+        sock.sendall(protocol.encode_request(api_key, version, 1, "staying", body))
+        await asyncio.wait_for(started.wait(), 5)
+        connections[0].shutdown()
+        for _ in range(100):
+            if outcome:
+                break
+            await asyncio.sleep(0.01)
+        sock.close()
+        server.close()
+        return outcome
+    assert run(scenario()) == ["cancelled"]
