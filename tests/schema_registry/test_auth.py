@@ -129,3 +129,23 @@ def test_confluent_client_with_basic_auth(secured):
     with pytest.raises(SchemaRegistryError) as caught:
         anonymous.get_subjects()
     assert caught.value.http_status_code == 401
+
+
+def test_kcore_schemas_logs_in_and_manages_subject_acls(secured):
+    def schemas(*argv: str, user: str = "admin"):
+        return kcore_cli("schemas", *argv[:2], "--registry-url", secured.url, "--user", user,
+                         "--password", USERS[user], *argv[2:])
+
+    assert kcore_cli("schemas", "list", "--registry-url", secured.url).returncode == 1
+    added = schemas("acls", "add", "--subject", "cli-", "--pattern-type", "PREFIXED",
+                    "--principal", "User:alice", "--operation", "DESCRIBE")
+    assert added.returncode == 0 and "Added 1 ACL(s)" in added.stdout
+    listed = schemas("acls", "list", "--subject", "cli-")
+    assert listed.stdout.splitlines()[1].split() == ["cli-", "PREFIXED", "User:alice", "*", "DESCRIBE", "ALLOW"]
+    refused = schemas("acls", "add", "--subject", "x", "--principal", "User:alice", "--operation", "WRITE",
+                      user="alice")
+    assert refused.returncode == 1 and "error_code 40301" in refused.stderr
+    removed = schemas("acls", "remove", "--subject", "cli-", "--pattern-type", "PREFIXED",
+                      "--principal", "User:alice", "--operation", "DESCRIBE")
+    assert removed.returncode == 0 and "Removed 1 ACL(s)" in removed.stdout
+    assert schemas("acls", "list", "--subject", "cli-").stdout.splitlines()[1:] == []
