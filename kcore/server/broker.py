@@ -132,6 +132,7 @@ class Broker:
                                               lambda: self.log_syncer, self.scram_credentials,
                                               self._sasl_settings, lambda: self.authorizer, self._auth_failures,
                                               self.security_store)
+        self.schemas = self.schema_registry.registry  # what the console reads (ConsoleSource)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
