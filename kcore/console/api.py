@@ -150,6 +150,10 @@ def _describable(broker: ConsoleSource, host: str, path: str, result: dict) -> d
     key, name_key, kind = _LISTS[path]
     result[key] = [item for item in result[key] if authorizer.authorize(
         CONSOLE_PRINCIPAL, host, AclOperation.DESCRIBE, kind, item[name_key])]
+    for item in result[key] if path == "/api/topics" else []:  # the Schema column: subjects described alone
+        item["schemas"] = {part: found if found is not None and authorizer.authorize(
+            CONSOLE_PRINCIPAL, host, AclOperation.DESCRIBE, ResourceType.SUBJECT, found["subject"]) else None
+            for part, found in item["schemas"].items()}
     return result
 
 

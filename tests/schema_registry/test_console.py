@@ -10,11 +10,12 @@ import urllib.request
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 from playwright.sync_api import expect
 
 from tests.console.conftest import browser, page  # noqa: F401 (fixtures)
 from tests.support import BrokerProcess, free_port
+from tests.support.acls import admin_for, grant, secured_broker
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
 from tests.support.console import screenshot
 from tests.support.registry import call
@@ -100,3 +101,28 @@ def test_the_pages_show_subjects_versions_diff_and_the_topics_schema(page, conso
     row = page.locator(f"#subjects tr[data-subject='{TOPIC}-value']")
     expect(row.locator("td").nth(2)).to_have_text("1, 2")
     expect(row.locator("td").nth(4)).to_have_text(str(console.ids[1]))
+
+
+def test_with_an_authorizer_subjects_show_to_who_may_describe_them(broker_factory):
+    http_port, registry_port = free_port(), free_port()
+    broker = secured_broker(broker_factory, ["shown", "unseen"],
+                            **{"http.listeners": f"http://127.0.0.1:{http_port}",
+                               "schema.registry.listeners": f"http://127.0.0.1:{registry_port}"})
+    registry_url = f"http://127.0.0.1:{registry_port}"
+    console = Both(broker, f"http://127.0.0.1:{http_port}", registry_url, [])
+    admin = admin_for(broker)
+    for topic in ("shown", "unseen"):
+        grant(admin, ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+    writes = {"acls": [{"subject": f"{topic}-value", "principal": "User:ANONYMOUS", "operation": "WRITE"}
+                       for topic in ("shown", "unseen")]}
+    assert call(registry_url, "POST", "/acls", writes)[0] == 200
+    for topic in ("shown", "unseen"):
+        assert call(registry_url, "POST", f"/subjects/{topic}-value/versions", {"schema": json.dumps(V1)})[0] == 200
+    assert call(registry_url, "DELETE", "/acls", {"acls": writes["acls"][1:]})[0] == 200
+
+    assert [s["subject"] for s in console.get("/api/schemas")[1]["subjects"]] == ["shown-value"]
+    status, answer = console.get("/api/schemas/unseen-value")
+    assert (status, answer["error"]) == (403, "SUBJECT_AUTHORIZATION_FAILED")
+    assert console.get("/api/schemas/unseen-value/diff")[0] == 403
+    topics = {t["name"]: t["schemas"]["value"] for t in console.get("/api/topics")[1]["topics"]}
+    assert topics["shown"]["subject"] == "shown-value" and topics["unseen"] is None
