@@ -15,6 +15,8 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from kcore.spark.options import OptionError
+from kcore.spark.registry_format import value_format
 from tests.support.confluent import ADMIN_TIMEOUT_S, admin_client
 
 V1 = {"type": "record", "name": "Trade", "namespace": "spark",
@@ -86,9 +88,15 @@ def test_wrong_settings_and_unframed_values_are_clear_errors(spark, registry, su
     AvroSerializer(registry.client(), json.dumps(V1))(
         {"symbol": "A", "quantity": 1, "tags": {}}, SerializationContext(topic, MessageField.VALUE))
     produce(registry, topic, [b"plain bytes"])
-    with pytest.raises(Exception, match="valueFormat"):
-        load(spark, registry, topic, valueFormat="protobuf")
-    with pytest.raises(Exception, match="holds a AVRO schema, not valueFormat=json"):
-        load(spark, registry, topic, valueFormat="json")
+    # The planner's checks, without a Spark job each: the options as Spark passes them.
+    options = {"subscribe": topic, "schema.registry.url": registry.url}
+    with pytest.raises(OptionError, match="'valueFormat' must be one of binary, avro, json"):
+        value_format({**options, "valueFormat": "protobuf"})
+    with pytest.raises(OptionError, match="holds a AVRO schema, not valueFormat=json"):
+        value_format({**options, "valueFormat": "json"})
+    with pytest.raises(OptionError, match="needs option 'schema.registry.url'"):
+        value_format({"subscribe": topic, "valueFormat": "avro"})
+    with pytest.raises(OptionError, match="'valueSubject' unless 'subscribe' names one topic"):
+        value_format({**options, "subscribe": f"{topic},other", "valueFormat": "avro"})
     with pytest.raises(Exception, match="offset 0.*wire format"):
         load(spark, registry, topic, valueFormat="avro").collect()
