@@ -297,6 +297,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Host names the web console answers besides IP addresses, localhost, this machine's name "
          "and the listeners' hosts (kcore's own setting; * allows any, which gives up the guard "
          "against DNS rebinding)."),
+    _key("schema.registry.listeners", _http_listeners, ["http://127.0.0.1:8081"],
+         "Addresses serving the schema registry (Confluent Schema Registry's REST API, at the root), comma "
+         "separated; empty disables. Process i of a node adds i to the port. A port that is taken stops "
+         "the broker when this key is set; with the default it is logged and skipped."),
+    _key("schema.registry.topic.replication.factor", _at_least(1), 3,
+         "Replicas of the _schemas topic, created on the registry's first write (fewer when fewer "
+         "brokers are live)."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs, one per disk (docs/log-dirs.md)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,

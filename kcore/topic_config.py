@@ -22,6 +22,11 @@ v2, as Kafka 3.x with inter.broker.protocol.version >= 3.0),
 down-conversion) and the
 ``remote.log.*`` switches (no remote tier to copy to or delete from).
 
+Beside Kafka's keys are the schema validation keys of Confluent Server
+(``confluent.value.schema.validation``, ...) and Redpanda
+(``redpanda.value.schema.id.validation``, ...), which the schema registry's
+produce-path check reads (kcore/schema_registry/validation.py).
+
 Layer: beside kcore/config.py, below everything that reads topic configs;
 data and pure functions only.
 """
@@ -154,6 +159,36 @@ def _cleanup_policy(items: list[str]) -> str:
     return ",".join(sorted(set(items)))
 
 
+# Subject name strategies (Confluent's serializer classes; Redpanda takes their
+# short names too): the subject whose ids a record may carry.
+SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+_STRATEGY_CLASS = "io.confluent.kafka.serializers.subject.{}"
+
+
+def _schema_validation_keys() -> list[TopicConfigKey]:
+    """Confluent Server's and Redpanda's topic configs for validation on
+    produce (docs/schema-registry.md): records must carry a schema id
+    registered under the subject the strategy names."""
+    strategies = one_of(*SUBJECT_NAME_STRATEGIES, *(_STRATEGY_CLASS.format(name) for name in SUBJECT_NAME_STRATEGIES))
+    keys = []
+    for part in ("key", "value"):
+        keys += [
+            _k(f"confluent.{part}.schema.validation", BOOLEAN, False,
+               f"Refuse (INVALID_RECORD, naming the record) a batch with a record whose {part} does not "
+               f"carry a schema id registered under its subject (Confluent Server's name)."),
+            _k(f"confluent.{part}.subject.name.strategy", STRING, _STRATEGY_CLASS.format("TopicNameStrategy"),
+               f"The subject of a record's {part} for confluent.{part}.schema.validation: TopicNameStrategy "
+               f"(<topic>-{part}), RecordNameStrategy (the schema's record name) or TopicRecordNameStrategy "
+               f"(<topic>-<record name>).", strategies),
+            _k(f"redpanda.{part}.schema.id.validation", BOOLEAN, False,
+               f"Redpanda's name for confluent.{part}.schema.validation (either turns it on)."),
+            _k(f"redpanda.{part}.subject.name.strategy", STRING, "TopicNameStrategy",
+               f"Redpanda's name for confluent.{part}.subject.name.strategy, read when "
+               f"redpanda.{part}.schema.id.validation turns validation on.", strategies),
+        ]
+    return keys
+
+
 def _k(name: str, kind: ConfigType, default: Any, doc: str, validator: Validator | None = None,
        synonyms: tuple[Synonym, ...] = (), **options: Any) -> TopicConfigKey:
     return TopicConfigKey(name, kind, default, doc, validator, synonyms, **options)
@@ -272,6 +307,7 @@ TOPIC_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in [
     _k("unclean.leader.election.enable", BOOLEAN, False,
        "Allow a replica outside the ISR to become leader (losing what it lacks).",
        None, _synonyms("unclean.leader.election.enable")),
+    *_schema_validation_keys(),
 ]}
 
 

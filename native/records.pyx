@@ -625,3 +625,79 @@ def has_null_key(section):
     finally:
         PyBuffer_Release(&view)
     return False
+
+
+cdef int64_t _wire_schema_id(const unsigned char *p, Py_ssize_t position, int64_t length) noexcept nogil:
+    """The schema id of a key or value at ``position`` in Confluent's wire
+    format (magic byte 0, then the id as a big-endian int32): -2 when it is
+    null, -1 when it carries none (shorter than 5 bytes, another first byte)."""
+    if length < 0:
+        return -2
+    if length < 5 or p[position] != 0:
+        return -1
+    return (<int64_t>p[position + 1] << 24) | (<int64_t>p[position + 2] << 16) \
+        | (<int64_t>p[position + 3] << 8) | <int64_t>p[position + 4]
+
+
+cdef inline int _next_varint(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos,
+                             int64_t *value) noexcept nogil:
+    """_varint with a fast path for the one-byte varints most record
+    fields are (attributes aside, a small record's every field is one)."""
+    cdef unsigned char b
+    if pos[0] < end:
+        b = p[pos[0]]
+        if b < 0x80:
+            pos[0] += 1
+            value[0] = <int64_t>((b >> 1) ^ (0 - (b & 1)))
+            return 0
+    return _varint(p, end, pos, value)
+
+
+def record_schema_ids(section, bint keys, bint distinct=True):
+    """The schema id each record's key (``keys``) or value carries in
+    Confluent's wire format, for an uncompressed records section: the id,
+    -1 for none, -2 for a null key or value. ``distinct``: each id once per
+    run of records carrying it, which is all a check of which ids occur
+    needs (a batch usually carries one). ValueError at the first record
+    that is malformed or runs past the section.
+
+    Its own loop rather than _record_at's: the produce path of a topic
+    with validation reads every record, and this one costs ~10 ns a
+    record against ~30 ns (100-byte records, bench_schema_registry.py)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t position = 0, i, end
+    cdef int64_t length, skipped, key_length, value_length, found, last = -3
+    cdef list out = []
+    cdef const unsigned char *p
+    PyObject_GetBuffer(section, &view, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char *>view.buf
+        while position < view.len:
+            i = position
+            if _next_varint(p, view.len, &i, &length) < 0 or length < 1 or length > view.len - i:
+                raise ValueError(f"malformed record at position {position} of a "
+                                 f"{view.len}-byte records section")
+            end = i + length
+            i += 1  # attributes
+            if _next_varint(p, end, &i, &skipped) < 0 or _next_varint(p, end, &i, &skipped) < 0 \
+                    or _next_varint(p, end, &i, &key_length) < 0 or key_length < -1 \
+                    or key_length > end - i:
+                raise ValueError(f"malformed record at position {position} of a "
+                                 f"{view.len}-byte records section")
+            if keys:
+                found = _wire_schema_id(p, i, key_length)
+            if key_length > 0:
+                i += key_length
+            if _next_varint(p, end, &i, &value_length) < 0 or value_length < -1 \
+                    or value_length > end - i:
+                raise ValueError(f"malformed record at position {position} of a "
+                                 f"{view.len}-byte records section")
+            if not keys:
+                found = _wire_schema_id(p, i, value_length)
+            if not distinct or found != last:
+                out.append(found)
+                last = found
+            position = end
+    finally:
+        PyBuffer_Release(&view)
+    return out

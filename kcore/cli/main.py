@@ -1,5 +1,5 @@
 """`kcore` command line: broker, topics, produce, consume, groups, share-groups, transactions,
-users, acls, quotas, configs, reassign-partitions, delete-records, log-dirs,
+users, schemas, acls, quotas, configs, reassign-partitions, delete-records, log-dirs,
 status, dump-log, bench."""
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from kcore.cli import (
     log_dirs,
     quotas,
     reassign,
+    schemas,
     share_groups,
     status,
     transactions,
@@ -38,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    return [broker_cmd, client_commands, groups, share_groups, transactions, users, acls, quotas, configs, reassign,
-            delete_records, log_dirs, status, dump_log, bench]
+    return [broker_cmd, client_commands, groups, share_groups, transactions, users, schemas, acls, quotas, configs,
+            reassign, delete_records, log_dirs, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,9 @@ under ``API_TIMEOUT_S``.
     GET    /api/groups/G                                      members, offsets, lag, lag history
     POST   /api/groups/G/reset-offsets                        {"topic", "strategy", "value"?, "partitions"?, "execute"?}
     GET    /api/share-groups                                  share groups: members, in flight, lag
+    GET    /api/schemas                                       schema registry subjects, latest versions
+    GET    /api/schemas/S                                     a subject's versions with their schema text
+    GET    /api/schemas/S/diff?from=&to=                      unified diff of two versions
 
 With an authorizer (``authorizer.class.name``), a call on a topic or a
 group is authorized as Kafka would authorize the request that does the
@@ -40,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from kcore.console import groups, messages, overview, records, share_groups, topics
+from kcore.console import groups, messages, overview, records, schemas, share_groups, topics
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource
 from kcore.log.errors import LogError, OffsetOutOfRangeError
 from kcore.protocol.records import CorruptBatchError
@@ -76,6 +79,9 @@ ROUTES = [
     _route("GET", "/api/groups/{group}", groups.describe_group),
     _route("POST", "/api/groups/{group}/reset-offsets", groups.reset_offsets),
     _route("GET", "/api/share-groups", share_groups.list_share_groups),
+    _route("GET", "/api/schemas", schemas.list_subjects),
+    _route("GET", "/api/schemas/{subject}", schemas.describe_subject),
+    _route("GET", "/api/schemas/{subject}/diff", schemas.diff_versions),
 ]
 
 
@@ -92,11 +98,15 @@ NEEDS: dict[tuple[str, str], tuple[AclOperation, ResourceType, str]] = {
         (AclOperation.READ, ResourceType.TOPIC, "topic"),
     ("GET", "/api/groups/{group}"): (AclOperation.DESCRIBE, ResourceType.GROUP, "group"),
     ("POST", "/api/groups/{group}/reset-offsets"): (AclOperation.READ, ResourceType.GROUP, "group"),
+    # As the registry's GET /subjects/{subject}/versions checks.
+    ("GET", "/api/schemas/{subject}"): (AclOperation.DESCRIBE, ResourceType.SUBJECT, "subject"),
+    ("GET", "/api/schemas/{subject}/diff"): (AclOperation.DESCRIBE, ResourceType.SUBJECT, "subject"),
 }
 CONSOLE_PRINCIPAL = "User:ANONYMOUS"
 _AUTHORIZATION_FAILED = {ResourceType.TOPIC: "TOPIC_AUTHORIZATION_FAILED",
                          ResourceType.GROUP: "GROUP_AUTHORIZATION_FAILED",
-                         ResourceType.CLUSTER: "CLUSTER_AUTHORIZATION_FAILED"}
+                         ResourceType.CLUSTER: "CLUSTER_AUTHORIZATION_FAILED",
+                         ResourceType.SUBJECT: "SUBJECT_AUTHORIZATION_FAILED"}
 _CHECKS = [(method, _route(method, pattern, lambda *_: None)[1], need)
            for (method, pattern), need in NEEDS.items()]
 
@@ -129,7 +139,8 @@ def _authorize(broker: ConsoleSource, host: str, method: str, path: str,
 # DESCRIBE.
 _LISTS = {"/api/topics": ("topics", "name", ResourceType.TOPIC),
           "/api/groups": ("groups", "group_id", ResourceType.GROUP),
-          "/api/share-groups": ("groups", "group_id", ResourceType.GROUP)}
+          "/api/share-groups": ("groups", "group_id", ResourceType.GROUP),
+          "/api/schemas": ("subjects", "subject", ResourceType.SUBJECT)}
 
 
 def _describable(broker: ConsoleSource, host: str, path: str, result: dict) -> dict:
@@ -139,6 +150,10 @@ def _describable(broker: ConsoleSource, host: str, path: str, result: dict) -> d
     key, name_key, kind = _LISTS[path]
     result[key] = [item for item in result[key] if authorizer.authorize(
         CONSOLE_PRINCIPAL, host, AclOperation.DESCRIBE, kind, item[name_key])]
+    for item in result[key] if path == "/api/topics" else []:  # the Schema column: subjects described alone
+        item["schemas"] = {part: found if found is not None and authorizer.authorize(
+            CONSOLE_PRINCIPAL, host, AclOperation.DESCRIBE, ResourceType.SUBJECT, found["subject"]) else None
+            for part, found in item["schemas"].items()}
     return result
 
 

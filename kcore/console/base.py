@@ -15,6 +15,7 @@ from kcore.console.history import ConsoleHistory
 from kcore.coordinator.group.lag import ConsumerLag
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
+from kcore.schema_registry.registry import SchemaRegistry
 
 
 class ApiError(Exception):
@@ -31,7 +32,7 @@ class ApiError(Exception):
 class ConsoleSource(BrokerFacade, Protocol):
     """The Broker as the console reads it: what handlers see, plus the
     sampled history of the counters, the consumer lag service and the start
-    time."""
+    time, and the schema registry as this broker has replayed it."""
 
     @property
     def history(self) -> ConsoleHistory: ...
@@ -39,6 +40,8 @@ class ConsoleSource(BrokerFacade, Protocol):
     def consumer_lag(self) -> ConsumerLag: ...
     @property
     def started_at(self) -> float: ...
+    @property
+    def schemas(self) -> SchemaRegistry: ...
 
 
 @dataclass

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from kcore.console.base import ApiError, ApiRequest, ConsoleSource, body_object, error_name, int_arg, unknown_topic
+from kcore.console.schemas import topic_schemas
 from kcore.handlers import configs
 from kcore.handlers.topics import create_topic, delete_topic, set_topic_configs, wait_for_leaders
 from kcore.metadata import TopicError, TopicInfo
@@ -50,6 +51,7 @@ def list_topics(broker: ConsoleSource, request: ApiRequest) -> dict:
             "under_replicated": sum(len(s.isr) < len(s.replicas) for s in states.values()),
             "size_bytes": _local_size(broker, name),
             "configs": dict(info.configs) if info else {},
+            "schemas": topic_schemas(broker, name),
             "rates": broker.history.topic_rates(name)})
     return {"topics": topics, "truncated": len(names) > MAX_TOPICS_LISTED}
 

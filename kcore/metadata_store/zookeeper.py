@@ -84,7 +84,9 @@ MAX_CAS_RETRIES = 20
 
 RESOURCE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group",
                   ResourceType.CLUSTER: "Cluster", ResourceType.TRANSACTIONAL_ID: "TransactionalId",
-                  ResourceType.DELEGATION_TOKEN: "DelegationToken", ResourceType.USER: "User"}
+                  ResourceType.DELEGATION_TOKEN: "DelegationToken", ResourceType.USER: "User",
+                  # kcore's schema registry subjects (security/acl.py): a type of its own.
+                  ResourceType.SUBJECT: "Subject"}
 RESOURCE_TYPES = {name: kind for kind, name in RESOURCE_NAMES.items()}
 
 

@@ -48,7 +48,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.log.durability import GroupCommitSyncer, SyncFailedError
 from kcore.log.errors import LogError
 from kcore.log.log import AppendInfo, Log
-from kcore.log.log_validator import RecordPolicy, RecordValidationError, validate_records
+from kcore.log.log_validator import RecordPolicy, RecordValidationError, SchemaIdCheck, validate_records
 from kcore.log.producer_state import ProducerStateError, ProducerStateManager
 from kcore.log.txn_index import AbortedTxn
 from kcore.metadata import PartitionState
@@ -77,6 +77,7 @@ CODEC_IDS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zs
 # (partition, proposed ISR) -> None; the answer comes back through
 # Partition.on_isr_change.
 IsrChangeRequest = Callable[["Partition", list[int]], None]
+SchemaChecks = Callable[[str, dict[str, Any]], tuple[SchemaIdCheck | None, SchemaIdCheck | None]]
 
 
 class PartitionError(Exception):
@@ -142,6 +143,10 @@ class Partition:
         # Told (partition, log_grew) whenever the waiters above are woken:
         # the fetch sessions holding this partition (fetch_session.py).
         self.change_listener: Callable[[Partition, bool], None] | None = None
+        # With schema validation on: (topic, configs) -> the (key, value) checks
+        # of the ids records may carry (the schema registry's; log_validator.py).
+        self.schema_checks: SchemaChecks | None = None
+        self._policy: tuple[dict[str, Any], RecordPolicy] | None = None  # (the configs it is of, policy)
         self._syncer: GroupCommitSyncer | None = None  # once one was used
         # (marker offset, first offset) of transactions ended by a marker the
         # HW does not cover yet, in marker order (last_stable_offset).
@@ -294,8 +299,12 @@ class Partition:
             else (records, -1)
         durable = self.durable
         # Unconverted bytes get their CRC checked by the log, on a second
-        # core while they are written when the batch is large.
-        info = self._append_to_log(buffer, validate=not converted)
+        # core while they are written when the batch is large; unless
+        # _validate checked it already to read the records (compacted
+        # topics, bounded timestamps, schema validation): a second check of
+        # a 1 MB batch cost ~100 us (bench/bench_schema_registry.py path).
+        crc_checked = self._record_policy().reads_records
+        info = self._append_to_log(buffer, validate=not converted and not crc_checked)
         if producer_id >= 0:
             self.producers.update(producer_id, producer_epoch, base_sequence, last_offset_delta,
                                   info.first_offset, batch.max_timestamp, batch.is_transactional)
@@ -351,7 +360,7 @@ class Partition:
         (log_validator.py). The CRC is checked here when ``check_crc`` or
         the records are about to be read (compacted topics, bounded
         timestamps); otherwise the log checks it as it appends."""
-        policy = RecordPolicy.from_configs(self.configs)
+        policy = self._record_policy()
         check_crc = check_crc or policy.reads_records
         try:
             batches = native_records.validate_batches(records, check_crc=check_crc)
@@ -379,6 +388,23 @@ class Partition:
         except RecordValidationError as exc:
             raise PartitionError(exc.error_code, exc.message, exc.record_errors) from None
         return batches
+
+    def _record_policy(self) -> RecordPolicy:
+        """The record rules of the topic's configs, kept until they change
+        (every change replaces ``configs``), with the schema registry's
+        checks attached when validation is on (kept while it gives the
+        same ones): a produce of 16 KiB batches paid ~15 us a batch for
+        building them anew (bench/bench_schema_registry.py path)."""
+        cached = self._policy
+        if cached is None or cached[0] is not self.configs:
+            cached = self._policy = (self.configs, RecordPolicy.from_configs(self.configs))
+        policy = cached[1]
+        if policy.validates_schemas and self.schema_checks is not None:
+            checks = self.schema_checks(self.topic, self.configs)
+            if checks[0] is not policy.key_schemas or checks[1] is not policy.value_schemas:
+                policy = replace(policy, key_schemas=checks[0], value_schemas=checks[1])
+                self._policy = (cached[0], policy)
+        return policy
 
     def _must_convert(self, attributes: int) -> bool:
         wanted = self.configs["compression.type"]

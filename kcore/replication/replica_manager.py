@@ -54,13 +54,14 @@ from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.controller.base import StopReplicaPartition
 from kcore.log.errors import KafkaStorageError
 from kcore.log.log import FUTURE_DIR_SUFFIX
+from kcore.log.log_validator import SchemaIdCheck
 from kcore.log.manager import LogManager
 from kcore.metadata import NO_TOPIC_ID, BrokerInfo, PartitionState, TopicPartition
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.fetch_session import FetchSessionCache
 from kcore.replication.log_dir_mover import LogDirMover
 from kcore.replication.metadata_cache import MetadataCache
-from kcore.replication.partition import Partition
+from kcore.replication.partition import Partition, SchemaChecks
 from kcore.replication.replica_selector import ReplicaSelector
 from kcore.replication.replication_quota import ReplicationQuota
 from kcore.replication.txn_markers import TxnMarkerWriter
@@ -109,6 +110,9 @@ class ReplicaManager:
         self.fetchers: Fetchers | None = None
         self.isr_change_handler: Callable[[Partition, list[int]], None] | None = None
         self.leadership_listeners: list[LeadershipListener] = []
+        # (topic, configs) -> the (key, value) schema id checks of topics with
+        # schema validation on: the broker's schema registry (set by the broker).
+        self.schema_checks: SchemaChecks | None = None
         # Called with the names of topics UpdateMetadata says were deleted
         # (the group coordinator drops their committed offsets).
         self.deleted_topic_listeners: list[Callable[[set[str]], object]] = []
@@ -340,6 +344,7 @@ class ReplicaManager:
         partition.change_listener = self.fetch_sessions.partition_changed
         partition.is_live_broker = lambda broker_id: broker_id in self.metadata_cache.brokers
         partition.storage_error = self.log_manager.dirs.report
+        partition.schema_checks = self._schema_checks
         self.partitions[(topic, index)] = partition
         future = self.log_manager.get_future_log(topic, index)
         if future is not None:  # a move the last stop interrupted goes on
@@ -347,6 +352,14 @@ class ReplicaManager:
             self.mover.start(partition)
         self.fetch_sessions.partition_changed(partition, True)  # a new replica: sessions re-read
         return partition
+
+    def _schema_checks(self, topic: str, configs: dict[str, Any]) -> tuple[SchemaIdCheck | None,
+                                                                           SchemaIdCheck | None]:
+        """The schema registry's checks for a topic with validation on
+        (``schema_checks``, set by the broker); none without a registry."""
+        if self.schema_checks is None:
+            return None, None
+        return self.schema_checks(topic, configs)
 
     def _propose_isr(self, partition: Partition, new_isr: list[int]) -> None:
         if self.isr_change_handler is None:

@@ -6,6 +6,12 @@ and ``AclPermissionType.java``; a number outside them decodes as UNKNOWN,
 as Kafka's ``fromCode`` does. A binding is (resource type, name, pattern
 type, principal, host, operation, permission); a filter is the same with
 ANY / MATCH / None (any) in any position (DescribeAcls, DeleteAcls).
+
+``SUBJECT`` is kcore's own: the schema registry's subjects. Kafka's wire
+has no code for it (Confluent authorizes its registry with its own RBAC),
+so its value lies outside the int8 of the wire: no request can name it,
+an ANY filter of DescribeAcls or DeleteAcls does not match it, and its
+ACLs are managed through the registry (docs/schema-registry.md).
 """
 from __future__ import annotations
 
@@ -27,6 +33,12 @@ class ResourceType(IntEnum):
     TRANSACTIONAL_ID = 5
     DELEGATION_TOKEN = 6
     USER = 7
+    # Not a Kafka code (see the module docstring); never on the wire.
+    SUBJECT = 1000
+
+
+# The resource types Kafka's wire carries.
+WIRE_RESOURCE_TYPES = frozenset(kind for kind in ResourceType if kind < 128)
 
 
 class PatternType(IntEnum):
@@ -70,7 +82,8 @@ def _decode(enum: type[IntEnum], code: int) -> IntEnum:
 
 
 def resource_type(code: int) -> ResourceType:
-    return _decode(ResourceType, code)  # type: ignore[return-value]
+    decoded = _decode(ResourceType, code)
+    return decoded if decoded in WIRE_RESOURCE_TYPES else ResourceType.UNKNOWN  # type: ignore[return-value]
 
 
 def pattern_type(code: int) -> PatternType:
@@ -103,6 +116,7 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.CLUSTER: (_Op.CREATE, _Op.CLUSTER_ACTION, _Op.DESCRIBE_CONFIGS, _Op.ALTER_CONFIGS,
                            _Op.IDEMPOTENT_WRITE, _Op.ALTER, _Op.DESCRIBE),
     ResourceType.TRANSACTIONAL_ID: (_Op.DESCRIBE, _Op.WRITE),
+    ResourceType.SUBJECT: (_Op.DESCRIBE, _Op.WRITE),
 }
 
 
@@ -189,7 +203,10 @@ class AclFilter(NamedTuple):
         return None
 
     def matches(self, acl: AclBinding) -> bool:
-        if self.resource_type != ResourceType.ANY and acl.resource_type != self.resource_type:
+        if self.resource_type == ResourceType.ANY:
+            if acl.resource_type not in WIRE_RESOURCE_TYPES:
+                return False
+        elif acl.resource_type != self.resource_type:
             return False
         if not self._matches_pattern(acl):
             return False

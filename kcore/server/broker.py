@@ -54,6 +54,7 @@ from kcore.server.backend import cluster_mode
 from kcore.server.connection import ConnectionContext, KafkaConnection
 from kcore.server.http_listener import HttpListeners
 from kcore.server.limits import check_open_file_room, raise_open_file_limit
+from kcore.server.registry_service import BrokerRegistry
 from kcore.server.sasl import AuthFailures, SaslSettings
 from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
 from kcore.server.sockets import apply_buffer_sizes
@@ -127,6 +128,11 @@ class Broker:
             config["transaction.partition.verification.enable"])
         self._warn_if_brokers_are_refused(broker_security)
         self.replica_manager.leadership_listeners.append(self.txn_coordinator.on_leadership_change)
+        self.schema_registry = BrokerRegistry(config, self.controller, self.replica_manager,
+                                              lambda: self.log_syncer, self.scram_credentials,
+                                              self._sasl_settings, lambda: self.authorizer, self._auth_failures,
+                                              self.security_store)
+        self.schemas = self.schema_registry.registry  # what the console reads (ConsoleSource)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
@@ -219,6 +225,7 @@ class Broker:
             self._sample()  # the zero the first second's rates start from
             self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self._sample)))
         await self.controller.register()
+        await self.schema_registry.start()
         self._start_idle_sweep(loop)
         self._tasks.append(loop.create_task(self._every(
             self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))
@@ -343,6 +350,7 @@ class Broker:
         for server in self._servers:
             server.close()
         self.http.close()
+        await self.schema_registry.shutdown()
         self.consumer_lag.close()
         for connection in list(self._connections):
             connection.shutdown()

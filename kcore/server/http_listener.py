@@ -35,6 +35,7 @@ from kcore.config import split_http_listener, split_listener
 from kcore.console import api
 from kcore.console.base import ConsoleSource
 from kcore.server.http_hosts import AllowedHosts
+from kcore.server.http_request import BadRequest, body_length, media_type, parse_head
 from kcore.server.metrics import BrokerCollector, MetricsSource
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,6 @@ JSON = "application/json"
 
 class HttpSource(MetricsSource, ConsoleSource, Protocol):
     """The Broker as /metrics and the console read it."""
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 class HttpListeners:
@@ -148,35 +143,13 @@ class HttpListeners:
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
-    method, target, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+    method, target, _, headers = parse_head(await reader.readuntil(b"\r\n\r\n"))
     return method, target, headers, await _read_body(reader, method, headers)
 
 
-def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split()
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise BadRequest(400, "bad request line")
-    headers = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
-    return parts[0], parts[1], headers
-
-
 async def _read_body(reader: asyncio.StreamReader, method: str, headers: dict[str, str]) -> bytes:
-    if "transfer-encoding" in headers:
-        raise BadRequest(411, "send a Content-Length, not a chunked body")
-    try:
-        length = int(headers.get("content-length", "0"))
-    except ValueError:
-        raise BadRequest(400, "bad Content-Length") from None
-    if length < 0:
-        raise BadRequest(400, "bad Content-Length")
-    if length > MAX_BODY_BYTES:
-        raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
-    if method in ("POST", "PUT") and headers.get("content-type", "").split(";")[0].strip() != JSON:
+    length = body_length(headers, MAX_BODY_BYTES)
+    if method in ("POST", "PUT") and media_type(headers) != JSON:
         raise BadRequest(415, f"send the body as {JSON}")
     return await reader.readexactly(length) if length else b""
 

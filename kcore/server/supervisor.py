@@ -99,6 +99,7 @@ class Supervisor:
         settings.pop("log.dir", None)
         settings.pop("node.id", None)
         settings["http.listeners"] = ",".join(_shift_http(item, index) for item in config["http.listeners"])
+        settings["schema.registry.listeners"] = _registry_listeners(config, index)
         if config["advertised.listeners"]:
             settings["advertised.listeners"] = ",".join(
                 _shift(item, index) for item in config["advertised.listeners"])
@@ -269,6 +270,21 @@ def _shift_http(listener: str, index: int) -> str:
     host, port = split_http_listener(listener)
     host = f"[{host}]" if ":" in host else host
     return f"http://{host}:{port + index if port else 0}"
+
+
+def _registry_listeners(config: BrokerConfig, index: int) -> str:
+    """Process ``index``'s schema registry listeners. Set in the node's
+    config they are its own, shifted, and a taken port stops that process;
+    left at the default, a shifted port that is taken is left out, as one
+    broker leaves out a default port that is taken (broker.py)."""
+    shifted = [_shift_http(item, index) for item in config["schema.registry.listeners"]]
+    if "schema.registry.listeners" in config.originals:
+        return ",".join(shifted)
+    free = [item for item in shifted if _port_free(*split_http_listener(item))]
+    for item in sorted(set(shifted) - set(free)):
+        log.warning("schema.registry.listeners: %s is taken; process %d does not serve the registry there",
+                    item, index)
+    return ",".join(free)
 
 
 def _base_of(directory: Path, bases: list[Path]) -> Path:

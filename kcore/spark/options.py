@@ -34,6 +34,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 EARLIEST = -2  # Spark's JSON offsets
 LATEST = -1
@@ -107,6 +108,9 @@ class SourceOptions:
     # The group id of the executors' consumers: never joined, never
     # committed to, only required by librdkafka.
     group_id: str
+    # valueFormat avro/json: a registry_format.RegistryValueFormat, set by
+    # the source after source_options (it asks the registry).
+    value_format: Any = None
 
 
 @dataclass(frozen=True)

@@ -44,14 +44,19 @@ SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
 HEADERS_SCHEMA = ", headers array<struct<key: string, value: binary>>"
 
 
-def kafka_schema(include_headers: bool) -> str:
-    return SCHEMA + (HEADERS_SCHEMA if include_headers else "")
+def kafka_schema(include_headers: bool, value_type: str = "binary") -> str:
+    """Spark's Kafka schema; ``value_type`` a struct for values decoded
+    through a schema registry (registry_format.py)."""
+    return SCHEMA.replace("value binary", f"value {value_type}") + (HEADERS_SCHEMA if include_headers else "")
 
 
-def to_row(message: Message, include_headers: bool) -> tuple:
+def to_row(message: Message, include_headers: bool, value_format: Any = None) -> tuple:
     timestamp_type, timestamp = message.timestamp()
+    value = message.value()
+    if value_format is not None:
+        value = value_format.decode(value, f"{message.topic()}-{message.partition()} offset {message.offset()}")
     row: tuple[Any, ...] = (
-        message.key(), message.value(), message.topic(), message.partition(), message.offset(),
+        message.key(), value, message.topic(), message.partition(), message.offset(),
         datetime.fromtimestamp(timestamp / 1000, tz=UTC) if timestamp >= 0 else None,
         TIMESTAMP_TYPES.get(timestamp_type, -1))
     if include_headers:
@@ -109,7 +114,7 @@ class RangeReader:
                     self.next_offset = offset
                     return
                 self.next_offset = offset + 1
-                yield to_row(message, include_headers)
+                yield to_row(message, include_headers, self.options.value_format)
 
     def _on_error(self, error: KafkaError, message: Message) -> None:
         code = error.code()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark import TaskContext
@@ -42,6 +42,7 @@ from kcore.spark.cluster import ClusterView
 from kcore.spark.offsets import OffsetRange
 from kcore.spark.options import SinkOptions, SourceOptions, TopicPartition, sink_options, source_options
 from kcore.spark.read import kafka_schema, read_range
+from kcore.spark.registry_format import value_format
 from kcore.spark.write import RowWriter, WriteCommit, check_schema, fence, transactional_id
 
 log = logging.getLogger(__name__)
@@ -64,13 +65,18 @@ class KcoreDataSource(DataSource):
         return "kcore"
 
     def schema(self) -> str:
-        return kafka_schema(str(self.options.get("includeHeaders", "false")).strip().lower() == "true")
+        decoded = value_format(self.options)
+        headers = any(key.lower() == "includeheaders" and str(value).strip().lower() == "true"
+                      for key, value in self.options.items())
+        return kafka_schema(headers, decoded.value_type if decoded else "binary")
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KcoreBatchReader(source_options(self.options, streaming=False))
+        return KcoreBatchReader(replace(source_options(self.options, streaming=False),
+                                        value_format=value_format(self.options)))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KcoreStreamReader(source_options(self.options, streaming=True))
+        return KcoreStreamReader(replace(source_options(self.options, streaming=True),
+                                         value_format=value_format(self.options)))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return KcoreBatchWriter(*_sink(self.options, schema, overwrite))

@@ -22,11 +22,13 @@ from kcore.testing.ports import free_port, free_ports
 
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
-# A broker made for a test: no /metrics listener (its default port, 9644,
-# would be shared by every broker on the machine) and no 3 s wait before a
-# new group's first rebalance (Kafka's own test images set the same).
+# A broker made for a test: no /metrics listener and no schema registry
+# listener (their default ports, 9644 and 8081, would be shared by every
+# broker on the machine) and no 3 s wait before a new group's first
+# rebalance (Kafka's own test images set the same).
 TEST_SETTINGS: dict[str, str] = {
     "http.listeners": "",
+    "schema.registry.listeners": "",
     "group.initial.rebalance.delay.ms": "0",
 }
 

@@ -51,21 +51,34 @@ KAFKA_3_9_TOPIC_CONFIGS = {
     "segment.ms": ("LONG", "604800000"),
     "unclean.leader.election.enable": ("BOOLEAN", "false"),
 }
+# Beside Kafka's: validation on produce as Confluent Server names it (its
+# documentation's topic configs) and as Redpanda does (rpk's topic
+# properties), read by kcore's schema registry (docs/schema-registry.md).
+SCHEMA_VALIDATION_CONFIGS = {
+    f"{vendor}.{part}.{name}": value
+    for part in ("key", "value")
+    for vendor, name, value in (
+        ("confluent", "schema.validation", ("BOOLEAN", "false")),
+        ("confluent", "subject.name.strategy",
+         ("STRING", "io.confluent.kafka.serializers.subject.TopicNameStrategy")),
+        ("redpanda", "schema.id.validation", ("BOOLEAN", "false")),
+        ("redpanda", "subject.name.strategy", ("STRING", "TopicNameStrategy")))}
+TOPIC_CONFIGS = {**KAFKA_3_9_TOPIC_CONFIGS, **SCHEMA_VALIDATION_CONFIGS}
 # Kafka 4.0 removed these two (KIP-724, KIP-937); kcore keeps the 3.x set.
 REMOVED_IN_KAFKA_4_0 = {"message.format.version", "message.timestamp.difference.max.ms"}
 
 
 def test_the_topic_config_keys_are_kafka_3_9s_with_its_types_and_defaults():
-    assert sorted(TOPIC_KEYS) == sorted(KAFKA_3_9_TOPIC_CONFIGS)
+    assert sorted(TOPIC_KEYS) == sorted(TOPIC_CONFIGS)
     described = {name: (key.type.name, ConfigType.render(key.default)) for name, key in TOPIC_KEYS.items()}
-    assert described == KAFKA_3_9_TOPIC_CONFIGS
+    assert described == TOPIC_CONFIGS
     assert REMOVED_IN_KAFKA_4_0 <= set(TOPIC_KEYS)
 
 
 def test_a_broker_without_settings_gives_every_topic_kafkas_default():
     defaults = BrokerConfig().topic_defaults()
     assert {name: ConfigType.render(value) for name, value in defaults.items()} == \
-        {name: default for name, (_, default) in KAFKA_3_9_TOPIC_CONFIGS.items()}
+        {name: default for name, (_, default) in TOPIC_CONFIGS.items()}
 
 
 def test_broker_synonyms_set_topic_defaults_in_kafkas_order_and_units():

@@ -392,3 +392,25 @@ def timestamps_within(section: Buffer, base_timestamp: int, earliest: int, lates
         if timestamp != -1 and not earliest <= timestamp <= latest:
             return False
     return True
+
+
+def _wire_schema_id(data: memoryview, position: int, length: int) -> int:
+    if length < 0:
+        return -2
+    if length < 5 or data[position] != 0:
+        return -1
+    return int.from_bytes(data[position + 1:position + 5], "big")
+
+
+def record_schema_ids(section: Buffer, keys: bool, distinct: bool = True) -> list[int]:
+    data = memoryview(section).cast("B")
+    out: list[int] = []
+    for span in walk_records(section):
+        if keys:
+            found = _wire_schema_id(data, span.key_position, span.key_length)
+        else:
+            _, value_position = _nullable_length(data, span.key_position + max(span.key_length, 0), span.end)
+            found = _wire_schema_id(data, value_position, span.value_length)
+        if not distinct or not out or out[-1] != found:
+            out.append(found)
+    return out

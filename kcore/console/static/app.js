@@ -179,9 +179,10 @@ async function topicsPage() {
     cell(t.partitions, "num"), cell(t.replication_factor, "num"), cell(t.under_replicated, "num"),
     cell(bytes(t.size_bytes), "num"), cell(rate(t.rates.messages_in), "num"), cell(bytes(t.rates.bytes_in) + "/s", "num"),
     cell(bytes(t.rates.bytes_out) + "/s", "num"),
+    el("td", { class: "schema" }, topicSchemaCell(t.schemas)),
     cell(Object.entries(t.configs).map(([k, v]) => `${k}=${v}`).join(", ") || "-")));
   return el("section", { id: "topics-page" }, el("h2", {}, "Topics"), form,
-    table("topics", ["Topic", "Partitions#", "Replicas#", "Under-replicated#", "Size#", "Msgs in/s#", "In#", "Out#", "Overrides"], rows),
+    table("topics", ["Topic", "Partitions#", "Replicas#", "Under-replicated#", "Size#", "Msgs in/s#", "In#", "Out#", "Schema", "Overrides"], rows),
     data.truncated ? el("p", { class: "muted" }, "Only the first topics are listed.") : null);
 }
 
@@ -431,6 +432,57 @@ async function refreshGroup(groupId) {
   document.getElementById("group-lag").textContent = num(g.offsets.reduce((s, o) => s + (o.lag || 0), 0));
 }
 
+// -- schemas -----------------------------------------------------------------------------
+// The latest version and id of the topic's <topic>-key and <topic>-value subjects (TopicNameStrategy).
+function topicSchemaCell(schemas) {
+  const parts = ["key", "value"].filter((part) => schemas && schemas[part]).map((part) => {
+    const s = schemas[part];
+    return el("a", { href: `#/schemas/${enc(s.subject)}`, "data-schema": part }, `${part} v${s.version} (id ${s.id})`);
+  });
+  return parts.length ? parts.flatMap((link, i) => (i ? [" ", link] : [link])) : "-";
+}
+
+async function schemasPage() {
+  const data = await api("GET", "/api/schemas");
+  const rows = data.subjects.map((s) => el("tr", { "data-subject": s.subject },
+    el("td", {}, el("a", { href: `#/schemas/${enc(s.subject)}` }, s.subject)), cell(s.latest.type),
+    cell(s.versions.join(", ")), cell(s.latest.version, "num"), cell(s.latest.id, "num"), cell(s.compatibility)));
+  return el("section", { id: "schemas-page" }, el("h2", {}, "Schemas"),
+    el("p", { class: "muted" }, `Compatibility ${data.compatibility} · mode ${data.mode} · changes through the registry's REST API or kcore schemas.`),
+    table("subjects", ["Subject", "Type", "Versions", "Latest#", "Id#", "Compatibility"], rows),
+    data.subjects.length ? null : el("p", { class: "muted" }, "No subjects registered."),
+    data.truncated ? el("p", { class: "muted" }, "Only the first subjects are listed.") : null);
+}
+
+async function subjectPage(subject, query) {
+  const data = await api("GET", `/api/schemas/${enc(subject)}`);
+  const numbers = data.versions.map((v) => v.version);
+  const to = Number(query.get("to") || numbers[numbers.length - 1]);
+  const from = Number(query.get("from") || numbers[Math.max(numbers.indexOf(to) - 1, 0)]);
+  const versions = data.versions.slice().reverse().map((v) => el("details", { "data-version": v.version, open: v.version === to },
+    el("summary", {}, `Version ${v.version} · id ${v.id} · ${v.type}`, v.deleted ? el("span", { class: "tag" }, " deleted") : null),
+    el("pre", { class: "schema-text" }, v.schema)));
+  const picker = (name, value) => el("select", { name, id: `diff-${name}` },
+    numbers.map((n) => el("option", { value: n, selected: n === value }, `version ${n}`)));
+  const form = el("form", { id: "diff-form", class: "inline" }, el("label", {}, "From", picker("from", from)),
+    el("label", {}, "To", picker("to", to)), el("button", { type: "submit" }, "Diff"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/schemas/${enc(subject)}?from=${form.elements.from.value}&to=${form.elements.to.value}`;
+  });
+  let diff = null;
+  if (numbers.length > 1) {
+    const d = await api("GET", `/api/schemas/${enc(subject)}/diff?from=${from}&to=${to}`);
+    diff = el("pre", { id: "schema-diff" }, d.diff.map((line) =>
+      el("span", { class: line.startsWith("+") ? "added" : line.startsWith("-") ? "removed" : null }, line + "\n")));
+  }
+  return el("section", { id: "subject-page", "data-subject": subject },
+    el("h2", {}, `Subject ${subject}`),
+    el("p", { class: "muted" }, `Compatibility ${data.compatibility} · mode ${data.mode}`),
+    numbers.length > 1 ? [el("h3", {}, "Diff between versions"), form, diff] : null,
+    el("h3", {}, "Versions"), versions);
+}
+
 // -- routing -----------------------------------------------------------------------------
 function parseHash() {
   const raw = location.hash.replace(/^#/, "") || "/";
@@ -453,6 +505,8 @@ async function route() {
     else if (parts[0] === "topics" && parts[2] === "messages") page = await messagesPage(parts[1], query);
     else if (parts[0] === "groups" && parts.length === 1) page = await groupsPage();
     else if (parts[0] === "groups") { page = await groupPage(parts[1]); refresh = () => refreshGroup(parts[1]); }
+    else if (parts[0] === "schemas" && parts.length === 1) page = await schemasPage();
+    else if (parts[0] === "schemas") page = await subjectPage(parts[1], query);
     else throw new Error(`NOT_FOUND: no page ${location.hash}`);
   } catch (error) {
     if (token !== renderToken) return;
