@@ -48,8 +48,9 @@ __all__ = ["BrokerConnection", "CLIENT_MIN_VERSIONS", "client_versions", "negoti
 # returns one offset per timestamp instead of a list.
 CLIENT_MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1}
 # Above these the request has another shape than the client writes:
-# OffsetFetch v8 asks for a list of groups (the client asks for one).
-CLIENT_MAX_VERSIONS = {ApiKey.OFFSET_FETCH: 7}
+# OffsetFetch v8 asks for a list of groups (the client asks for one);
+# Fetch v13 and OffsetCommit v10 name topics by id (the client names them).
+CLIENT_MAX_VERSIONS = {ApiKey.OFFSET_FETCH: 7, ApiKey.FETCH: 12, ApiKey.OFFSET_COMMIT: 9}
 # ApiVersions v3 is the first that sends the client's name and version.
 API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "kcore"
