@@ -154,6 +154,21 @@ def run_wire(port: int, total: int) -> float:
         client.close()
 
 
+def _produce(producer: Producer) -> None:
+    """One record; a full local queue (librdkafka holds 100,000 messages)
+    waits for deliveries, up to 60 s, instead of failing the run."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            producer.produce(TOPIC, VALUE, partition=0)
+            producer.poll(0)
+            return
+        except BufferError:
+            if time.monotonic() > deadline:
+                raise
+            producer.poll(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -170,8 +185,7 @@ def main() -> None:
             admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
             producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": args.batch_bytes})
             for _ in range(args.records):
-                producer.produce(TOPIC, VALUE, partition=0)
-                producer.poll(0)
+                _produce(producer)
             producer.flush(60)
             classic, share, wire = [], [], []
             for _ in range(args.rounds):

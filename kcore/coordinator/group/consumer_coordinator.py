@@ -22,7 +22,8 @@ UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (an epoch the coordinator does not
 accept), UNRELEASED_INSTANCE_ID (an instance id still held by a live
 static member), FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED
 (group.consumer.max.size), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION,
-GROUP_ID_NOT_FOUND (a classic group that cannot be upgraded).
+GROUP_ID_NOT_FOUND (a classic group that cannot be upgraded, or a share
+group's id: "Group g is not a consumer group.", as Kafka answers).
 
 Timers (event-loop, monotonic): a session timeout per member
 (group.consumer.session.timeout.ms, or a classic member's own), and a
@@ -187,6 +188,7 @@ class ConsumerGroupOperations:
                              update: _Update) -> bool: ...
 
     consumer_groups: dict[str, ConsumerGroup]
+    share_group_exists: Callable[[str], bool]
     _consumer_timers: dict[tuple[str, str, str], asyncio.TimerHandle]
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------
@@ -247,6 +249,8 @@ class ConsumerGroupOperations:
         if group is not None:
             return _Update(group, [])
         update = _Update(ConsumerGroup(group_id, self.manager.clock), [], created=True)
+        if self.share_group_exists(group_id):
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if group_id in self.groups:
             if not create:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")

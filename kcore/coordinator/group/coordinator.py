@@ -28,6 +28,10 @@ Empty/Stable -> PreparingRebalance (members rejoin) -> CompletingRebalance
   member id take over their old member's id and assignment without a
   rebalance; the old id is fenced.
 
+A group id names one group: JoinGroup naming a share group (the share
+coordinator sets ``share_group_exists``) gets INCONSISTENT_GROUP_PROTOCOL
+with an empty member id, as Kafka's classicGroupJoin answers.
+
 Offsets, listing and deletion live in offsets.py (OffsetOperations),
 transactional offset commits in txn_offsets.py (TxnOffsetOperations).
 
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,6 +153,9 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         self.owned_partitions: set[int] = set()
         self.active = False
         self._retention_task: asyncio.Task | None = None
+        # Set by the share-group service (a layer above): whether a share
+        # group holds a group id, which then is no classic or consumer group.
+        self.share_group_exists: Callable[[str], bool] = _no_share_group
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -269,8 +277,10 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         if not (self.config.min_session_timeout_ms <= request.session_timeout_ms
                 <= self.config.max_session_timeout_ms):
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
-        is_unknown = request.member_id == ""
         group = self.groups.get(request.group_id)
+        if (group is None or not group.members) and self.share_group_exists(request.group_id):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+        is_unknown = request.member_id == ""
         if group is None:
             if not is_unknown:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
@@ -695,6 +705,10 @@ class GroupCoordinator(OffsetOperations, TxnOffsetOperations, ConsumerGroupOpera
         log.info("group %s: member %s left", group.group_id, member_id)
         self._remove_member_and_update_group(group, group.get(member_id))
         return ErrorCode.NONE
+
+
+def _no_share_group(_group_id: str) -> bool:
+    return False
 
 
 def _close_group(group: GroupMetadata) -> None:

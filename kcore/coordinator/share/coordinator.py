@@ -92,8 +92,7 @@ class ShareGroupCoordinator:
         group_id = body.group_id
         code = self.check_group(group_id)
         if code != ErrorCode.NONE:
-            return _error(code, "this broker does not coordinate the group" if code ==
-                          ErrorCode.NOT_COORDINATOR else None)
+            return _error(code, _check_message(code, group_id))
         try:
             member, group = self._member(body, client_id, client_host)
         except ShareHeartbeatError as exc:
@@ -292,3 +291,11 @@ class ShareGroupCoordinator:
 def _error(code: int, message: str | None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "member_id": None,
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+
+
+def _check_message(code: int, group_id: str) -> str | None:
+    if code == ErrorCode.NOT_COORDINATOR:
+        return "this broker does not coordinate the group"
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return f"Group {group_id} is not a share group."
+    return None

@@ -13,8 +13,9 @@ acknowledgement is answered once its write is done. Writes of one
 share-partition are serialized and coalesced: a write carries every
 change made before it started.
 
-Locks expire on a timer per share-partition, set to the earliest lock
-deadline.
+Locks expire on a timer per share-partition, set no later than the
+earliest lock deadline (acknowledged locks leave it early: it then finds
+nothing to expire and is set again).
 
 Not thread-safe; the broker's event loop owns it.
 """
@@ -144,7 +145,14 @@ class ShareEntries:
         task.add_done_callback(_log_failure)
 
     # -- locks ---------------------------------------------------------------------------
-    def schedule_expiry(self, entry: ShareEntry) -> None:
+    def schedule_expiry(self, entry: ShareEntry, acquired_until: float | None = None) -> None:
+        """After an acquisition (``acquired_until``: its locks' deadline)
+        or an acknowledgement. Neither makes an existing lock end sooner,
+        so a timer set no later than the new locks stands without a scan
+        of the window; one that fires early finds nothing and sets the next."""
+        timer = entry.timer
+        if timer is not None and (acquired_until is None or timer.when() <= acquired_until):
+            return
         deadline = entry.share.next_deadline()
         if entry.timer is not None:
             if deadline is not None and entry.timer.when() <= deadline:

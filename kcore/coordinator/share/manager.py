@@ -206,7 +206,7 @@ class SharePartitionManager:
             read.append(partition)
             if room <= 0 or max_bytes <= 0:
                 continue
-            before = (entry.share.start_offset, entry.share.delivery_complete_count)
+            before = entry.share.changes
             try:
                 acquired = acquire_from_log(entry.share, partition, member_id, deadline, room,
                                             max_bytes, read_committed, record_limit)
@@ -218,8 +218,8 @@ class SharePartitionManager:
                 result.acquired = acquired
                 room -= acquired.count
                 max_bytes -= acquired.size
-                self.entries.schedule_expiry(entry)
-            if before != (entry.share.start_offset, entry.share.delivery_complete_count):
+                self.entries.schedule_expiry(entry, deadline)
+            if before != entry.share.changes:
                 # Records archived on the way (control records, aborted
                 # transactions): written back; acquisitions alone are not.
                 self.entries.persist_later(entry)

@@ -48,6 +48,7 @@ class ShareGroupService:
         self.partitions = SharePartitionManager(config.broker_id, replica_manager, topic_ids,
                                                 self.configs, self.persister)
         self.topic_ids = topic_ids
+        classic.share_group_exists = self.is_share_group
         replica_manager.leadership_listeners.append(self._on_leadership_change)
         replica_manager.deleted_topic_listeners.append(self.partitions.on_topics_deleted)
 
