@@ -131,7 +131,7 @@ class Broker:
         self.schema_registry = BrokerRegistry(config, self.controller, self.replica_manager,
                                               lambda: self.log_syncer, self.scram_credentials,
                                               self._sasl_settings, lambda: self.authorizer, self._auth_failures,
-                                              self.security_store)
+                                              self.security_store, self.mode.replicated)
         self.schemas = self.schema_registry.registry  # what the console reads (ConsoleSource)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.

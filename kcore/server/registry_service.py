@@ -36,10 +36,11 @@ class BrokerRegistry:
     def __init__(self, config: BrokerConfig, controller: Controller, replica_manager: ReplicaManager,
                  syncer: Callable[[], GroupCommitSyncer | None], credentials: CredentialStore,
                  sasl: dict[str, SaslSettings], authorizer: Callable[[], Authorizer | None],
-                 failures: AuthFailures, security_store: SecurityStore):
+                 failures: AuthFailures, security_store: SecurityStore, replicated: bool = True):
         self.config = config
-        self.store = SchemaStore(config.broker_id, controller, replica_manager,
-                                 config["schema.registry.topic.replication.factor"], syncer)
+        # A node without ZooKeeper keeps one replica of internal topics.
+        replication_factor = config["schema.registry.topic.replication.factor"] if replicated else 1
+        self.store = SchemaStore(config.broker_id, controller, replica_manager, replication_factor, syncer)
         self.registry = SchemaRegistry(lambda: self.store.state, self.store.append)
         self.forwarder = Forwarder(config.broker_id, replica_manager.metadata_cache, self.store.leader_id)
         self.service = RegistryService(self.store, self.registry, self.forwarder.forward,

@@ -39,14 +39,15 @@ def payloads(registry, topic: str, bad: frozenset[int], bad_value=lambda i: b"no
     return [bad_value(i) if i in bad else serialize({"amount": i}, context) for i in range(BATCH)]
 
 
-def produce_batch(bootstrap: str, topic: str, values: list[bytes]) -> dict[int, KafkaError | None]:
+def produce_batch(bootstrap: str, topic: str, values: list[bytes],
+                  partition: int = 0) -> dict[int, KafkaError | None]:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS})
     # The leader known before the first record, so the records queue in one
     # batch rather than one sent as the metadata answer arrives and the rest.
     producer.list_topics(topic, timeout=10)
     reports: dict[int, KafkaError | None] = {}
     for index, value in enumerate(values):
-        producer.produce(topic, value, partition=0,
+        producer.produce(topic, value, partition=partition,
                          on_delivery=lambda error, _message, i=index: reports.__setitem__(i, error))
     assert producer.flush(30) == 0
     return reports
