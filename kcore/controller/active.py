@@ -702,14 +702,25 @@ class ActiveController:
             return
         offline = self.offline_replicas.setdefault(broker_id, set())
         before = set(offline)
-        for item in response.partition_errors:
-            key = (item.topic_name, item.partition_index)
-            if item.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+        for key, error_code in self._partition_errors(response):
+            if error_code == ErrorCode.KAFKA_STORAGE_ERROR:
                 offline.add(key)
-            elif item.error_code == ErrorCode.NONE:
+            elif error_code == ErrorCode.NONE:
                 offline.discard(key)
         if offline - before:
             await self._replicas_offline(broker_id, offline - before)
+
+    def _partition_errors(self, response: Any) -> list[tuple[TopicPartition, int]]:
+        """((topic, partition), error) of a LeaderAndIsr answer: one list
+        named by topic up to v4, grouped by topic id from v5 (an id this
+        controller no longer knows is a deleted topic's, skipped)."""
+        if response.partition_errors:
+            return [((item.topic_name, item.partition_index), item.error_code)
+                    for item in response.partition_errors]
+        names = {info.topic_id: name for name, info in self.topics.items()}
+        return [((names[topic.topic_id], item.partition_index), item.error_code)
+                for topic in response.topics if topic.topic_id in names
+                for item in topic.partition_errors]
 
     async def _replicas_offline(self, broker_id: int, keys: set[TopicPartition]) -> None:
         """Kafka's onReplicasBecomeOffline: the partitions they led get a

@@ -209,9 +209,15 @@ class Partition:
                     follower.reset(now, replica in self.isr)
                     self._followers[replica] = follower
         else:
+            # A partition created leading at epoch 0 comes here, its followers
+            # unknown yet: an ISR member counts as caught up from now, as at
+            # a new epoch (else the next ISR check dropped every one of them).
+            now = monotonic_ms(self.clock)
             for replica in self.replicas:
                 if replica != self.broker_id and replica not in self._followers:
-                    self._followers[replica] = FollowerState(replica)
+                    follower = FollowerState(replica)
+                    follower.reset(now, replica in self.isr)
+                    self._followers[replica] = follower
         self.maybe_increment_high_watermark()
         return new_epoch
 

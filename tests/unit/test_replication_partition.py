@@ -107,6 +107,22 @@ def test_a_refused_isr_change_is_forgotten_and_proposed_again(tmp_path):
     run(main())
 
 
+def test_a_partition_created_leading_at_epoch_0_keeps_its_isr_until_the_lag_passes(tmp_path):
+    """A new topic's partition is led at epoch 0, the epoch a fresh
+    Partition starts with: its followers count as caught up from then,
+    not from the start of the clock."""
+    async def main():
+        clock = ManualClock()
+        clock.advance(60.0)  # the broker has been up a minute
+        partition, proposals = leader_partition(tmp_path, epoch=0, lag_ms=10_000, clock=clock)
+        partition.maybe_shrink_isr()
+        assert proposals == [] and partition.isr == [1, 2, 3]
+        clock.advance(10.001)  # nobody fetched for longer than the lag
+        partition.maybe_shrink_isr()
+        assert proposals == [[1]]
+    run(main())
+
+
 @pytest.mark.parametrize("wall_step_s", [HOUR_S, -HOUR_S], ids=["forward-1h", "back-1h"])
 def test_a_wall_clock_step_neither_drops_a_follower_nor_keeps_a_silent_one(tmp_path, wall_step_s):
     """replica.lag.time.max.ms runs on the monotonic clock: an hour's step
