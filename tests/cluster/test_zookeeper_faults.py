@@ -287,6 +287,19 @@ def acknowledged_values(load: ProducerLoad) -> set[str]:
     return {f"{p}:{seq}" for p, acked in load.acked.items() for _, seq in acked}
 
 
+def _created(cluster, name: str) -> bool:
+    try:
+        cluster.admin.create_topics([NewTopic(name, 1, 3, config=dict(CONFIGS))])[name].result(timeout=30)
+    except KafkaException as exc:
+        code = exc.args[0].code()
+        if code == ErrorCode.TOPIC_ALREADY_EXISTS:  # a timed-out try went through after all
+            return True
+        if code == ErrorCode.REQUEST_TIMED_OUT:
+            return False
+        raise
+    return True
+
+
 def test_brokers_keep_serving_through_a_zookeeper_outage_and_resume_after_it(cluster, zookeeper):
     cluster.create_topic("steady", 3, 3, CONFIGS)
     before = {p: (s.leader, sorted(s.isrs)) for p, s in cluster.partitions("steady").items()}
@@ -329,7 +342,11 @@ def test_brokers_keep_serving_through_a_zookeeper_outage_and_resume_after_it(clu
         zookeeper.start()
         cluster.wait_for(lambda: cluster.metadata().controller_id in cluster.brokers,
                          "a controller once ZooKeeper is back")
-        cluster.create_topic("after", 1, 3, CONFIGS)
+        # The controller named in metadata may be the one from before the
+        # outage, its ZooKeeper session not back yet: a change made at once
+        # can still time out (REQUEST_TIMED_OUT naming ZooKeeper), a retry not.
+        cluster.wait_for(lambda: _created(cluster, "after"), "a topic created once ZooKeeper is back")
+        cluster.wait_for(lambda: cluster.fully_replicated("after", 1, 3), "after has a full ISR")
         assert "during" not in cluster.metadata().topics
         described = admin.describe_configs([ConfigResource(ResourceType.TOPIC, "steady")])
         configs = next(iter(described.values())).result(timeout=30)
