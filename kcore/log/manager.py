@@ -663,6 +663,13 @@ class LogManager:
             loop.call_soon(self._write_stale_checkpoints, None)
         self._stale_checkpoints.setdefault(name, set()).add(directory)
 
+    def write_stale_checkpoints(self) -> None:
+        """Write now the checkpoints ``_checkpoint_soon`` has pending: a
+        DeleteRecords answer promises a start offset that survives a crash
+        right after it."""
+        if self._stale_checkpoints:
+            self._write_stale_checkpoints(None)
+
     def _write_stale_checkpoints(self, stale: dict[str, set[Path]] | None) -> None:
         if stale is None:
             stale, self._stale_checkpoints = self._stale_checkpoints, {}

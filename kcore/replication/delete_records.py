@@ -79,6 +79,8 @@ async def delete_records(replica_manager: ReplicaManager, offsets: Mapping[Topic
             results[key] = _settled(partition, ErrorCode.NONE)
         else:
             waits.append((key, partition, future))
+    # The leader's new start offsets on disk before any answer leaves.
+    replica_manager.log_manager.write_stale_checkpoints()
     if waits:
         done, _ = await asyncio.wait([future for _, _, future in waits], timeout=max(timeout_s, 0))
         for key, partition, future in waits:

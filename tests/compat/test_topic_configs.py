@@ -21,8 +21,17 @@ from tests.support.confluent import topic_configs as confluent_topic_configs
 from tests.support.kafka_python import create_topic, topic_configs
 
 # One valid, non-default value for each of Kafka 3.9's 36 topic configs
-# (tests/unit/test_topic_config.py holds the list with Kafka's defaults).
+# (tests/unit/test_topic_config.py holds the list with Kafka's defaults),
+# and for the schema validation keys of Confluent Server and Redpanda.
 EVERY_TOPIC_CONFIG = {
+    "confluent.key.schema.validation": "true",
+    "confluent.key.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+    "confluent.value.schema.validation": "true",
+    "confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy",
+    "redpanda.key.schema.id.validation": "true",
+    "redpanda.key.subject.name.strategy": "RecordNameStrategy",
+    "redpanda.value.schema.id.validation": "true",
+    "redpanda.value.subject.name.strategy": "TopicRecordNameStrategy",
     "cleanup.policy": "compact,delete",
     "compression.gzip.level": "5",
     "compression.lz4.level": "12",
