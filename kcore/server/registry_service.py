@@ -10,6 +10,7 @@ Not thread-safe: owned by the broker's event loop.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from kcore.config import BrokerConfig, split_listener
@@ -28,6 +29,7 @@ from kcore.server.http_hosts import AllowedHosts
 from kcore.server.registry_auth import RegistryAuth
 from kcore.server.registry_listener import RegistryListeners
 from kcore.server.sasl import AuthFailures, SaslSettings
+from kcore.server.supervisor import REGISTRY_DEFAULT_ENV
 
 LOGIN_MECHANISMS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"})
 
@@ -56,7 +58,8 @@ class BrokerRegistry:
     async def start(self) -> None:
         self.store.start()
         await self.listeners.start(self.config["schema.registry.listeners"],
-                                   strict="schema.registry.listeners" in self.config.originals)
+                                   strict="schema.registry.listeners" in self.config.originals
+                                   and REGISTRY_DEFAULT_ENV not in os.environ)
 
     async def shutdown(self) -> None:
         self.listeners.close()

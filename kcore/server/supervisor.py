@@ -51,6 +51,10 @@ RESTART_BACKOFF_S = (1.0, 30.0)  # first wait, longest wait
 # Environment of a managed process: the supervisor to wake after a topic
 # change, and the node's first log dir (its metadata file).
 SUPERVISOR_PID_ENV = "KCORE_SUPERVISOR_PID"
+# Set for the processes of a node whose schema.registry.listeners is left at
+# its default: a port taken between the node's check and the process's bind
+# leaves that process without the listener, as one broker's default would.
+REGISTRY_DEFAULT_ENV = "KCORE_REGISTRY_LISTENERS_DEFAULT"
 NODE_DIR_ENV = "KCORE_NODE_DIR"
 
 
@@ -176,6 +180,8 @@ class Supervisor:
         for key, value in spec.settings.items():
             command += ["--override", f"{key}={value}"]
         env = {**os.environ, SUPERVISOR_PID_ENV: str(os.getpid()), NODE_DIR_ENV: str(self.node_dir)}
+        if "schema.registry.listeners" not in self.config.originals:
+            env[REGISTRY_DEFAULT_ENV] = "1"
         spec.process = await asyncio.create_subprocess_exec(*command, env=env,
                                                             preexec_fn=_die_with_parent)
         await self._wait_listening(spec)
