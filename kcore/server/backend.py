@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +53,7 @@ class Backend:
     producer_ids: ProducerIdSource
 
 
-class ClusterMode:
+class ClusterMode(ABC):
     """What a mode decides (see module doc); ``build`` runs once."""
     name = ""
     peers = False
@@ -65,8 +66,9 @@ class ClusterMode:
         """Before the logs open: move partitions to where this mode keeps them."""
         return None
 
+    @abstractmethod
     def build(self, broker: BrokerInfo, events: ControllerEvents) -> Backend:
-        raise NotImplementedError
+        """The controller, stores and producer-id source of this mode."""
 
 
 class SingleNode(ClusterMode):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,14 +39,16 @@ class Context:
         return self.rng.choice([b for b in brokers if b != leader])
 
 
-class Nemesis:
+class Nemesis(ABC):
     name = "none"
 
+    @abstractmethod
     def start(self, cluster: FaultCluster, context: Context) -> dict:
-        raise NotImplementedError
+        """Inject the fault; what was done, for the history."""
 
+    @abstractmethod
     def stop(self, cluster: FaultCluster) -> None:
-        raise NotImplementedError
+        """Undo the fault."""
 
 
 class NetworkNemesis(Nemesis):
