@@ -22,6 +22,21 @@ COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "L
            "CONSUMER-ID", "HOST", "CLIENT-ID")
 
 
+def add_reset_arguments(reset, execute_help: str):
+    """A reset-offsets command's group, topic, partitions and --execute;
+    returns the group of its mutually exclusive targets."""
+    reset.add_argument("group")
+    reset.add_argument("--topic", required=True)
+    reset.add_argument("--partition", type=int, action="append", help="only these partitions")
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int)
+    target.add_argument("--to-timestamp", type=int, metavar="MS")
+    reset.add_argument("--execute", action="store_true", help=execute_help)
+    return target
+
+
 def add_parser(commands) -> None:
     common = connection_arguments()
     parser = commands.add_parser("groups", help="list, describe, reset offsets of, delete consumer groups")
@@ -32,16 +47,8 @@ def add_parser(commands) -> None:
     describe.add_argument("group")
     describe.set_defaults(run=run_describe)
     reset = actions.add_parser("reset-offsets", parents=[common], help="move committed offsets")
-    reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
-    reset.add_argument("--partition", type=int, action="append", help="only these partitions")
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=int)
-    target.add_argument("--to-timestamp", type=int, metavar="MS")
+    target = add_reset_arguments(reset, "commit the plan (default: dry run)")
     target.add_argument("--shift-by", type=int, metavar="N")
-    reset.add_argument("--execute", action="store_true", help="commit the plan (default: dry run)")
     reset.set_defaults(run=run_reset)
     delete = actions.add_parser("delete", parents=[common], help="delete an empty group")
     delete.add_argument("group")

@@ -17,7 +17,7 @@ Kafka's error name and exit 1.
 from __future__ import annotations
 
 from kcore.cli.client_commands import _client, _run, connection_arguments
-from kcore.cli.groups import _dash, _offsets, _print_table
+from kcore.cli.groups import _dash, _offsets, _print_table, add_reset_arguments
 from kcore.client import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from kcore.client.share_groups import ShareGroupAdmin
 
@@ -32,15 +32,7 @@ def add_parser(commands) -> None:
     describe.add_argument("group")
     describe.set_defaults(run=run_describe)
     reset = actions.add_parser("reset-offsets", parents=[common], help="move share-partition start offsets")
-    reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
-    reset.add_argument("--partition", type=int, action="append", help="only these partitions")
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=int)
-    target.add_argument("--to-timestamp", type=int, metavar="MS")
-    reset.add_argument("--execute", action="store_true", help="apply the plan (default: dry run)")
+    add_reset_arguments(reset, "apply the plan (default: dry run)")
     reset.set_defaults(run=run_reset)
     delete = actions.add_parser("delete", parents=[common], help="delete an empty share group")
     delete.add_argument("group")
