@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 # 200 records/s keeps a round short (50 acknowledged "after" records in
@@ -42,8 +42,20 @@ class Acknowledged:
 
 
 def topic_id(admin: AdminClient, topic: str) -> str:
-    """The topic's id as Metadata v10+ answers it (DescribeTopics)."""
-    return str(admin.describe_topics(TopicCollection([topic]))[topic].result(30).topic_id)
+    """The topic's id as Metadata v10+ answers it (DescribeTopics), asked
+    again while the answer is retriable: a broker just restarted answers
+    LEADER_NOT_AVAILABLE until the controller's UpdateMetadata reaches it,
+    and librdkafka's DescribeTopics does not retry that itself (bounded)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            return str(admin.describe_topics(TopicCollection([topic]))[topic].result(30).topic_id)
+        except KafkaException as exc:
+            error = exc.args[0]
+            retriable = error.retriable() or error.code() == KafkaError.LEADER_NOT_AVAILABLE
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _create(admin: AdminClient, topic: str, partitions: int, replication_factor: int) -> None:

@@ -19,7 +19,8 @@ once, and no rebalance waits for a killed member's session to expire.
 
 Exit status: 0 once every input partition is consumed up to the end it
 had at start (INPUT is filled before the processor runs), 3 when fenced
-(or on another fatal error), 4 after MAX_SECONDS (default 120). Any other
+(or on another fatal error), 4 after MAX_SECONDS (default 120), 5 when one
+client call outlived its timeout by far (``Watchdog``). Any other
 error aborts the transaction and rewinds; a retriable one in a call outside
 a transaction is retried. Progress goes to stdout, one line per commit.
 """
@@ -30,7 +31,10 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -40,7 +44,10 @@ ABORT_PROBABILITY = 0.2
 # answers within a few seconds; a call that still times out is retried.
 CALL_TIMEOUT_S = 10.0
 FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
-EXIT_DONE, EXIT_FENCED, EXIT_OUT_OF_TIME = 0, 3, 4
+EXIT_DONE, EXIT_FENCED, EXIT_OUT_OF_TIME, EXIT_STUCK = 0, 3, 4, 5
+# Three times the per-call timeout: a call still inside the client then
+# will not come back by itself.
+STUCK_S = 3 * CALL_TIMEOUT_S
 
 
 def log(message: str) -> None:
@@ -51,11 +58,44 @@ class Fenced(Exception):
     pass
 
 
+class Watchdog:
+    """Ends the process when one client call runs past ``STUCK_S``.
+
+    librdkafka 2.16's send_offsets_to_transaction was seen not returning
+    for two minutes after the coordinator's broker was SIGKILLed, its
+    10 s timeout notwithstanding, with two of three brokers up.
+    Python cannot interrupt a call inside the client, so the processor
+    logs where it is stuck and exits with EXIT_STUCK; the test starts a
+    successor, which fences this instance as any restart does."""
+
+    def __init__(self) -> None:
+        self.call: tuple[str, float] | None = None
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    @contextmanager
+    def watching(self, name: str) -> Iterator[None]:
+        self.call = (name, time.monotonic())
+        try:
+            yield
+        finally:
+            self.call = None
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(1.0)
+            call = self.call
+            if call is not None and time.monotonic() - call[1] > STUCK_S:
+                log(f"stuck in {call[0]} for {time.monotonic() - call[1]:.0f}s")
+                faulthandler.dump_traceback(all_threads=False)
+                os._exit(EXIT_STUCK)
+
+
 class Processor:
     def __init__(self, bootstrap: str, source: str, sink: str, group: str, transactional_id: str,
                  seed: int, deadline: float):
         self.source, self.sink, self.deadline = source, sink, deadline
         self.rng = random.Random(seed)
+        self.watchdog = Watchdog()
         # No re-bootstrap when the one broker is down (librdkafka >= 2.10's
         # default): librdkafka 2.16 then kept a decommissioned broker handle
         # spinning in "Handle is terminating" and send_offsets_to_transaction
@@ -86,7 +126,8 @@ class Processor:
         while True:
             self.check_time()
             try:
-                return action()
+                with self.watchdog.watching("a retried call"):
+                    return action()
             except KafkaException as exc:
                 error = exc.args[0]
                 if error.code() in FENCED_CODES or error.fatal():
@@ -122,11 +163,13 @@ class Processor:
                 self.producer.produce(self.sink, b"out:" + message.value(), message.key(),
                                       partition=message.partition())
                 next_positions[message.partition()] = message.offset() + 1
-            self.producer.send_offsets_to_transaction(
-                [TopicPartition(self.source, p, o) for p, o in next_positions.items()],
-                self.consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
+            with self.watchdog.watching("send_offsets_to_transaction"):
+                self.producer.send_offsets_to_transaction(
+                    [TopicPartition(self.source, p, o) for p, o in next_positions.items()],
+                    self.consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
             if abort:
-                self.producer.flush(CALL_TIMEOUT_S)  # the aborted records reach the log
+                with self.watchdog.watching("flush"):
+                    self.producer.flush(CALL_TIMEOUT_S)  # the aborted records reach the log
             else:
                 self.commit()
         except KafkaException as exc:
@@ -147,7 +190,8 @@ class Processor:
         while True:
             self.check_time()
             try:
-                self.producer.commit_transaction(CALL_TIMEOUT_S)
+                with self.watchdog.watching("commit_transaction"):
+                    self.producer.commit_transaction(CALL_TIMEOUT_S)
                 return
             except KafkaException as exc:
                 error = exc.args[0]
