@@ -304,6 +304,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("schema.registry.topic.replication.factor", _at_least(1), 3,
          "Replicas of the _schemas topic, created on the registry's first write (fewer when fewer "
          "brokers are live)."),
+    _key("kcore.table.catalog.uri", str, None,
+         "The Iceberg REST catalog (http://host:port/...) that topics written as tables "
+         "(kcore.table.mode) go to; unset: a SQL catalog on SQLite at <first log dir>/__tables/catalog.db "
+         "with its warehouse beside it (docs/tables.md)."),
+    _key("kcore.table.catalog.warehouse", str, None,
+         "The warehouse location given to the catalog; unset: <first log dir>/__tables/warehouse for the "
+         "SQLite catalog, the REST catalog's own otherwise."),
     _key("log.dirs", _list, ["./data"], "Directories holding partition logs, one per disk (docs/log-dirs.md)."),
     _key("log.dir", _list, None, "Synonym of log.dirs when log.dirs is unset."),
     _key("num.processes", _processes, 1,

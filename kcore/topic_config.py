@@ -25,7 +25,9 @@ down-conversion) and the
 Beside Kafka's keys are the schema validation keys of Confluent Server
 (``confluent.value.schema.validation``, ...) and Redpanda
 (``redpanda.value.schema.id.validation``, ...), which the schema registry's
-produce-path check reads (kcore/schema_registry/validation.py).
+produce-path check reads (kcore/schema_registry/validation.py), and
+kcore's own ``kcore.table.*`` keys, which write a topic as an Apache
+Iceberg table (kcore/tables/, docs/tables.md).
 
 Layer: beside kcore/config.py, below everything that reads topic configs;
 data and pure functions only.
@@ -189,6 +191,28 @@ def _schema_validation_keys() -> list[TopicConfigKey]:
     return keys
 
 
+# How a topic's records become table rows (kcore/tables/rows.py).
+TABLE_MODES = ("off", "key_value")
+# Iceberg's time transforms of the record timestamp, or no partitioning.
+TABLE_PARTITIONINGS = ("day", "hour", "month", "year", "none")
+
+
+def _table_keys() -> list[TopicConfigKey]:
+    """kcore's topics-as-tables keys (docs/tables.md)."""
+    return [
+        _k("kcore.table.mode", STRING, "off",
+           "off, or key_value: the partition leader writes every committed record (below the last stable "
+           "offset) to the Iceberg table kcore.<topic>, as partition, offset, timestamp, key, value and "
+           "headers columns.", one_of(*TABLE_MODES)),
+        _k("kcore.table.commit.interval.ms", LONG, 60_000,
+           "How often the table gets a snapshot of what was written since the last one; the table lags "
+           "the log by about this much.", at_least(100)),
+        _k("kcore.table.partition.by", STRING, "day",
+           "The table's partitioning: the day, hour, month or year of the record timestamp, or none. "
+           "Read when the table is created.", one_of(*TABLE_PARTITIONINGS)),
+    ]
+
+
 def _k(name: str, kind: ConfigType, default: Any, doc: str, validator: Validator | None = None,
        synonyms: tuple[Synonym, ...] = (), **options: Any) -> TopicConfigKey:
     return TopicConfigKey(name, kind, default, doc, validator, synonyms, **options)
@@ -308,6 +332,7 @@ TOPIC_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in [
        "Allow a replica outside the ISR to become leader (losing what it lacks).",
        None, _synonyms("unclean.leader.election.enable")),
     *_schema_validation_keys(),
+    *_table_keys(),
 ]}
 
 

@@ -1,6 +1,6 @@
 """`kcore` command line: broker, topics, produce, consume, groups, share-groups, transactions,
 users, schemas, acls, quotas, configs, reassign-partitions, delete-records, log-dirs,
-status, dump-log, bench."""
+tables, status, dump-log, bench."""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +20,7 @@ from kcore.cli import (
     schemas,
     share_groups,
     status,
+    tables,
     transactions,
     users,
 )
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list:
     return [broker_cmd, client_commands, groups, share_groups, transactions, users, schemas, acls, quotas, configs,
-            reassign, delete_records, log_dirs, status, dump_log, bench]
+            reassign, delete_records, log_dirs, tables, status, dump_log, bench]
 
 
 def main(argv: list[str] | None = None) -> int:

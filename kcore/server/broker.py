@@ -58,6 +58,9 @@ from kcore.server.registry_service import BrokerRegistry
 from kcore.server.sasl import AuthFailures, SaslSettings
 from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
 from kcore.server.sockets import apply_buffer_sizes
+from kcore.server.supervisor import NODE_DIR_ENV
+from kcore.tables.service import TableService
+from kcore.tables.settings import CatalogSettings
 
 log = logging.getLogger(__name__)
 # One debug line per answered request (Kafka's kafka.request.logger).
@@ -133,6 +136,9 @@ class Broker:
                                               self._sasl_settings, lambda: self.authorizer, self._auth_failures,
                                               self.security_store, self.mode.replicated)
         self.schemas = self.schema_registry.registry  # what the console reads (ConsoleSource)
+        # A node's processes share one catalog, under the node's log dir.
+        self.tables = TableService(CatalogSettings.from_broker(
+            config, Path(os.environ.get(NODE_DIR_ENV) or config.log_dirs[0])), self.replica_manager)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()
@@ -226,6 +232,7 @@ class Broker:
             self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self._sample)))
         await self.controller.register()
         await self.schema_registry.start()
+        self.tables.start()
         self._start_idle_sweep(loop)
         self._tasks.append(loop.create_task(self._every(
             self.config["log.retention.check.interval.ms"] / 1000, self.log_manager.cleanup_logs)))
@@ -351,6 +358,7 @@ class Broker:
             server.close()
         self.http.close()
         await self.schema_registry.shutdown()
+        await self.tables.close()
         self.consumer_lag.close()
         for connection in list(self._connections):
             connection.shutdown()

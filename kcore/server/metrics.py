@@ -33,6 +33,7 @@ from kcore.metrics import LOG_FLUSH_STATS, BrokerStats, Histogram
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.alter_partition import AlterPartitionManager
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.tables.service import TableService
 
 
 class MetricsSource(Protocol):
@@ -54,6 +55,8 @@ class MetricsSource(Protocol):
     def consumer_lag(self) -> ConsumerLag: ...
     @property
     def share_groups(self) -> ShareGroupService: ...
+    @property
+    def tables(self) -> TableService: ...
 
     def connection_counts(self) -> dict[str, int]: ...
 
@@ -101,6 +104,27 @@ class BrokerCollector(Collector):
         yield from self._group_metrics()
         yield from self._share_group_metrics()
         yield from self._socket_metrics()
+        yield from self._table_metrics()
+
+    def _table_metrics(self) -> Iterator[Metric]:
+        """Topics as tables (docs/tables.md): what this broker's writers did."""
+        stats = self.broker.tables.stats
+        if not stats:
+            return
+        lag = GaugeMetricFamily("kcore_table_lag_offsets", "Offsets below the last stable offset that the "
+                                "topic's table lacks, per partition this broker writes.", labels=["topic", "partition"])
+        for topic, table in sorted(stats.items()):
+            for partition, behind in sorted(table.lag.items()):
+                lag.add_metric([topic, str(partition)], behind)
+        yield lag
+        for name, doc, value in (
+                ("commits", "Table snapshots committed.", lambda t: t.commits),
+                ("commit_seconds", "Seconds spent committing (writing Parquet and the snapshot).",
+                 lambda t: t.commit_seconds),
+                ("commit_errors", "Failed reads or commits (the writer retries).", lambda t: t.commit_errors),
+                ("records", "Records written to the table.", lambda t: t.records)):
+            yield _counter(f"kcore_table_{name}", doc, ["topic"],
+                           {(topic, ): value(table) for topic, table in stats.items()})
 
     def _info(self) -> GaugeMetricFamily:
         family = GaugeMetricFamily("kcore_broker_info", "This broker: id, cluster id and version.",

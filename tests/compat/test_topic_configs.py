@@ -22,8 +22,12 @@ from tests.support.kafka_python import create_topic, topic_configs
 
 # One valid, non-default value for each of Kafka 3.9's 36 topic configs
 # (tests/unit/test_topic_config.py holds the list with Kafka's defaults),
-# and for the schema validation keys of Confluent Server and Redpanda.
+# for the schema validation keys of Confluent Server and Redpanda, and for
+# kcore's topics-as-tables keys.
 EVERY_TOPIC_CONFIG = {
+    "kcore.table.mode": "key_value",
+    "kcore.table.commit.interval.ms": "5000",
+    "kcore.table.partition.by": "hour",
     "confluent.key.schema.validation": "true",
     "confluent.key.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy",
     "confluent.value.schema.validation": "true",

@@ -63,7 +63,10 @@ SCHEMA_VALIDATION_CONFIGS = {
          ("STRING", "io.confluent.kafka.serializers.subject.TopicNameStrategy")),
         ("redpanda", "schema.id.validation", ("BOOLEAN", "false")),
         ("redpanda", "subject.name.strategy", ("STRING", "TopicNameStrategy")))}
-TOPIC_CONFIGS = {**KAFKA_3_9_TOPIC_CONFIGS, **SCHEMA_VALIDATION_CONFIGS}
+# kcore's topics-as-tables keys (docs/tables.md).
+TABLE_CONFIGS = {"kcore.table.mode": ("STRING", "off"), "kcore.table.commit.interval.ms": ("LONG", "60000"),
+                 "kcore.table.partition.by": ("STRING", "day")}
+TOPIC_CONFIGS = {**KAFKA_3_9_TOPIC_CONFIGS, **SCHEMA_VALIDATION_CONFIGS, **TABLE_CONFIGS}
 # Kafka 4.0 removed these two (KIP-724, KIP-937); kcore keeps the 3.x set.
 REMOVED_IN_KAFKA_4_0 = {"message.format.version", "message.timestamp.difference.max.ms"}
 
