@@ -228,6 +228,51 @@ def test_aborted_attempt_then_committed_one_is_exactly_once():
     assert result.valid, result.summary()
 
 
+def rewound_processor_killed_while_ending(b: Builder) -> None:
+    """t1 reads a and b, aborts, rewinds and reads them again in a
+    transaction it never completes (killed once its EndTxn was sent);
+    t2 takes the partition over and commits offsets past a and b."""
+    b.send(X, "a", 0)
+    b.send(X, "b", 1)
+    b.txn([["poll", {X: [[0, "a"], [1, "b"]]}], ["send", Y, [0, "out-1"]]], type_="fail", process="t1",
+          group="g", offsets={X: 2})
+    b.op("t1", "assign", [X], "ok", group="g")
+    b.history.invoke("t1", "txn", [["poll", {X: [[0, "a"], [1, "b"]]}], ["send", Y, "out-2"]], group="g",
+                     offsets={X: 2})
+    b.send(X, "c", 3)
+    b.op("t2", "assign", [X], "ok", group="g")
+
+
+def test_transaction_of_unknown_outcome_whose_write_was_read_committed_its_reads():
+    b = Builder()
+    rewound_processor_killed_while_ending(b)
+    b.txn([["poll", {X: [[3, "c"]]}], ["send", Y, [4, "out-3"]]], process="t2", group="g", offsets={X: 4})
+    b.audit({X: [[0, "a"], [1, "b"], [3, "c"]], Y: [[2, "out-2"], [4, "out-3"]]})
+    result = b.check()
+    assert result.valid, result.summary()
+
+
+def test_transaction_of_unknown_outcome_nobody_saw_did_not_read_for_its_group():
+    b = Builder()
+    rewound_processor_killed_while_ending(b)
+    b.txn([["poll", {X: [[3, "c"]]}], ["send", Y, [4, "out-3"]]], process="t2", group="g", offsets={X: 4})
+    b.audit({X: [[0, "a"], [1, "b"], [3, "c"]], Y: [[4, "out-3"]]})
+    result = b.check()
+    assert result.counts == {"group-skip": 2}
+    assert [e["value"] for e in result.anomalies["group-skip"]] == ["a", "b"]
+
+
+def test_committed_transaction_of_unknown_outcome_counts_once_for_exactly_once():
+    b = Builder()
+    rewound_processor_killed_while_ending(b)
+    b.txn([["poll", {X: [[1, "b"], [3, "c"]]}], ["send", Y, [4, "out-3"]]], process="t2", group="g",
+          offsets={X: 4})
+    b.audit({X: [[0, "a"], [1, "b"], [3, "c"]], Y: [[2, "out-2"], [4, "out-3"]]})
+    result = b.check()
+    assert result.counts == {"group-duplicate": 1}
+    assert result.anomalies["group-duplicate"][0]["value"] == "b"
+
+
 def test_intermediate_read_g1b_is_reported():
     b = Builder()
     b.txn([["send", X, [0, "a1"]], ["send", X, [1, "a2"]]], process="t1")

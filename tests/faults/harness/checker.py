@@ -25,7 +25,12 @@ back, the checker reports:
 * ``group-skip``: a value below a group's committed offset that no member
   of the group read (at-least-once broken; for a transactional group,
   no committed transaction read it). ``group-duplicate``: a value read by
-  two committed transactions of one group (exactly-once broken).
+  two committed transactions of one group (exactly-once broken). A
+  transaction of unknown outcome (its processor killed while it ended,
+  say) counts as committed once a read saw one of its writes: with
+  read_committed, only a committed transaction's writes are readable (a
+  read of an aborted one is G1a); its reads and offsets are then those of
+  its completion, or of its invocation when it has none.
 * ``G1b`` (intermediate read): an operation whose last read of a
   partition is a transaction's write to it that the transaction followed
   with another write to the same partition, unread.
@@ -129,7 +134,10 @@ class _Parsed:
             if invocation["process"] == "audit" and completion["type"] == OK:
                 self.audit = completion
             if completion["f"] in ("poll", "txn") and isinstance(completion["value"], list):
-                self._reads(invocation, completion)
+                self._reads(invocation, completion, completion["type"])
+        for invocation, completion in self.op_of.values():
+            if completion is None and invocation["f"] == "txn" and isinstance(invocation["value"], list):
+                self._reads(invocation, invocation, UNKNOWN)
 
     def _writes(self, invocation: Op, type_: str, value: list) -> None:
         for position, micro in enumerate(value):
@@ -143,14 +151,25 @@ class _Parsed:
             self.writes[payload] = Write(invocation["index"], invocation["process"], type_, key_, payload,
                                          offset, invocation["f"] == "txn", position)
 
-    def _reads(self, invocation: Op, completion: Op) -> None:
-        for micro in completion["value"]:
+    def _reads(self, invocation: Op, source: Op, type_: str) -> None:
+        """The reads of ``source``'s poll micro-ops (its completion, or the
+        invocation of a transaction that has none)."""
+        for micro in source["value"]:
             if micro[0] != "poll" or len(micro) < 2:
                 continue
             for key_, entries in micro[1].items():
                 for offset, value in entries:
-                    self.reads.append(Read(invocation["index"], invocation["process"], completion["type"],
-                                           completion["f"], key_, offset, value, invocation.get("group")))
+                    self.reads.append(Read(invocation["index"], invocation["process"], type_,
+                                           invocation["f"], key_, offset, value, invocation.get("group")))
+
+    def committed_transactions(self) -> set[int]:
+        """Transactions that committed: "ok", or of unknown outcome with a
+        write that some read saw (every read of a history is read_committed)."""
+        seen = {read.value for read in self.reads}
+        settled = {write.op for write in self.writes.values()
+                   if write.txn and write.type == UNKNOWN and write.value in seen}
+        return settled | {op for op, type_ in self.op_type.items()
+                          if type_ == OK and self.op_of[op][0]["f"] == "txn"}
 
 
 def check(ops: list[Op]) -> Result:
@@ -291,22 +310,26 @@ def _groups(parsed: _Parsed, order: dict[str, list[str]], result: Result) -> Non
     """At-least-once per group (every value under the committed offset was
     read by a member), and exactly-once for transactional groups."""
     committed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(lambda: -1))
-    transactional: set[str] = set()
-    for invocation, completion in parsed.completions:
+    transactional = {inv["group"] for inv, _ in parsed.op_of.values() if inv["f"] == "txn" and "group" in inv}
+    transactions = parsed.committed_transactions()
+    for invocation, completion in parsed.op_of.values():
         group = invocation.get("group")
-        if group is None or completion["type"] != OK:
+        if group is None or invocation["f"] not in ("commit", "txn"):
             continue
-        offsets = completion.get("offsets") if completion["f"] == "txn" else completion["value"]
-        if completion["f"] == "txn":
-            transactional.add(group)
-        if completion["f"] in ("commit", "txn") and isinstance(offsets, dict):
+        if invocation["f"] == "txn" and invocation["index"] in transactions:
+            offsets = (completion or invocation).get("offsets")
+        elif invocation["f"] == "commit" and completion is not None and completion["type"] == OK:
+            offsets = completion["value"]
+        else:
+            continue
+        if isinstance(offsets, dict):
             for key_, offset in offsets.items():
                 committed[group][key_] = max(committed[group][key_], offset)
     readers: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for read in parsed.reads:
         if read.group is None:
             continue
-        if read.group in transactional and not (read.f == "txn" and read.type == OK):
+        if read.group in transactional and not (read.f == "txn" and read.op in transactions):
             continue
         if read.group not in transactional and read.type != OK:
             continue

@@ -139,15 +139,18 @@ def run_processor(bootstrap, topic, group, name, history, base, seconds, slot) -
 
 def transaction(consumer, producer, recorder, group, topic, messages, values, abort: bool) -> None:
     reads = reads_of(messages)
-    invoked = ([["poll"]] if reads else []) + [["send", f"{topic}:{p}", v] for p, v in values]
-    recorder.record("invoke", "txn", invoked, group=group)
+    positions = {k: v[-1][0] + 1 for k, v in reads.items()}
+    # The reads and offsets go into the invocation too: a processor killed
+    # after its EndTxn reached the coordinator records no completion, yet
+    # the transaction commits, and the checker must know what it read.
+    invoked = ([["poll", reads]] if reads else []) + [["send", f"{topic}:{p}", v] for p, v in values]
+    recorder.record("invoke", "txn", invoked, group=group, offsets=positions)
     sent: dict[str, list] = {}
 
     def delivered(err, message):
         if err is None:
             sent[message.value().decode()] = [message.offset(), message.value().decode()]
 
-    positions = {k: v[-1][0] + 1 for k, v in reads.items()}
     try:
         producer.begin_transaction()
         for partition, value in values:

@@ -19,7 +19,11 @@ connection, a crash). A completion's ``value`` refines the invocation's.
   by process "audit" whose completion also has ``"ends"``: {key: the high
   watermark (read_committed: last stable offset) it read up to}.
 * ``txn``: sends and polls inside one transaction: "ok" committed, "fail"
-  aborted (by the client, or refused), "unknown" neither is known.
+  aborted (by the client, or refused), "unknown" neither is known. The
+  poll comes before the transaction begins, so the invocation already
+  holds its reads (``["poll", {key: ...}]``) and ``"offsets"`` (the
+  group's offsets the transaction will commit): a processor killed
+  before the completion leaves them known.
 * ``assign``: the partitions a consumer holds changed (a rebalance or a
   restart); ``value`` is the new list of keys. Its reads start over.
 * ``commit``: a consumer group's offsets, ``{key: offset}``.
