@@ -305,9 +305,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
          "Replicas of the _schemas topic, created on the registry's first write (fewer when fewer "
          "brokers are live)."),
     _key("kcore.table.catalog.uri", str, None,
-         "The Iceberg REST catalog (http://host:port/...) that topics written as tables "
-         "(kcore.table.mode) go to; unset: a SQL catalog on SQLite at <first log dir>/__tables/catalog.db "
-         "with its warehouse beside it (docs/tables.md)."),
+         "The Iceberg catalog that topics written as tables (kcore.table.mode) go to: an http(s) URL is a "
+         "REST catalog, any other a SQL catalog at that SQLAlchemy URL (sqlite:///path, postgresql://...); "
+         "unset: SQLite at <first log dir>/__tables/catalog.db with its warehouse beside it (docs/tables.md)."),
     _key("kcore.table.catalog.warehouse", str, None,
          "The warehouse location given to the catalog; unset: <first log dir>/__tables/warehouse for the "
          "SQLite catalog, the REST catalog's own otherwise."),

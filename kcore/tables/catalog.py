@@ -67,13 +67,17 @@ class StaleBase(Exception):
 
 
 def open_catalog(settings: CatalogSettings) -> Catalog:
-    if settings.uri:
+    """An http(s) URI is a REST catalog; any other a SQL catalog at that
+    SQLAlchemy URL (sqlite:///path shared by the brokers of one machine,
+    postgresql://... with its driver installed); none, the SQLite file
+    under the first log dir."""
+    if settings.uri and settings.uri.startswith(("http://", "https://")):
         properties = {"type": "rest", "uri": settings.uri}
         if settings.warehouse:
             properties["warehouse"] = settings.warehouse
         return load_catalog("kcore", **properties)
     settings.tables_dir.mkdir(parents=True, exist_ok=True)
-    return load_catalog("kcore", type="sql", uri=f"sqlite:///{settings.sqlite_path}",
+    return load_catalog("kcore", type="sql", uri=settings.uri or f"sqlite:///{settings.sqlite_path}",
                         warehouse=settings.warehouse_location)
 
 
@@ -103,11 +107,24 @@ def partition_spec(partition_by: str) -> PartitionSpec:
 
 
 def load_or_create(catalog: Catalog, topic: str, settings: TopicTableSettings, compression: str) -> Table:
-    catalog.create_namespace_if_not_exists(NAMESPACE)
-    return catalog.create_table_if_not_exists(
-        table_name(topic), schema=key_value_schema(), partition_spec=partition_spec(settings.partition_by),
-        properties={"format-version": "2", "commit.retry.num-retries": "0",
-                    "write.parquet.compression-codec": PARQUET_CODECS.get(compression, "zstd")})
+    """The topic's table, created if missing. Brokers sharing a catalog
+    race to create the namespace and the table; the loser's create fails
+    (pyiceberg's SQL catalog: an IntegrityError from its unique keys) and
+    it takes what the winner made."""
+    try:
+        catalog.create_namespace_if_not_exists(NAMESPACE)
+    except Exception:
+        if not catalog.namespace_exists(NAMESPACE):
+            raise
+    try:
+        return catalog.create_table_if_not_exists(
+            table_name(topic), schema=key_value_schema(), partition_spec=partition_spec(settings.partition_by),
+            properties={"format-version": "2", "commit.retry.num-retries": "0",
+                        "write.parquet.compression-codec": PARQUET_CODECS.get(compression, "zstd")})
+    except Exception:
+        if not catalog.table_exists(table_name(topic)):
+            raise
+        return catalog.load_table(table_name(topic))
 
 
 def committed_offsets(table: Table) -> dict[int, int]:

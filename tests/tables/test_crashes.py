@@ -7,85 +7,17 @@ different processes that commit to one table in one catalog."""
 from __future__ import annotations
 
 import random
-import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support import BrokerProcess
 from tests.support.compat import unique_topic
 from tests.support.confluent import ADMIN_TIMEOUT_S
-from tests.support.tables import table_rows, wait_for_offsets
+from tests.support.tables import PARTITIONS, Producing, check_exactly_once
 
-PARTITIONS = 3
 TABLES_ON = {"kcore.table.mode": "key_value", "kcore.table.commit.interval.ms": "100"}
 KILLS = 4
-SEND_INTERVAL_S = 0.001
-PRODUCE_S = 60.0
-
-
-class Producing:
-    """An idempotent producer thread sending ``n-<i>`` round robin until
-    stopped (bounded), keeping what was acknowledged."""
-
-    def __init__(self, bootstrap: str, topic: str):
-        self.topic = topic
-        self.acknowledged: set[bytes] = set()
-        self.errors: list[str] = []
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                                   "linger.ms": 5, "message.timeout.ms": 60_000})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, error, message) -> None:
-        if error is None:
-            self.acknowledged.add(message.value())
-        else:
-            self.errors.append(str(error))
-
-    def _run(self) -> None:
-        deadline = time.monotonic() + PRODUCE_S
-        sequence = 0
-        while not self._stop.is_set() and time.monotonic() < deadline:
-            try:
-                self._producer.produce(self.topic, f"n-{sequence}".encode(), partition=sequence % PARTITIONS,
-                                       on_delivery=self._delivered)
-                sequence += 1
-            except BufferError:
-                pass
-            self._producer.poll(SEND_INTERVAL_S)
-
-    def __enter__(self) -> Producing:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        self._producer.flush(60)
-
-
-def log_ends(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-ends"})
-    try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(PARTITIONS)}
-    finally:
-        consumer.close()
-
-
-def check_exactly_once(broker: BrokerProcess, topic: str, acknowledged: set[bytes]) -> None:
-    ends = log_ends(broker.bootstrap, topic)
-    wait_for_offsets(broker.data_dir, topic, ends)
-    rows = table_rows(broker.data_dir, topic)
-    for partition in range(PARTITIONS):
-        offsets = [row["offset"] for row in rows if row["partition"] == partition]
-        assert offsets == list(range(ends[partition])), \
-            f"partition {partition}: {len(offsets)} rows for {ends[partition]} offsets, " \
-            f"{len(offsets) - len(set(offsets))} doubled"
-    values = {row["value"] for row in rows}
-    assert acknowledged <= values, f"{len(acknowledged - values)} acknowledged records not in the table"
 
 
 def test_sigkill_during_commits_neither_loses_nor_doubles_a_row(tmp_path):
@@ -103,7 +35,7 @@ def test_sigkill_during_commits_neither_loses_nor_doubles_a_row(tmp_path):
             time.sleep(1.0)
         assert not producing.errors, producing.errors[:3]
         assert len(producing.acknowledged) > 1000
-        check_exactly_once(broker, topic, producing.acknowledged)
+        check_exactly_once(broker.data_dir, broker.bootstrap, topic, producing.acknowledged)
     finally:
         broker.kill()
 
@@ -118,6 +50,6 @@ def test_the_processes_of_a_node_write_one_table(tmp_path):
         with Producing(node.bootstrap, topic) as producing:
             time.sleep(2.0)
         assert not producing.errors, producing.errors[:3]
-        check_exactly_once(node, topic, producing.acknowledged)
+        check_exactly_once(node.data_dir, node.bootstrap, topic, producing.acknowledged)
     finally:
         node.kill()
