@@ -13,9 +13,11 @@ not change under it, with no automatic retry) and a writer whose base no
 longer matches drops what it read and reads again from the table's offset.
 
 Modules: ``settings`` (what a topic asks for), ``rows`` (records to Arrow),
-``catalog`` (pyiceberg: the catalog, the table, the offsets, the commit),
-``writer`` (one topic's reading and committing), ``service`` (the broker's
-writers and their figures).
+``value_schema`` (values decoded through the schema registry into their
+schema's columns, for ``value_schema`` tables), ``catalog`` (pyiceberg:
+the catalog, the table, the offsets, the commit), ``writer`` (one topic's
+reading and committing), ``service`` (the broker's writers and their
+figures).
 
 Layer: above the schema registry and replication, below the handlers; the
 broker wires it (kcore/server/broker.py).
