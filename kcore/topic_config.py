@@ -192,7 +192,7 @@ def _schema_validation_keys() -> list[TopicConfigKey]:
 
 
 # How a topic's records become table rows (kcore/tables/rows.py).
-TABLE_MODES = ("off", "key_value")
+TABLE_MODES = ("off", "key_value", "value_schema")
 # Iceberg's time transforms of the record timestamp, or no partitioning.
 TABLE_PARTITIONINGS = ("day", "hour", "month", "year", "none")
 
@@ -201,9 +201,11 @@ def _table_keys() -> list[TopicConfigKey]:
     """kcore's topics-as-tables keys (docs/tables.md)."""
     return [
         _k("kcore.table.mode", STRING, "off",
-           "off, or key_value: the partition leader writes every committed record (below the last stable "
-           "offset) to the Iceberg table kcore.<topic>, as partition, offset, timestamp, key, value and "
-           "headers columns.", one_of(*TABLE_MODES)),
+           "off, key_value or value_schema: the partition leader writes every committed record (below the "
+           "last stable offset) to the Iceberg table kcore.<topic>: key_value as partition, offset, timestamp, "
+           "key, value and headers columns; value_schema decodes each value through the schema registry "
+           "into its schema's columns (records that do not decode go to kcore.<topic>~dlq).",
+           one_of(*TABLE_MODES)),
         _k("kcore.table.commit.interval.ms", LONG, 60_000,
            "How often the table gets a snapshot of what was written since the last one; the table lags "
            "the log by about this much.", at_least(100)),

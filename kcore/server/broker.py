@@ -138,7 +138,8 @@ class Broker:
         self.schemas = self.schema_registry.registry  # what the console reads (ConsoleSource)
         # A node's processes share one catalog, under the node's log dir.
         self.tables = TableService(CatalogSettings.from_broker(
-            config, Path(os.environ.get(NODE_DIR_ENV) or config.log_dirs[0])), self.replica_manager)
+            config, Path(os.environ.get(NODE_DIR_ENV) or config.log_dirs[0])), self.replica_manager,
+            self.schema_registry.registry, self.schema_registry.store.sync)
         # Advertise only what has a handler: a client that sees an API in
         # ApiVersions will call it.
         self.api_versions = {key: versions for key, versions in protocol.supported_versions().items()

@@ -41,10 +41,10 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from kcore.tables.settings import NAMESPACE, CatalogSettings, TopicTableSettings
+from kcore.tables.settings import METADATA_COLUMN, NAMESPACE, CatalogSettings, TopicTableSettings
 
 OFFSETS_KEY = "kcore.offsets"
-TIMESTAMP_FIELD_ID = 3
+DEAD_LETTER_SUFFIX = "~dlq"
 PARTITION_FIELD_ID = 1000
 TRANSFORMS = {"day": DayTransform, "hour": HourTransform, "month": MonthTransform, "year": YearTransform}
 # A topic's compression.type as Parquet's codec; "producer" (the topic keeps
@@ -52,8 +52,8 @@ TRANSFORMS = {"day": DayTransform, "hour": HourTransform, "month": MonthTransfor
 PARQUET_CODECS = {"gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd",
                   "uncompressed": "uncompressed", "producer": "zstd"}
 
-__all__ = ["CommitFailedException", "NoSuchTableError", "StaleBase", "commit", "committed_offsets", "load_or_create",
-           "open_catalog", "table_name"]
+__all__ = ["CommitFailedException", "NoSuchTableError", "StaleBase", "TableLayoutError", "commit", "committed_offsets",
+           "evolve", "load_or_create", "open_catalog", "table_name"]
 
 
 class StaleBase(Exception):
@@ -81,50 +81,90 @@ def open_catalog(settings: CatalogSettings) -> Catalog:
                         warehouse=settings.warehouse_location)
 
 
-def table_name(topic: str) -> tuple[str, str]:
-    """``kcore.<topic>``, as a tuple: a topic name may hold dots."""
-    return (NAMESPACE, topic)
+class TableLayoutError(Exception):
+    """The table exists with another mode's columns."""
 
 
-def key_value_schema() -> Schema:
-    header = StructType(NestedField(8, "key", StringType(), required=True),
-                        NestedField(9, "value", BinaryType(), required=False))
+def table_name(topic: str, dead_letter: bool = False) -> tuple[str, str]:
+    """``kcore.<topic>`` (``kcore.<topic>~dlq``: its dead letters), as a
+    tuple: a topic name may hold dots."""
+    return (NAMESPACE, topic + DEAD_LETTER_SUFFIX if dead_letter else topic)
+
+
+def _headers(first_id: int) -> ListType:
+    return ListType(element_id=first_id, element_required=True, element=StructType(
+        NestedField(first_id + 1, "key", StringType(), required=True),
+        NestedField(first_id + 2, "value", BinaryType(), required=False)))
+
+
+def key_value_schema(dead_letter: bool = False) -> Schema:
+    """``key_value`` rows; with ``dead_letter``, the dead-letter table's
+    (the same, and why the value did not decode)."""
     return Schema(
         NestedField(1, "partition", IntegerType(), required=True),
         NestedField(2, "offset", LongType(), required=True),
-        NestedField(TIMESTAMP_FIELD_ID, "timestamp", TimestamptzType(), required=False),
+        NestedField(3, "timestamp", TimestamptzType(), required=False),
         NestedField(4, "key", BinaryType(), required=False),
         NestedField(5, "value", BinaryType(), required=False),
-        NestedField(6, "headers", ListType(element_id=7, element=header, element_required=True), required=True),
+        NestedField(6, "headers", _headers(7), required=True),
+        *([NestedField(10, "reason", StringType(), required=True)] if dead_letter else []),
     )
 
 
-def partition_spec(partition_by: str) -> PartitionSpec:
+def value_schema_schema() -> Schema:
+    """A ``value_schema`` table before any value's columns: the record's
+    metadata in the ``kcore`` struct (the value's schema adds the rest)."""
+    return Schema(NestedField(1, METADATA_COLUMN, StructType(
+        NestedField(2, "partition", IntegerType(), required=True),
+        NestedField(3, "offset", LongType(), required=True),
+        NestedField(4, "timestamp", TimestamptzType(), required=False),
+        NestedField(5, "key", BinaryType(), required=False),
+        NestedField(6, "headers", _headers(7), required=True)), required=True))
+
+
+def partition_spec(partition_by: str, timestamp_id: int) -> PartitionSpec:
     if partition_by == "none":
         return UNPARTITIONED_PARTITION_SPEC
-    return PartitionSpec(PartitionField(source_id=TIMESTAMP_FIELD_ID, field_id=PARTITION_FIELD_ID,
+    return PartitionSpec(PartitionField(source_id=timestamp_id, field_id=PARTITION_FIELD_ID,
                                         transform=TRANSFORMS[partition_by](), name=f"timestamp_{partition_by}"))
 
 
-def load_or_create(catalog: Catalog, topic: str, settings: TopicTableSettings, compression: str) -> Table:
-    """The topic's table, created if missing. Brokers sharing a catalog
-    race to create the namespace and the table; the loser's create fails
-    (pyiceberg's SQL catalog: an IntegrityError from its unique keys) and
-    it takes what the winner made."""
+def load_or_create(catalog: Catalog, topic: str, settings: TopicTableSettings, compression: str,
+                   dead_letter: bool = False) -> Table:
+    """The topic's table (or its dead-letter table), created if missing.
+    Brokers sharing a catalog race to create the namespace and the table;
+    the loser's create fails (pyiceberg's SQL catalog: an IntegrityError
+    from its unique keys) and it takes what the winner made.
+    TableLayoutError when the table was made by another mode."""
+    value_schema = settings.mode == "value_schema" and not dead_letter
+    schema = value_schema_schema() if value_schema else key_value_schema(dead_letter)
     try:
         catalog.create_namespace_if_not_exists(NAMESPACE)
     except Exception:
         if not catalog.namespace_exists(NAMESPACE):
             raise
+    name = table_name(topic, dead_letter)
     try:
-        return catalog.create_table_if_not_exists(
-            table_name(topic), schema=key_value_schema(), partition_spec=partition_spec(settings.partition_by),
+        table = catalog.create_table_if_not_exists(
+            name, schema=schema, partition_spec=partition_spec(settings.partition_by, 4 if value_schema else 3),
             properties={"format-version": "2", "commit.retry.num-retries": "0",
                         "write.parquet.compression-codec": PARQUET_CODECS.get(compression, "zstd")})
     except Exception:
-        if not catalog.table_exists(table_name(topic)):
+        if not catalog.table_exists(name):
             raise
-        return catalog.load_table(table_name(topic))
+        table = catalog.load_table(name)
+    names = {field.name for field in table.schema().fields}
+    if (METADATA_COLUMN in names) != value_schema or (not value_schema and "offset" not in names):
+        raise TableLayoutError(f"table {'.'.join(name)} was made for another kcore.table.mode; drop or rename "
+                               f"it to write the topic in {settings.mode} mode")
+    return table
+
+
+def evolve(table: Table, schema: Schema) -> None:
+    """Add the columns of ``schema`` that the table lacks (Iceberg schema
+    evolution by name; a type it cannot widen to raises)."""
+    with table.update_schema() as update:
+        update.union_by_name(schema)
 
 
 def committed_offsets(table: Table) -> dict[int, int]:

@@ -12,12 +12,17 @@ Not thread-safe: owned by the broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kcore.replication.partition import Partition
 from kcore.replication.replica_manager import ReplicaManager
+from kcore.schema_registry.errors import RegistryError
+from kcore.schema_registry.registry import SchemaRegistry
+from kcore.schema_registry.schema_types import ParsedSchema
 from kcore.tables.settings import CatalogSettings, topic_settings
 from kcore.tables.writer import TableStats, TopicTableWriter, Worker
 
@@ -25,20 +30,30 @@ log = logging.getLogger(__name__)
 
 SCAN_S = 0.5
 RESTART_BACKOFF_S = 5.0
+# A schema lookup of the worker thread waits this long for the event loop
+# (and the registry's catch-up with its primary, 5 s at most).
+LOOKUP_TIMEOUT_S = 10.0
 
 
 class TableService:
-    def __init__(self, catalog: CatalogSettings, replica_manager: ReplicaManager):
+    def __init__(self, catalog: CatalogSettings, replica_manager: ReplicaManager,
+                 registry: SchemaRegistry | None = None, sync: Callable[[], Awaitable[None]] | None = None):
+        """``registry`` decodes value_schema topics; ``sync`` catches it up
+        with its primary (a schema id it does not know yet)."""
         self.catalog = catalog
         self.replica_manager = replica_manager
         self.stats: dict[str, TableStats] = {}
+        self._registry = registry
+        self._sync = sync
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcore-tables")
-        self._worker = Worker(catalog)
+        self._worker = Worker(catalog, self._lookup if registry is not None else None)
         self._writers: dict[str, asyncio.Task] = {}
         self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="tables")
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name="tables")
 
     async def close(self) -> None:
         tasks = [task for task in (self._task, *self._writers.values()) if task is not None]
@@ -50,6 +65,32 @@ class TableService:
         # A commit in the worker thread cannot be cut; it ends on its own
         # (a crash there leaves the table at its last snapshot).
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _lookup(self, schema_id: int) -> ParsedSchema:
+        """In the worker thread: the registered schema ``schema_id``, asked
+        of the registry on the event loop that owns it; LookupError when
+        it is not registered or the loop does not answer in time."""
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(self._parsed(schema_id), self._loop)
+        try:
+            return future.result(LOOKUP_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise LookupError("the schema registry did not answer in time") from None
+
+    async def _parsed(self, schema_id: int) -> ParsedSchema:
+        assert self._registry is not None
+        try:
+            try:
+                record = self._registry.schema_by_id(schema_id)
+            except RegistryError:
+                if self._sync is None:
+                    raise
+                await self._sync()  # registered through another broker a moment ago, maybe
+                record = self._registry.schema_by_id(schema_id)
+            return self._registry.parse_record(record)
+        except RegistryError as exc:
+            raise LookupError(exc.message) from None
 
     def led(self, topic: str) -> dict[int, Partition]:
         """The partitions of ``topic`` this broker leads, while tables are on."""

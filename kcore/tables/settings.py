@@ -16,6 +16,8 @@ TABLES_DIR = "__tables"
 CATALOG_FILE = "catalog.db"
 WAREHOUSE_DIR = "warehouse"
 NAMESPACE = "kcore"
+# A value_schema table's struct of record metadata (partition, offset, ...).
+METADATA_COLUMN = "kcore"
 
 
 @dataclass(frozen=True)

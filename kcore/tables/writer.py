@@ -28,7 +28,7 @@ from kcore.client.fetch import FetchedPartition, records_from
 from kcore.protocol.constants import READ_COMMITTED
 from kcore.protocol.errors import ErrorCode
 from kcore.replication.partition import Partition, PartitionError
-from kcore.tables.settings import CatalogSettings, TopicTableSettings, topic_settings
+from kcore.tables.settings import METADATA_COLUMN, CatalogSettings, TopicTableSettings, topic_settings
 
 log = logging.getLogger(__name__)
 
@@ -50,19 +50,38 @@ RETRY_BACKOFF_S = (1.0, 30.0)
 
 @dataclass
 class Cursor:
-    """Where one partition stands: ``base`` is the table's offset (None:
+    """Where one partition stands. ``base`` is the table's offset (None:
     the table has none for it) that ``pending`` continues from, and
-    ``position`` the next offset to read."""
+    ``position`` the next offset to read. A ``value_schema`` topic also
+    has its dead-letter table: ``dead_base`` is that table's offset, and
+    ``dead_from`` the offset below which its rows are there already (a
+    crash between the two tables' commits leaves it ahead)."""
 
     base: int | None
     position: int
+    dead_base: int | None = None
+    dead_from: int = 0
     pending: list[Any] = field(default_factory=list)  # pyarrow Tables
+    dead: list[Any] = field(default_factory=list)
     pending_bytes: int = 0
     pending_records: int = 0
 
+    def add(self, rows: Any, dead: Any) -> None:
+        for table, into in ((rows, self.pending), (dead, self.dead)):
+            if table is not None:
+                into.append(table)
+                self.pending_bytes += table.nbytes
+                self.pending_records += table.num_rows
+
+    def dead_committed(self) -> None:
+        self.dead_base = self.position
+        self.pending_bytes -= sum(table.nbytes for table in self.dead)
+        self.pending_records -= sum(table.num_rows for table in self.dead)
+        self.dead = []
+
     def committed(self) -> None:
         self.base = self.position
-        self.pending, self.pending_bytes, self.pending_records = [], 0, 0
+        self.pending, self.dead, self.pending_bytes, self.pending_records = [], [], 0, 0
 
 
 @dataclass
@@ -80,17 +99,17 @@ class TableStats:
 
 class TopicTableWriter:
     def __init__(self, topic: str, led: Callable[[], dict[int, Partition]], executor: Executor,
-                 worker: Any, stats: TableStats):
+                 worker: Worker, stats: TableStats):
         """``led`` gives the partitions of ``topic`` this broker leads with
-        tables on; ``worker`` is the service's thread-side object (its
-        ``table``, ``offsets``, ``rows`` and ``commit`` run in ``executor``)."""
+        tables on; ``worker`` is the service's thread-side object, whose
+        calls run in ``executor``."""
         self.topic = topic
         self._led = led
         self._executor = executor
         self._worker = worker
         self.stats = stats
         self._cursors: dict[int, Cursor] = {}
-        self._table: Any = None
+        self._tables: TopicTables | None = None
         self._last_commit = 0.0
 
     async def run(self) -> None:
@@ -111,7 +130,7 @@ class TopicTableWriter:
                 self.stats.commit_errors += 1
                 log.warning("table of %s: %s; retrying in %.0fs", self.topic, exc, backoff,
                             exc_info=log.isEnabledFor(logging.DEBUG))
-                self._table = None
+                self._tables = None
                 self._cursors.clear()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, RETRY_BACKOFF_S[1])
@@ -120,18 +139,13 @@ class TopicTableWriter:
             await asyncio.sleep(POLL_S)
 
     async def _step(self, partitions: dict[int, Partition], settings: TopicTableSettings, now: float) -> None:
-        if self._table is None:
+        if self._tables is None or self._tables.settings.mode != settings.mode:
             compression = next(iter(partitions.values())).configs.get("compression.type", "producer")
-            self._table = await self._call(self._worker.table, self.topic, settings, compression)
+            self._tables = await self._call(self._worker.tables, self.topic, settings, compression)
+            self._cursors.clear()
         for index in [i for i in self._cursors if i not in partitions]:
             del self._cursors[index]  # leadership moved: the new leader resumes from the table
-        new = [index for index in partitions if index not in self._cursors]
-        if new:
-            offsets = await self._call(self._worker.offsets, self._table)
-            for index in new:
-                partition = partitions[index]
-                start = max(offsets.get(index, 0), partition.log_start_offset)
-                self._cursors[index] = Cursor(offsets.get(index), start)
+        await self._new_cursors(partitions)
         for index, partition in partitions.items():
             for _ in range(READS_PER_STEP):
                 if not await self._read(index, partition, self._cursors[index]):
@@ -143,6 +157,17 @@ class TopicTableWriter:
             await self._commit()
             self._last_commit = asyncio.get_running_loop().time()
             self._update_lag(partitions)
+
+    async def _new_cursors(self, partitions: dict[int, Partition]) -> None:
+        """Cursors for the partitions without one, from the tables' offsets now."""
+        new = [index for index in partitions if index not in self._cursors]
+        if not new:
+            return
+        assert self._tables is not None
+        offsets, dead = await self._call(self._worker.offsets, self._tables)
+        for index in new:
+            start = max(offsets.get(index, 0), partitions[index].log_start_offset)
+            self._cursors[index] = Cursor(offsets.get(index), start, dead.get(index), dead.get(index, 0))
 
     async def _read(self, index: int, partition: Partition, cursor: Cursor) -> bool:
         """One read of up to READ_BYTES; False when there was nothing to read
@@ -167,48 +192,57 @@ class TopicTableWriter:
                         for txn in partition.log.collect_aborted_txns(cursor.position, upper))
         fetched = FetchedPartition(self.topic, index, ErrorCode.NONE, partition.high_watermark, upper,
                                    partition.log_start_offset, data, aborted)
-        rows, next_offset = await self._call(self._worker.rows, self._table, fetched, cursor.position, upper)
-        if rows is not None:
-            cursor.pending.append(rows)
-            cursor.pending_bytes += rows.nbytes
-            cursor.pending_records += rows.num_rows
+        rows, dead, next_offset = await self._call(self._worker.rows, self._tables, fetched, cursor.position,
+                                                   upper, cursor.dead_from)
+        cursor.add(rows, dead)
         moved = next_offset > cursor.position
         cursor.position = max(cursor.position, next_offset)
         return moved
 
     async def _commit(self) -> None:
+        """The dead letters first, then the table: a crash between the two
+        leaves the dead-letter table ahead, and its own offsets say which
+        of the records read again it holds already."""
+        assert self._tables is not None
         for _ in range(COMMIT_ATTEMPTS):
             writing = {index: cursor for index, cursor in self._cursors.items() if cursor.position != cursor.base}
             if not any(cursor.pending_records for cursor in writing.values()):
                 return
             started = time.monotonic()
-            result = await self._call(self._worker.commit, self._table,
-                                      [rows for cursor in writing.values() for rows in cursor.pending],
-                                      {index: cursor.base for index, cursor in writing.items()},
-                                      {index: cursor.position for index, cursor in writing.items()})
-            if isinstance(result, dict):
-                self.stats.commits += 1
-                self.stats.commit_seconds += time.monotonic() - started
-                self.stats.records += sum(cursor.pending_records for cursor in writing.values())
-                self.stats.last_commit_wall_ms = int(time.time() * 1000)
+            offsets = {index: cursor.position for index, cursor in writing.items()}
+            if any(cursor.dead for cursor in writing.values()):
+                result = await self._call(self._worker.commit, self._tables, True,
+                                          [rows for cursor in writing.values() for rows in cursor.dead],
+                                          {index: cursor.dead_base for index, cursor in writing.items()}, offsets)
+                if not isinstance(result, dict):
+                    await self._stale(*result)
+                    continue
                 for cursor in writing.values():
-                    cursor.committed()
-                return
-            stale, current = result
-            for index in stale:  # another writer wrote these: read again from where it left them
-                log.info("table of %s-%d: written by another writer up to %s; reading again from there",
-                         self.topic, index, current.get(index))
-                self._cursors.pop(index, None)
-            if stale:
-                self._cursors_from(current)
+                    cursor.dead_committed()
+            written = sum(cursor.pending_records for cursor in writing.values())
+            result = await self._call(self._worker.commit, self._tables, False,
+                                      [rows for cursor in writing.values() for rows in cursor.pending],
+                                      {index: cursor.base for index, cursor in writing.items()}, offsets)
+            if not isinstance(result, dict):
+                await self._stale(*result)
+                continue
+            self.stats.commits += 1
+            self.stats.commit_seconds += time.monotonic() - started
+            self.stats.records += written
+            self.stats.last_commit_wall_ms = int(time.time() * 1000)
+            for cursor in writing.values():
+                cursor.committed()
+            return
         raise RuntimeError(f"no commit after {COMMIT_ATTEMPTS} attempts (concurrent writers)")
 
-    def _cursors_from(self, current: dict[int, int]) -> None:
-        partitions = self._led()
-        for index, partition in partitions.items():
-            if index not in self._cursors:
-                self._cursors[index] = Cursor(current.get(index),
-                                              max(current.get(index, 0), partition.log_start_offset))
+    async def _stale(self, partitions: set[int], current: dict[int, int]) -> None:
+        """Another writer wrote these partitions: read them again from
+        where the tables hold them."""
+        for index in partitions:
+            log.info("table of %s-%d: written by another writer up to %s; reading again from there",
+                     self.topic, index, current.get(index))
+            self._cursors.pop(index, None)
+        await self._new_cursors(self._led())
 
     def _update_lag(self, partitions: dict[int, Partition]) -> None:
         self.stats.committed = {i: c.base for i, c in self._cursors.items() if c.base is not None}
@@ -219,48 +253,128 @@ class TopicTableWriter:
         return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
 
 
+@dataclass
+class TopicTables:
+    """A topic's table and, in ``value_schema`` mode, its dead-letter table
+    and the value schemas merged into the table so far."""
+
+    settings: TopicTableSettings
+    table: Any
+    dead_letters: Any = None
+    merged: set[tuple[int, tuple[int, ...]]] = field(default_factory=set)
+
+
 class Worker:
     """What runs in the service's worker thread: the catalog (opened on
     first use), and the calls the writers make. One thread only: the
-    SQLite catalog is not shared between threads."""
+    SQLite catalog is not shared between threads.
 
-    def __init__(self, settings: CatalogSettings):
+    ``lookup`` gives a registered schema by id (the registry's parse, its
+    references resolved) or raises LookupError; it blocks this thread
+    while the event loop asks the registry."""
+
+    def __init__(self, settings: CatalogSettings, lookup: Callable[[int], Any] | None = None):
         self.settings = settings
+        self._lookup = lookup
         self._catalog: Any = None
+        self._value_schemas: dict[tuple[int, tuple[int, ...]], Any] = {}
 
-    def table(self, topic: str, settings: TopicTableSettings, compression: str) -> Any:
+    def tables(self, topic: str, settings: TopicTableSettings, compression: str) -> TopicTables:
         from kcore.tables import catalog
         if self._catalog is None:
             self._catalog = catalog.open_catalog(self.settings)
-        return catalog.load_or_create(self._catalog, topic, settings, compression)
+        table = catalog.load_or_create(self._catalog, topic, settings, compression)
+        dead = (catalog.load_or_create(self._catalog, topic, settings, compression, dead_letter=True)
+                if settings.mode == "value_schema" else None)
+        return TopicTables(settings, table, dead)
 
     @staticmethod
-    def offsets(table: Any) -> dict[int, int]:
+    def offsets(tables: TopicTables) -> tuple[dict[int, int], dict[int, int]]:
+        """The offsets of the table and of its dead-letter table, read now."""
         from kcore.tables import catalog
-        return catalog.refreshed_offsets(table)
+        dead = catalog.refreshed_offsets(tables.dead_letters) if tables.dead_letters is not None else {}
+        return catalog.refreshed_offsets(tables.table), dead
 
-    @staticmethod
-    def rows(table: Any, fetched: FetchedPartition, position: int, upper: int) -> tuple[Any, int]:
+    def rows(self, tables: TopicTables, fetched: FetchedPartition, position: int, upper: int,
+             dead_from: int) -> tuple[Any, Any, int]:
         """The rows of the records in ``fetched`` from ``position`` below
-        ``upper`` (aborted transactions left out), and the next offset."""
-        from kcore.tables.rows import key_value_rows
+        ``upper`` (aborted transactions left out), the dead letters (below
+        ``dead_from`` left out: the dead-letter table has them) and the
+        next offset."""
         result = records_from(fetched, position, isolation_level=READ_COMMITTED)
         records = [record for record in result.records if record.offset is not None and record.offset < upper]
         next_offset = min(result.next_offset, upper)
         if not records:
-            return None, next_offset
-        return key_value_rows(fetched.partition, records, table.schema().as_arrow()), next_offset
+            return None, None, next_offset
+        if tables.settings.mode != "value_schema":
+            from kcore.tables.rows import key_value_rows
+            return key_value_rows(fetched.partition, records, tables.table.schema().as_arrow()), None, next_offset
+        return (*self._value_rows(tables, fetched.partition, records, dead_from), next_offset)
+
+    def _value_rows(self, tables: TopicTables, partition: int, records: list[Any],
+                    dead_from: int) -> tuple[Any, Any]:
+        from kcore.tables import catalog
+        from kcore.tables.rows import dead_letter_rows, value_rows
+        from kcore.tables.value_schema import DecodeError
+        decoded, dead = [], []
+        for record in records:
+            try:
+                key, schema = self._value_schema(record.value)
+                columns = schema.decode(self._body(record.value, schema))
+                if key not in tables.merged:
+                    catalog.evolve(tables.table, schema.iceberg_schema())
+                    tables.merged.add(key)
+                decoded.append((record, columns))
+            except DecodeError as exc:
+                if record.offset >= dead_from:
+                    dead.append((record, str(exc)))
+            except ValueError as exc:  # the table's columns cannot take this schema's (union_by_name)
+                if record.offset >= dead_from:
+                    dead.append((record, f"the value's schema does not fit the table: {exc}"))
+        rows = value_rows(partition, decoded, tables.table.schema().as_arrow()) if decoded else None
+        letters = (dead_letter_rows(partition, dead, tables.dead_letters.schema().as_arrow()) if dead else None)
+        return rows, letters
+
+    def _value_schema(self, value: bytes | None) -> tuple[tuple[int, tuple[int, ...]], Any]:
+        """The ValueSchema of a framed value, built once per schema id (and
+        Protobuf message)."""
+        from kcore.schema_registry.schema_types import PROTOBUF
+        from kcore.tables.value_schema import DecodeError, ValueSchema, message_indexes_of, schema_id_of
+        schema_id = schema_id_of(value)
+        if self._lookup is None:
+            raise DecodeError("this broker has no schema registry")
+        try:
+            parsed = self._lookup(schema_id)
+        except LookupError as exc:
+            raise DecodeError(f"schema id {schema_id}: {exc}") from None
+        indexes = message_indexes_of(value) if parsed.schema_type == PROTOBUF else (0,)
+        key = (schema_id, tuple(indexes))
+        schema = self._value_schemas.get(key)
+        if schema is None:
+            schema = self._value_schemas[key] = ValueSchema(parsed, indexes)
+            if METADATA_COLUMN in {column.name for column in schema.iceberg_schema().fields}:
+                raise DecodeError(f"the schema has a field named {METADATA_COLUMN}, the table's own column")
+        return key, schema
 
     @staticmethod
-    def commit(table: Any, rows: list[Any], expected: dict[int, int | None],
+    def _body(value: bytes | None, schema: Any) -> bytes:
+        from kcore.tables.value_schema import body_of
+        return body_of(value, schema.schema_type)
+
+    @staticmethod
+    def commit(tables: TopicTables, dead_letters: bool, rows: list[Any], expected: dict[int, int | None],
                offsets: dict[int, int]) -> dict[int, int] | tuple[set[int], dict[int, int]]:
         """The offsets after the commit, or (stale partitions, the table's
         offsets) when another writer got there first."""
         import pyarrow as pa
 
         from kcore.tables import catalog
+        from kcore.tables.rows import conform
+        table = tables.dead_letters if dead_letters else tables.table
+        schema = table.schema().as_arrow()
+        data = pa.concat_tables([conform(part, schema) for part in rows]) if rows else schema.empty_table()
         try:
-            return catalog.commit(table, pa.concat_tables(rows), expected, offsets)
+            return catalog.commit(table, data, expected, offsets)
         except catalog.StaleBase as exc:
             return exc.partitions, exc.current
         except catalog.CommitFailedException:
