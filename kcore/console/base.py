@@ -16,6 +16,7 @@ from kcore.coordinator.group.lag import ConsumerLag
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.errors import ErrorCode
 from kcore.schema_registry.registry import SchemaRegistry
+from kcore.tables.service import TableService
 
 
 class ApiError(Exception):
@@ -42,6 +43,8 @@ class ConsoleSource(BrokerFacade, Protocol):
     def started_at(self) -> float: ...
     @property
     def schemas(self) -> SchemaRegistry: ...
+    @property
+    def tables(self) -> TableService: ...
 
 
 @dataclass

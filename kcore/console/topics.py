@@ -85,9 +85,23 @@ def describe_topic(broker: ConsoleSource, request: ApiRequest) -> dict:
             "partitions": partitions, "truncated": len(states) > MAX_PARTITIONS_LISTED,
             "rates": broker.history.topic_rates(name),
             "size_bytes": _local_size(broker, name),
+            "table": _table(broker, name),
             "configs": [{"name": e["name"], "value": e["value"],
                          "source": "override" if e["config_source"] == ConfigSource.DYNAMIC_TOPIC_CONFIG else "default"}
                         for e in entries]}
+
+
+def _table(broker: ConsoleSource, name: str) -> dict | None:
+    """The topic's Iceberg table as this broker writes it (docs/tables.md):
+    the lag of the partitions it leads, in offsets, and its commits; None
+    when it writes none of the topic."""
+    stats = broker.tables.stats.get(name)
+    if stats is None:
+        return None
+    return {"name": f"kcore.{name}", "lag": sum(stats.lag.values()),
+            "lag_by_partition": {str(p): lag for p, lag in sorted(stats.lag.items())},
+            "commits": stats.commits, "records": stats.records, "commit_errors": stats.commit_errors,
+            "last_commit_ms": stats.last_commit_wall_ms}
 
 
 def _string_map(value: Any, what: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from playwright.sync_api import expect
 
 from tests.support.compat import unique_topic
@@ -196,3 +197,24 @@ def test_groups_page_shows_share_groups_with_records_in_flight_and_lag(page, con
         screenshot(page, "share-groups")
     finally:
         consumer.close()
+
+
+def test_the_topic_page_shows_its_iceberg_tables_lag(page, console):
+    topic = filled_topic(console.broker.bootstrap, "table-page", 2, 50)
+    page.goto(console.url + f"/#/topics/{topic}")
+    expect(page.locator("#topic-page")).to_be_visible()
+    expect(page.locator("#topic-table")).to_have_count(0)  # no table: no line
+    admin = admin_client(console.broker.bootstrap)
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("kcore.table.mode", "key_value", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("kcore.table.commit.interval.ms", "200", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+    deadline = time.monotonic() + 30
+    while True:
+        page.reload()
+        line = page.locator("#topic-table")
+        if line.count() and line.get_attribute("data-lag") == "0" and "100 records" in line.inner_text():
+            break
+        assert time.monotonic() < deadline, "the table's lag never reached 0 on the page"
+        time.sleep(0.5)
+    expect(line).to_contain_text(f"kcore.{topic}")

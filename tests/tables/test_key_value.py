@@ -6,6 +6,8 @@ the mode on for a topic with data writes what it already holds."""
 from __future__ import annotations
 
 import datetime
+import json
+import urllib.request
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -73,6 +75,9 @@ def test_every_record_lands_once_in_offset_order_with_its_columns(broker):
                WAIT_S, "the table's lag back to 0")
     metrics = table_metrics(broker.metrics_url, topic)
     assert metrics["kcore_table_records_total"] == COUNT and metrics["kcore_table_commits_total"] >= 1
+    with urllib.request.urlopen(f"{broker.metrics_url}/api/topics/{topic}", timeout=10) as answer:
+        table = json.load(answer)["table"]  # what the console's topic page shows
+    assert (table["name"], table["lag"], table["records"]) == (f"kcore.{topic}", 0, COUNT)
 
 
 def test_aborted_transactions_never_reach_the_table(broker):

@@ -214,6 +214,7 @@ async function topicPage(name) {
     el("h2", {}, `Topic ${name}`, t.internal ? el("span", { class: "tag" }, " internal") : null),
     el("div", { class: "cards" }, card("Partitions", t.partitions.length), card("Size here", bytes(t.size_bytes)),
       card("Messages in/s", rate(t.rates.messages_in)), card("Bytes in/s", bytes(t.rates.bytes_in)), card("Bytes out/s", bytes(t.rates.bytes_out))),
+    tableLine(t.table),
     el("p", {}, el("a", { href: `#/topics/${enc(name)}/messages?partition=0`, id: "browse-link" }, "Browse messages"), " · ", remove),
     el("h3", {}, "Partitions"),
     table("partitions", ["Partition#", "Leader#", "Replicas", "ISR", "Log start#", "Log end#", "High watermark#", "Segments#", "Size#", ""], partitions),
@@ -222,6 +223,15 @@ async function topicPage(name) {
     trim, el("div", { id: "delete-records-result" }),
     el("h3", {}, "Configs"), editor,
     table("configs", ["Name", "Value", "Source"], configs));
+}
+
+// The topic's Iceberg table as this broker writes it (docs/tables.md), when it writes one.
+function tableLine(table) {
+  if (!table) return null;
+  const last = table.last_commit_ms ? new Date(table.last_commit_ms).toISOString() : "none yet";
+  return el("p", { id: "topic-table", "data-lag": table.lag },
+    `Iceberg table ${table.name}: ${num(table.lag)} offsets behind the log, ${num(table.records)} records in ${num(table.commits)} commits here, last ${last}`,
+    table.commit_errors ? el("span", { class: "tag" }, ` ${num(table.commit_errors)} failed`) : null);
 }
 
 // DeleteRecords from the topic page, after a confirmation: one partition or all, up to an offset or the high watermark.
