@@ -17,7 +17,12 @@ over partitions) is read from /metrics and turned into seconds at that
 rate, from ``--warmup`` seconds on; its p50 / p99 / max against the
 commit interval (target p99 <= 2x).
 
+``backfill``: ``--messages`` records written to a topic without a table,
+then ``kcore.table.mode=key_value`` turned on (IncrementalAlterConfigs):
+the seconds until the table holds them all, and records per second.
+
     .venv/bin/python -m bench.bench_tables produce --rounds 4
+    .venv/bin/python -m bench.bench_tables backfill --messages 1000000
     .venv/bin/python -m bench.bench_tables lag --rate 20000 --seconds 30 --commit-ms 1000
 """
 from __future__ import annotations
@@ -122,6 +127,31 @@ def bench_produce(args: argparse.Namespace) -> None:
             broker.kill()
 
 
+def bench_backfill(args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    with tempfile.TemporaryDirectory(prefix="kcore-bench-tables-") as scratch:
+        broker, _ = start_broker(Path(scratch))
+        try:
+            topic = "backlog"
+            create(broker.bootstrap, {topic: {}}, args.partitions)
+            produce(broker.bootstrap, topic, value_of(args.size), args.messages, args.partitions)
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            resource = ConfigResource("topic", topic, incremental_configs=[
+                ConfigEntry("kcore.table.mode", "key_value", incremental_operation=AlterConfigOpType.SET),
+                ConfigEntry("kcore.table.commit.interval.ms", str(args.commit_ms),
+                            incremental_operation=AlterConfigOpType.SET)])
+            started = time.perf_counter()
+            admin.incremental_alter_configs([resource])[resource].result(30)
+            wait_for_table(broker.data_dir, topic, dict.fromkeys(range(args.partitions),
+                                                                 args.messages // args.partitions), 1800.0)
+            seconds = time.perf_counter() - started
+            print(f"backfill of {args.messages:,} records of {args.size} B over {args.partitions} partitions: "
+                  f"{seconds:.1f} s, {args.messages / seconds:,.0f} records/s "
+                  f"({args.messages * args.size / 1e6 / seconds:.1f} MB/s)")
+        finally:
+            broker.kill()
+
+
 def lag_offsets(url: str, topic: str) -> float | None:
     with urllib.request.urlopen(f"{url}/metrics", timeout=5) as answer:
         text = answer.read().decode()
@@ -192,12 +222,14 @@ def main() -> None:
     # The writer's first start imports pyiceberg, creates the table and
     # drains what came meanwhile: the steady state is sampled after it.
     lag_parser.add_argument("--warmup", type=float, default=10.0)
-    for sub in (produce_parser, lag_parser):
+    backfill_parser = commands.add_parser("backfill")
+    backfill_parser.add_argument("--messages", type=int, default=1_000_000)
+    for sub in (produce_parser, lag_parser, backfill_parser):
         sub.add_argument("--size", type=int, default=1024)
         sub.add_argument("--partitions", type=int, default=4)
         sub.add_argument("--commit-ms", type=int, default=1000)
     args = parser.parse_args()
-    {"produce": bench_produce, "lag": bench_lag}[args.command](args)
+    {"produce": bench_produce, "lag": bench_lag, "backfill": bench_backfill}[args.command](args)
 
 
 if __name__ == "__main__":
