@@ -31,6 +31,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 POLL_MESSAGES = 10_000   # far above what arrives in one poll: a poll is cut by time, never by count
 POLL_TIMEOUT_S = 0.5
 TXN_TIMEOUT_S = 20.0
+# The processors' transaction.timeout.ms: a transaction a processor leaves
+# open (killed, stopped) is aborted by its coordinator after this.
+TRANSACTION_TIMEOUT_MS = 10_000
 ABORT_ONE_IN = 8
 
 
@@ -114,7 +117,7 @@ def run_processor(bootstrap, topic, group, name, history, base, seconds, slot) -
         "ok", "assign", sorted(key(tp) for tp in partitions), group=group)
     consumer.subscribe([topic], on_assign=assigned, on_revoke=assigned)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{group}-{slot}",
-                         "linger.ms": 5, "transaction.timeout.ms": 10000, "message.timeout.ms": 9000,
+                         "linger.ms": 5, "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, "message.timeout.ms": 9000,
                          "request.timeout.ms": 5000})
     producer.init_transactions(TXN_TIMEOUT_S * 2)
     partitions = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
