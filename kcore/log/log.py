@@ -438,12 +438,15 @@ class Log:
                     break
         return slices
 
-    def batch_headers(self, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Batch headers from ``start_offset`` to the log end, each with the
+    def batch_headers(self, start_offset: int, end_offset: int | None = None
+                      ) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Batch headers from ``start_offset`` to ``end_offset`` (the log
+        end if None; a batch that straddles it is included), each with the
         chunk it was read from (pread; records are skipped), for replaying
         producer state."""
         offset = start_offset
-        while offset < self._log_end_offset:
+        end = self._log_end_offset if end_offset is None else min(end_offset, self._log_end_offset)
+        while offset < end:
             slices = self.read(offset, REPLAY_CHUNK, min_one_message=True)
             if not slices:
                 return
@@ -452,6 +455,8 @@ class Log:
                 position = 0
                 while position + BATCH_HEADER_SIZE <= len(data):
                     header = native_records.parse_batch_header(data, position)
+                    if header.base_offset >= end:
+                        return
                     position += header.size_in_bytes
                     offset = header.last_offset + 1
                     yield header, data

@@ -233,3 +233,31 @@ def test_producer_state_loads_on_first_use_and_is_snapshotted_only_when_loaded(t
         assert reopened._producers_loaded
         reopened.log.close()
     run(main())
+
+
+def test_first_load_replays_only_up_to_the_log_end_at_open(tmp_path):
+    """Batches appended after open without a producer id change no state:
+    the first load (a fetch's LSO, here) replays the headers written before
+    open and none of the plain ones after it, and still knows the producer."""
+    async def main():
+        partition, _ = leader_partition(tmp_path, replicas=(1,), isr=(1,))
+        produce(partition, 2, acks=1, producer_id=7, producer_epoch=0, base_sequence=0)
+        partition.log.close()  # no snapshot: the load must replay offsets 0-1
+        reopened = Partition("t", 0, Log.open(tmp_path / "t-0"), dict(CONFIGS), broker_id=1)
+        for _ in range(50):
+            produce(reopened, 10, acks=1)  # no producer id: state not loaded
+        assert not reopened._producers_loaded
+        replayed: list[int] = []
+        batch_headers = reopened.log.batch_headers
+        def recording(*bounds):
+            for header, data in batch_headers(*bounds):
+                replayed.append(header.base_offset)
+                yield header, data
+        reopened.log.batch_headers = recording
+        assert reopened.last_stable_offset == reopened.high_watermark == 502
+        assert replayed == [0]
+        assert reopened.producers.producers[7].last_seq == 1
+        retry = produce(reopened, 2, acks=1, producer_id=7, producer_epoch=0, base_sequence=0)
+        assert retry.duplicate and retry.base_offset == 0
+        reopened.log.close()
+    run(main())
