@@ -155,6 +155,7 @@ def run_consumer(spec: dict, control: Control) -> dict:
     tail = spec["mode"] == "tail"
     assignment = [TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in spec["partitions"]]
     consumer.list_topics(spec["topic"], timeout=30)  # connected before "ready"
+    _find_coordinator(consumer, assignment[:1])
     if tail:
         _assign_at_log_end(consumer, spec["topic"], spec["partitions"])
     emit("ready")
@@ -169,6 +170,18 @@ def run_consumer(spec: dict, control: Control) -> dict:
         return _consume_catch_up(consumer, spec, cpu0, start)
     finally:
         consumer.close()
+
+
+def _find_coordinator(consumer, partitions: list) -> None:
+    """Ask for committed offsets once, so that the group coordinator is
+    found (and a broker creates ``__consumer_offsets``) before "ready", not
+    inside the timed phase. A broker without group offsets (a peer) fails
+    the call, and then the phase pays whatever it does instead."""
+    from confluent_kafka import KafkaException
+    try:
+        consumer.committed(partitions, timeout=30)
+    except KafkaException as error:
+        print(f"committed offsets unavailable: {error}", file=sys.stderr)
 
 
 def _assign_at_log_end(consumer, topic: str, partitions: list) -> None:
