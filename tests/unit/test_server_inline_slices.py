@@ -1,0 +1,26 @@
+"""Small file slices of a response are read into memory so the response
+leaves in one write; large ones stay slices for sendfile; a slice the
+file no longer holds whole stays a slice (the sendfile path then closes
+the connection, as for any segment truncated under a fetch)."""
+from __future__ import annotations
+
+import os
+
+from kcore.log.file_slice import FileSlice
+from kcore.server.connection import INLINE_SLICE_BYTES, _inline_small_slices
+
+
+def test_small_slices_are_read_and_large_ones_kept(tmp_path):
+    data = os.urandom(INLINE_SLICE_BYTES * 3)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        small = FileSlice(fd, 100, 4096)
+        largest_inlined = FileSlice(fd, 0, INLINE_SLICE_BYTES)
+        large = FileSlice(fd, 0, INLINE_SLICE_BYTES + 1)
+        past_end = FileSlice(fd, len(data) - 10, 20)
+        chunks = _inline_small_slices([b"header", small, largest_inlined, large, past_end])
+        assert chunks == [b"header", data[100:4196], data[:INLINE_SLICE_BYTES], large, past_end]
+    finally:
+        os.close(fd)
