@@ -26,6 +26,9 @@ STAGING_BYTES = 64 * 1024
 # copied into the log, no memoryview of it is alive), so a connection with a
 # few produce requests (librdkafka keeps up to 5) in flight still recycles.
 POOLED_FRAMES = 6
+# Larger frames (socket.request.max.bytes allows 100 MiB) get memory of
+# their own, freed once handled: six pooled buffers hold at most 6 x 16 MiB.
+POOLED_FRAME_MAX_BYTES = 16 * 1024 * 1024
 # sys.getrefcount of a pooled buffer that only the pool holds: the pool's
 # list, the loop variable and getrefcount's own argument (every memoryview
 # of it, the frame handed out included, holds one more).
@@ -47,24 +50,39 @@ class FrameReader:
         self._pool: list[bytearray] = []
 
     def _large_frame(self, size: int) -> memoryview:
-        """``size`` bytes of a buffer: a pooled one nobody refers to any more
-        when one fits (no larger than twice the frame), else a fresh one of
-        the next power-of-two size. Fresh memory costs ~2.3 us per 4 KiB page
-        on first touch here (docs/performance.md#the-reference-machine):
-        ~0.6 ms per MiB of every produce request or follower fetch that
-        reuse saves."""
+        """``size`` bytes of a buffer: the smallest pooled one that fits and
+        nobody refers to any more, else a fresh one of the next power-of-two
+        size, pooled in place of the smallest free one. Fresh memory costs
+        ~2.3 us per 4 KiB page on first touch here
+        (docs/performance.md#the-reference-machine): ~0.6 ms per MiB of
+        every produce request or follower fetch that reuse saves. Reuse
+        once also required a buffer at most twice the frame: with
+        librdkafka's requests between 64 KiB and 1 MiB the pool churned
+        and 4 frames in 5 took fresh memory (~0.5 CPU-s per GB produced)."""
+        best = None
         for buffer in self._pool:
-            if sys.getrefcount(buffer) == _POOL_ONLY_REFS and size <= len(buffer) <= 2 * size:
-                return memoryview(buffer)[:size]
-        buffer = bytearray(1 << (size - 1).bit_length())
+            if len(buffer) >= size and sys.getrefcount(buffer) == _POOL_ONLY_REFS \
+                    and (best is None or len(buffer) < len(best)):
+                best = buffer
+        if best is not None:
+            return memoryview(best)[:size]
+        fresh = bytearray(1 << (size - 1).bit_length())
+        if len(fresh) <= POOLED_FRAME_MAX_BYTES:
+            self._pool_add(fresh)
+        return memoryview(fresh)[:size]
+
+    def _pool_add(self, fresh: bytearray) -> None:
         if len(self._pool) < POOLED_FRAMES:
-            self._pool.append(buffer)
-        else:  # take the place of a pooled buffer nobody uses: sizes follow the traffic
-            for index, pooled in enumerate(self._pool):
-                if sys.getrefcount(pooled) == _POOL_ONLY_REFS:
-                    self._pool[index] = buffer
-                    break
-        return memoryview(buffer)[:size]
+            self._pool.append(fresh)
+            return
+        smallest = -1  # the smallest buffer nobody uses gives way to it
+        for index in range(len(self._pool)):
+            pooled = self._pool[index]
+            if sys.getrefcount(pooled) == _POOL_ONLY_REFS and len(pooled) < len(fresh) \
+                    and (smallest < 0 or len(pooled) < len(self._pool[smallest])):
+                smallest = index
+        if smallest >= 0:
+            self._pool[smallest] = fresh
 
     def get_buffer(self) -> memoryview:
         """Where the transport should put the next bytes it receives."""

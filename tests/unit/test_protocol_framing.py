@@ -73,3 +73,44 @@ def test_large_frame_buffers_are_reused_only_once_nothing_refers_to_them():
     assert id(third.obj) in pooled       # nothing referred to them any more: one is reused
     assert len(reader._pool) == 2
     assert bytes(third[:3]) == b"\x03\x03\x03" and len(third) == size
+
+
+def receive_frame(reader: FrameReader, size: int, fill: int):
+    frame_bytes = size.to_bytes(4, "big") + bytes([fill]) * size
+    frames = []
+    for start in range(0, len(frame_bytes), 65536):
+        chunk = frame_bytes[start:start + 65536]
+        buffer = reader.get_buffer()
+        buffer[:len(chunk)] = chunk
+        buffer.release()
+        frames += reader.buffer_updated(len(chunk))
+    [frame] = frames
+    return frame
+
+
+def test_frames_of_mixed_sizes_reuse_the_smallest_free_buffer_that_fits():
+    """librdkafka's produce requests range from ~64 KiB to ~1 MiB: a small
+    frame after a large one takes the large one's buffer instead of fresh
+    memory, and the pool keeps the larger buffers."""
+    from kcore.protocol.framing import POOLED_FRAMES, STAGING_BYTES
+    reader = FrameReader(1 << 24)
+    large = receive_frame(reader, 1 << 20, 1)
+    large_id = id(large.obj)  # an id: a reference would keep it from reuse
+    del large
+    small = receive_frame(reader, STAGING_BYTES * 2, 2)
+    assert id(small.obj) == large_id and bytes(small[:2]) == b"\x02\x02"
+    del small
+    held = [receive_frame(reader, STAGING_BYTES * 2, 3) for _ in range(POOLED_FRAMES)]
+    assert len(reader._pool) == POOLED_FRAMES
+    del held
+    bigger = receive_frame(reader, 2 << 20, 4)  # none fits: fresh, in place of a small one
+    pooled = {id(buffer) for buffer in reader._pool}
+    assert id(bigger.obj) in pooled and large_id in pooled
+    assert len(reader._pool) == POOLED_FRAMES
+
+
+def test_frames_above_the_pooled_size_get_memory_of_their_own():
+    from kcore.protocol.framing import POOLED_FRAME_MAX_BYTES
+    reader = FrameReader(POOLED_FRAME_MAX_BYTES * 2)
+    frame = receive_frame(reader, POOLED_FRAME_MAX_BYTES + 1, 5)
+    assert len(frame) == POOLED_FRAME_MAX_BYTES + 1 and not reader._pool
