@@ -12,6 +12,8 @@ Response chunks are bytes or file slices (anything with fd/position/size).
 Slices go out by sendfile(2) on the socket once the transport's own buffer is
 empty, so record bytes never pass through Python; uvloop has no
 loop.sendfile, hence the native kernel (docs/architecture.md#fetch-path).
+Slices of at most INLINE_SLICE_BYTES are the exception: read with pread,
+they leave with the rest of their response in one write.
 On a TLS connection the kernel cannot encrypt (no kTLS here), so slices are
 read with pread in FILE_CHUNK_BYTES pieces and written through the TLS
 transport instead.
