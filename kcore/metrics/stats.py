@@ -11,7 +11,7 @@ Not thread-safe: one event loop owns each instance.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from kcore.metrics.socket_server import SocketServerStats
@@ -135,25 +135,36 @@ def _get(item: Any, name: str) -> Any:
     return item.get(name) if type(item) is dict else getattr(item, name, None)
 
 
-def _codes(items: Any, path: tuple[str, ...], depth: int) -> Iterator[int]:
-    for item in items or ():
-        if depth == len(path):
-            yield _get(item, "error_code") or 0
-        else:
-            yield from _codes(_get(item, path[depth]), path, depth + 1)
+def _collect(items: Any, path: tuple[str, ...], depth: int, found: list[int]) -> None:
+    """The non-zero error codes under ``items`` along ``path`` into
+    ``found``: loops, not a generator per item (a fetch answer of 16
+    partitions was walked through 17 generators, ~2% of the broker's CPU
+    at 20k msg/s)."""
+    if not items:
+        return
+    if depth == len(path):
+        for item in items:
+            code = item.get("error_code") if type(item) is dict else getattr(item, "error_code", None)
+            if code:
+                found.append(code)
+        return
+    name = path[depth]
+    for item in items:
+        _collect(item.get(name) if type(item) is dict else getattr(item, name, None), path, depth + 1,
+                 found)
 
 
-def error_codes(api_key: int, body: Any) -> Iterator[int]:
+def error_codes(api_key: int, body: Any) -> list[int]:
     """Every error code other than NONE in a response body."""
     top, paths = ERROR_PATHS.get(api_key, (False, ()))
+    found: list[int] = []
     if top:
         code = _get(body, "error_code")
         if code:
-            yield code
+            found.append(code)
     for path in paths:
-        for code in _codes(_get(body, path[0]), path, 1):
-            if code:
-                yield code
+        _collect(_get(body, path[0]), path, 1, found)
+    return found
 
 
 class RequestStats:

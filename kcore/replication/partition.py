@@ -791,14 +791,19 @@ class Partition:
     def data_waiter(self, for_replica: bool = False) -> asyncio.Future:
         """A future resolved when a consumer (HW moved) or, with
         ``for_replica``, a follower (the log grew) has something new."""
+        future = asyncio.get_running_loop().create_future()
+        self.add_data_waiter(future, for_replica)
+        return future
+
+    def add_data_waiter(self, future: asyncio.Future, for_replica: bool = False) -> None:
+        """Resolve ``future`` (unless done) as ``data_waiter``'s would be;
+        one future may wait on many partitions."""
         waiters = self._replica_waiters if for_replica else self._waiters
-        # Timed-out fetches leave cancelled futures behind; prune them so an
+        # Timed-out fetches leave done futures behind; prune them so an
         # idle partition polled by long-poll consumers does not grow the list.
         if len(waiters) > 64:
             waiters[:] = [f for f in waiters if not f.done()]
-        future = asyncio.get_running_loop().create_future()
         waiters.append(future)
-        return future
 
     # -- fetch ---------------------------------------------------------------------
     def read(self, fetch_offset: int, max_bytes: int, read_committed: bool,

@@ -378,12 +378,19 @@ class ReplicaManager:
         deadline): the fetch purgatory, keyed by partition."""
         if timeout_s <= 0 or not partitions:
             return
-        waiters = [p.data_waiter(for_replica) for p in partitions]
+        # One future in every partition's list and one timer: asyncio.wait
+        # over a future per partition cost ~3% of the broker's CPU at 20k
+        # msg/s (16 partitions, a fetch parked per produce).
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+        for partition in partitions:
+            partition.add_data_waiter(woken, for_replica)
+        timer = loop.call_later(timeout_s, _resolve, woken)
         try:
-            await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            await woken
         finally:
-            for waiter in waiters:
-                waiter.cancel()
+            timer.cancel()
+            woken.cancel()  # done already, unless the fetch itself was cancelled
 
     # -- log dirs ---------------------------------------------------------------------------
     def partition_error(self, topic: str, index: int) -> int:
@@ -505,3 +512,8 @@ def _other_topic(log_topic_id: uuid.UUID | None, topic_id: uuid.UUID) -> bool:
     """Whether a log recorded under ``log_topic_id`` belongs to a topic
     other than ``topic_id`` (an unknown id on either side says nothing)."""
     return log_topic_id is not None and topic_id != NO_TOPIC_ID and log_topic_id != topic_id
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
