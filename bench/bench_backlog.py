@@ -268,7 +268,7 @@ def run_once(root: Path, args) -> dict:
         peak_mb_s = fill_backlog(broker.bootstrap, count)
         backlog = end_offsets(broker.bootstrap)
         dropped = drop_page_cache()
-        rate = peak_mb_s * 1e6 / MESSAGE_BYTES * args.rate_fraction
+        rate = args.rate or peak_mb_s * 1e6 / MESSAGE_BYTES * args.rate_fraction
         context = mp.get_context("spawn")
         start, stop, produced, consumed = context.Event(), context.Event(), context.Queue(), context.Queue()
         producer = context.Process(target=paced_producer,
@@ -315,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=512, help="the broker's cgroup memory limit")
     parser.add_argument("--backlog-mb", type=int, default=0, help="default: 4x --memory-mb")
     parser.add_argument("--rate-fraction", type=float, default=0.5, help="of the peak produce rate")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="msg/s of the paced producer instead of a fraction of the peak")
     parser.add_argument("--before-s", type=float, default=5.0)
     parser.add_argument("--data-root", default=None, help="where data dirs go (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per run")

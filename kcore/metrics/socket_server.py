@@ -75,6 +75,10 @@ class SocketServerStats:
         # Requests answered although bytes followed their last field, per
         # (listener, api key): Kafka ignores such bytes, and so does kcore.
         self.requests_with_trailing_bytes: dict[tuple[str, int], int] = {}
+        # File slices of fetch answers whose pages were not in the page
+        # cache, read by a worker thread instead of sent by sendfile.
+        self.cold_slices = 0
+        self.cold_bytes = 0
 
     def reauthenticated(self, listener: str, latency_ms: float) -> None:
         counts = self.successful_reauthentication
@@ -88,6 +92,10 @@ class SocketServerStats:
     def trailing_bytes(self, listener: str, api_key: int) -> None:
         counts = self.requests_with_trailing_bytes
         counts[(listener, api_key)] = counts.get((listener, api_key), 0) + 1
+
+    def cold_read(self, size: int) -> None:
+        self.cold_slices += 1
+        self.cold_bytes += size
 
     def expired_connection_killed(self, listener: str) -> None:
         counts = self.expired_connections_killed

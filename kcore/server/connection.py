@@ -39,6 +39,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeGuard
 
 from kcore import protocol
@@ -77,6 +78,14 @@ TLS_BUFFER_BYTES = 1024 * 1024
 # the receiver's side (~15 us). Copying 32 KiB costs ~3 us; above that,
 # sendfile's zero-copy wins.
 INLINE_SLICE_BYTES = 32 * 1024
+# A larger slice is probed for pages missing from the page cache, one byte
+# every COLD_PROBE_BYTES with RWF_NOWAIT (~1 us each). sendfile of pages on
+# disk blocks the event loop for the disk read, and with it every produce
+# and fetch of every connection: a consumer catching up from disk raised a
+# producer's p99 from 15 to 257 ms (bench/bench_backlog.py). Such a slice
+# is read by a worker thread and written from memory instead.
+COLD_PROBE_BYTES = 128 * 1024
+COLD_READ_THREADS = 4
 # Kafka's KafkaChannel starts at most one re-authentication a second; a
 # SaslHandshake sooner goes to its handler (ILLEGAL_SASL_STATE).
 MIN_REAUTH_INTERVAL_S = 1.0
@@ -526,8 +535,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _send_file_slice(self, fd: int, position: int, size: int) -> None:
         if size <= 0:
             return
-        if self._tls:
-            await self._copy_file_slice(fd, position, size)
+        cold = not _cached(fd, position, size)
+        if cold:
+            self._socket_stats.cold_read(size)
+        if self._tls or cold:
+            await self._copy_file_slice(fd, position, size, in_thread=cold)
             return
         await self._wait_drained()
         waited = False
@@ -547,11 +559,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 await self._wait_writable()
                 waited = True
 
-    async def _copy_file_slice(self, fd: int, position: int, size: int) -> None:
-        """The TLS path: the slice through Python, in bounded pieces."""
+    async def _copy_file_slice(self, fd: int, position: int, size: int, in_thread: bool) -> None:
+        """The slice through Python, in bounded pieces: on TLS, and where
+        its pages are on disk (read by a worker thread then)."""
         transport = self._open_transport
+        loop = asyncio.get_running_loop()
         while size > 0 and not self._closed:
-            chunk = os.pread(fd, min(size, FILE_CHUNK_BYTES), position)
+            length = min(size, FILE_CHUNK_BYTES)
+            chunk = (await loop.run_in_executor(_cold_reader(), os.pread, fd, length, position)
+                     if in_thread else os.pread(fd, length, position))
             if not chunk:
                 log.warning("segment shrank during fetch; closing %s", self._open_context.peer)
                 self.close()
@@ -647,3 +663,30 @@ def _inline_small_slices(chunks) -> list:
                 chunk = data
         inlined.append(chunk)
     return inlined
+
+
+_PROBE = bytearray(1)  # RWF_NOWAIT probes read into it (event-loop thread only)
+_cold_readers: list[ThreadPoolExecutor] = []
+
+
+def _cached(fd: int, position: int, size: int) -> bool:
+    """Whether the slice's pages look cached: a byte of every
+    COLD_PROBE_BYTES and the last, each read with RWF_NOWAIT (EAGAIN: on
+    disk). A kernel or file system without RWF_NOWAIT for buffered reads
+    answers True (the slice then goes by sendfile, as it always did)."""
+    end = position + size
+    offsets = [*range(position, end, COLD_PROBE_BYTES), end - 1]
+    for offset in offsets:
+        try:
+            os.preadv(fd, [_PROBE], offset, os.RWF_NOWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+    return True
+
+
+def _cold_reader() -> ThreadPoolExecutor:
+    if not _cold_readers:
+        _cold_readers.append(ThreadPoolExecutor(COLD_READ_THREADS, thread_name_prefix="kcore-cold-read"))
+    return _cold_readers[0]

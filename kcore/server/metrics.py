@@ -290,6 +290,10 @@ class BrokerCollector(Collector):
                        "Requests answered although bytes followed their last field (ignored, as "
                        "Kafka ignores them), per listener and api key.", ["listener", "api_key"],
                        self.broker.stats.socket_server.requests_with_trailing_bytes)
+        yield _counter("kcore_network_cold_fetch_bytes",
+                       "Bytes of fetch answers that were not in the page cache, read by a worker "
+                       "thread instead of sent by sendfile from the event loop.", [],
+                       {(): self.broker.stats.socket_server.cold_bytes})
 
     def _reauthentication_metrics(self) -> Iterator[Metric]:
         """KIP-368's socket-server-metrics (kcore.metrics.socket_server)."""

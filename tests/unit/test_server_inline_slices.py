@@ -24,3 +24,22 @@ def test_small_slices_are_read_and_large_ones_kept(tmp_path):
         assert chunks == [b"header", data[100:4196], data[:INLINE_SLICE_BYTES], large, past_end]
     finally:
         os.close(fd)
+
+
+def test_cold_pages_are_told_from_cached_ones(tmp_path):
+    """A slice whose pages the kernel dropped is cold (read by a worker
+    thread, not sent by sendfile from the event loop); once read, cached."""
+    from kcore.server.connection import COLD_PROBE_BYTES, _cached
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(os.urandom(COLD_PROBE_BYTES * 8))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # clean pages: DONTNEED drops them
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert not _cached(fd, 0, COLD_PROBE_BYTES * 8)
+        os.pread(fd, COLD_PROBE_BYTES * 2, 0)  # the first two probes' pages, and readahead's
+        os.posix_fadvise(fd, COLD_PROBE_BYTES * 4, 0, os.POSIX_FADV_DONTNEED)
+        assert _cached(fd, 0, COLD_PROBE_BYTES * 2)
+        assert not _cached(fd, 0, COLD_PROBE_BYTES * 8)  # the tail is still on disk
+    finally:
+        os.close(fd)
