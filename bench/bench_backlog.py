@@ -35,15 +35,12 @@ import json
 import multiprocessing as mp
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kcore.testing import free_port, kcore_command
+from kcore.testing.broker import BrokerProcess
 
 TOPIC = "backlog"
 PARTITIONS = 16
@@ -92,48 +89,21 @@ class MemoryCgroup:
                 time.sleep(0.1)
 
 
-class Broker:
-    def __init__(self, root: Path, cgroup: MemoryCgroup | None):
-        self.port = free_port()
-        self.data_dir = Path(tempfile.mkdtemp(prefix="backlog-", dir=root))
-        command = [*kcore_command("broker"), "--log-level", "WARNING",
-                   "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                   "--override", f"log.dirs={self.data_dir / 'data'}",
-                   "--override", "http.listeners=", "--override", "schema.registry.listeners="]
-        if cgroup is not None:  # in the group before the broker touches a page
-            command = ["sh", "-c", f'echo $$ > {cgroup.path}/cgroup.procs && exec "$@"', "sh", *command]
-        self.log_path = self.data_dir / "broker.log"
-        with open(self.log_path, "wb") as log_file:
-            self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"broker did not start:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+def start_broker(data_dir: Path, cgroup: MemoryCgroup | None) -> BrokerProcess:
+    """A kcore broker, inside ``cgroup`` before it touches a page."""
+    prefix = () if cgroup is None else (
+        "sh", "-c", f'echo $$ > {cgroup.path}/cgroup.procs && exec "$@"', "sh")
+    return BrokerProcess(data_dir, {"http.listeners": "", "schema.registry.listeners": ""},
+                         prefix=prefix).start()
 
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
-    def read_bytes(self) -> int:
-        """Bytes this broker caused to be read from the block device."""
-        for line in Path(f"/proc/{self.process.pid}/io").read_text().splitlines():
-            if line.startswith("read_bytes:"):
-                return int(line.split()[1])
-        return 0
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+def read_bytes(broker: BrokerProcess) -> int:
+    """Bytes the broker caused to be read from the block device."""
+    assert broker.process is not None
+    for line in Path(f"/proc/{broker.process.pid}/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    return 0
 
 
 def create_topic(bootstrap: str) -> None:
@@ -261,7 +231,7 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
 
 def run_once(root: Path, args) -> dict:
     cgroup = MemoryCgroup.make(args.memory_mb << 20)
-    broker = Broker(root, cgroup)
+    broker = start_broker(Path(tempfile.mkdtemp(prefix="backlog-", dir=root)) / "data", cgroup)
     try:
         create_topic(broker.bootstrap)
         count = (args.backlog_mb << 20) // MESSAGE_BYTES
@@ -277,11 +247,11 @@ def run_once(root: Path, args) -> dict:
         time.sleep(1.0)  # connected, with the topic's metadata
         start.set()
         time.sleep(args.before_s)
-        read_before = broker.read_bytes()
+        read_before = read_bytes(broker)
         consumer = context.Process(target=catch_up, args=(broker.bootstrap, backlog, consumed))
         consumer.start()
         began, ended, size, unfinished = consumed.get(timeout=900)
-        read_during = broker.read_bytes() - read_before
+        read_during = read_bytes(broker) - read_before
         stop.set()
         acks, failures, sent = produced.get(timeout=120)
         producer.join(30)
@@ -305,6 +275,7 @@ def run_once(root: Path, args) -> dict:
         return run
     finally:
         broker.stop()
+        shutil.rmtree(broker.data_dir.parent, ignore_errors=True)
         if cgroup is not None:
             cgroup.remove()
 

@@ -45,21 +45,26 @@ def test_size_outside_limits_is_rejected(size):
         reader.buffer_updated(4)
 
 
+def receive_frame(reader: FrameReader, size: int, fill: int):
+    frame_bytes = size.to_bytes(4, "big") + bytes([fill]) * size
+    frames = []
+    for start in range(0, len(frame_bytes), 65536):
+        chunk = frame_bytes[start:start + 65536]
+        buffer = reader.get_buffer()
+        buffer[:len(chunk)] = chunk
+        buffer.release()
+        frames += reader.buffer_updated(len(chunk))
+    [frame] = frames
+    return frame
+
+
 def test_large_frame_buffers_are_reused_only_once_nothing_refers_to_them():
     from kcore.protocol.framing import STAGING_BYTES
     reader = FrameReader(1 << 24)
     size = STAGING_BYTES * 4
 
     def receive(fill: int):
-        frame_bytes = size.to_bytes(4, "big") + bytes([fill]) * size
-        frames = []
-        for start in range(0, len(frame_bytes), 65536):
-            chunk = frame_bytes[start:start + 65536]
-            buffer = reader.get_buffer()
-            buffer[:len(chunk)] = chunk
-            frames += reader.buffer_updated(len(chunk))
-        [frame] = frames
-        return frame
+        return receive_frame(reader, size, fill)
 
     first = receive(1)
     held = first[10:20]             # a record view still in use
@@ -73,19 +78,6 @@ def test_large_frame_buffers_are_reused_only_once_nothing_refers_to_them():
     assert id(third.obj) in pooled       # nothing referred to them any more: one is reused
     assert len(reader._pool) == 2
     assert bytes(third[:3]) == b"\x03\x03\x03" and len(third) == size
-
-
-def receive_frame(reader: FrameReader, size: int, fill: int):
-    frame_bytes = size.to_bytes(4, "big") + bytes([fill]) * size
-    frames = []
-    for start in range(0, len(frame_bytes), 65536):
-        chunk = frame_bytes[start:start + 65536]
-        buffer = reader.get_buffer()
-        buffer[:len(chunk)] = chunk
-        buffer.release()
-        frames += reader.buffer_updated(len(chunk))
-    [frame] = frames
-    return frame
 
 
 def test_frames_of_mixed_sizes_reuse_the_smallest_free_buffer_that_fits():
