@@ -5,11 +5,11 @@ producers with the same transactional id; kcore.coordinator.txn)."""
 from __future__ import annotations
 
 from kcore.handlers import txn_errors
-from kcore.handlers.authz import allowed_on_cluster, allowed_topics, txn_allowed
+from kcore.handlers.authz import allowed_on_cluster, client_host, txn_allowed
 from kcore.handlers.base import BrokerFacade
 from kcore.protocol.api_keys import ApiKey
 from kcore.protocol.errors import ErrorCode
-from kcore.security.acl import AclOperation
+from kcore.security.acl import AclOperation, ResourceType
 
 FIRST_EXPECTED_PRODUCER_VERSION = 3
 
@@ -32,7 +32,9 @@ async def handle(broker: BrokerFacade, context, request):
 
 def _refusal(broker: BrokerFacade, context, transactional_id: str | None) -> int | None:
     """WRITE on the transactional id; without one (idempotence only)
-    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka's KafkaApis)."""
+    IDEMPOTENT_WRITE on the cluster or WRITE on any topic, existing or not:
+    an ACL of a prefix the producer's topics will be created under is
+    enough (Kafka's KafkaApis, KIP-679)."""
     if broker.authorizer is None:
         return None
     if transactional_id:
@@ -41,6 +43,7 @@ def _refusal(broker: BrokerFacade, context, transactional_id: str | None) -> int
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if allowed_on_cluster(broker, context, AclOperation.IDEMPOTENT_WRITE):
         return None
-    if allowed_topics(broker, context, AclOperation.WRITE, broker.controller.topic_names()):
+    if broker.authorizer.authorize_by_resource_type(context.principal, client_host(context),
+                                                    AclOperation.WRITE, ResourceType.TOPIC):
         return None
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

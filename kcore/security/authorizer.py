@@ -76,9 +76,38 @@ class Authorizer:
             self._decisions[key] = decision
         return decision
 
-    def authorize_any(self, principal: str, host: str, op: AclOperation, kind: ResourceType,
-                      names: Iterable[str]) -> bool:
-        return any(self.authorize(principal, host, op, kind, name) for name in names)
+    def authorize_by_resource_type(self, principal: str, host: str, op: AclOperation,
+                                   kind: ResourceType) -> bool:
+        """Whether ``op`` is allowed on some resource of type ``kind``, named
+        or not yet (Kafka's Authorizer.authorizeByResourceType, KIP-679:
+        an idempotent producer needs WRITE on any topic). A name made up
+        for the purpose settles super users and allow.everyone.if.no.acl.found
+        as Kafka's does; else one ALLOW of ``op`` (or ALL) for the
+        principal and host whose names no DENY covers: a DENY of the same
+        literal name, or a DENY prefix of it; a literal DENY of ``*``
+        refuses all."""
+        if self.authorize(principal, host, op, kind, "hardcode"):
+            return True
+        principals, hosts = (principal, WILDCARD_PRINCIPAL), (host, WILDCARD)
+        applicable = [acl for acl in self._acls if acl.resource_type == kind
+                      and acl.principal in principals and acl.host in hosts
+                      and acl.operation in (op, AclOperation.ALL)]
+        denied = {(acl.pattern_type, acl.resource_name) for acl in applicable
+                  if acl.permission == AclPermissionType.DENY}
+        if (PatternType.LITERAL, WILDCARD) in denied:
+            return False
+        denied_prefixes = {name for pattern, name in denied if pattern == PatternType.PREFIXED}
+        for acl in applicable:
+            if acl.permission != AclPermissionType.ALLOW:
+                continue
+            name = acl.resource_name
+            if acl.pattern_type == PatternType.LITERAL and name == WILDCARD:
+                return True
+            if acl.pattern_type == PatternType.LITERAL and (PatternType.LITERAL, name) in denied:
+                continue
+            if not any(name[:end] in denied_prefixes for end in range(1, len(name) + 1)):
+                return True
+        return False
 
     def _decide(self, principal: str, host: str, op: AclOperation, kind: ResourceType,
                 name: str) -> bool:

@@ -133,6 +133,21 @@ def test_a_deny_for_bob_beats_an_allow_for_every_user(sasl_broker):
     assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
+def test_an_idempotent_producer_needs_write_on_a_prefix_not_on_an_existing_topic(sasl_broker):
+    """KIP-679: InitProducerId without a transactional id is allowed with
+    WRITE on any topic pattern, though no topic it covers exists yet."""
+    admin = AdminClient(sasl_broker.config("admin"))
+    allow(admin, BOB, ResourceType.TOPIC, "bob-events-", Op.WRITE, pattern=ResourcePatternType.PREFIXED)
+    reports: list = []
+    producer = Producer({**sasl_broker.config("bob"), "enable.idempotence": True,
+                         "message.timeout.ms": 15000})
+    producer.produce("bob-events-1", b"once", on_delivery=lambda e, _m: reports.append(e))
+    producer.poll(1.0)  # the producer id is asked for now, before the topic exists
+    assert reports == []  # not refused (a fatal error would fail the message at once)
+    admin.create_topics([NewTopic("bob-events-1", 1, 1)])["bob-events-1"].result(ADMIN_TIMEOUT_S)
+    assert producer.flush(20) == 0 and reports == [None]
+
+
 def test_only_a_super_user_or_a_granted_user_manages_acls(sasl_broker):
     bob_admin = AdminClient(sasl_broker.config("bob"))
     acl = AclBinding(ResourceType.TOPIC, "ledger", ResourcePatternType.LITERAL, BOB, "*",

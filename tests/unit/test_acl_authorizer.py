@@ -120,6 +120,42 @@ def test_super_users_bypass_every_acl():
     assert allowed(auth, Op.CLUSTER_ACTION, "kafka-cluster", principal=BOB, kind=CLUSTER)
 
 
+def by_type(auth: Authorizer, op: AclOperation = Op.WRITE, principal=ALICE, host=HOST) -> bool:
+    return auth.authorize_by_resource_type(principal, host, op, TOPIC)
+
+
+def test_by_resource_type_an_allow_of_a_name_or_prefix_not_yet_created_is_enough():
+    assert by_type(authorizer(acl("ledger", Op.WRITE)))
+    assert by_type(authorizer(acl("orders-", Op.ALL, pattern=PREFIXED)))
+    assert by_type(authorizer(acl("*", Op.WRITE, principal="User:*")), principal=BOB)
+    assert not by_type(authorizer(acl("ledger", Op.READ)))  # no other operation grants it
+    assert not by_type(authorizer(acl("ledger", Op.WRITE, principal=BOB)))
+    assert not by_type(authorizer(acl("ledger", Op.WRITE, host="10.0.0.1")))
+    assert not by_type(authorizer(acl("ledger", Op.WRITE, kind=GROUP)))
+    assert not by_type(authorizer())
+
+
+def test_by_resource_type_a_deny_covering_every_allowed_name_refuses():
+    assert not by_type(authorizer(acl("ledger", Op.WRITE), acl("ledger", Op.WRITE, DENY)))
+    assert not by_type(authorizer(acl("orders-eu", Op.WRITE), acl("orders-", Op.ALL, DENY, pattern=PREFIXED)))
+    assert not by_type(authorizer(acl("orders-", Op.WRITE, pattern=PREFIXED),
+                                  acl("ord", Op.WRITE, DENY, principal="User:*", pattern=PREFIXED)))
+    assert not by_type(authorizer(acl("ledger", Op.WRITE), acl("*", Op.WRITE, DENY)))
+    # a deny of one name, or of a longer prefix, leaves the rest allowed
+    assert by_type(authorizer(acl("ledger", Op.WRITE), acl("audit", Op.WRITE),
+                              acl("ledger", Op.WRITE, DENY)))
+    assert by_type(authorizer(acl("orders-", Op.WRITE, pattern=PREFIXED),
+                              acl("orders-eu", Op.WRITE, DENY, pattern=PREFIXED)))
+    assert by_type(authorizer(acl("orders-", Op.WRITE, pattern=PREFIXED), acl("orders-", Op.WRITE, DENY)))
+
+
+def test_by_resource_type_super_users_and_no_acl_found_as_for_one_name():
+    assert by_type(authorizer(acl("*", Op.ALL, DENY), super_users=[BOB]), principal=BOB)
+    assert by_type(authorizer(allow_if_no_acl=True))
+    assert not by_type(authorizer(acl("ledger", Op.WRITE, principal=BOB), acl("*", Op.READ),
+                                  allow_if_no_acl=True))
+
+
 def test_replace_clears_cached_decisions():
     auth = authorizer()
     assert not allowed(auth, Op.READ, "t")
