@@ -74,6 +74,9 @@ class BrokerProcess:
         settings = {"listeners": f"PLAINTEXT://{self.host}:{self.port}",
                     "log.dirs": str(self.data_dir), **self.overrides}
         args = [*self.prefix, *self.launcher, "broker"]
+        # To follow a flaky cluster test in the brokers' own words (DEBUG).
+        if os.environ.get("KCORE_TEST_BROKER_LOG_LEVEL"):
+            args += ["--log-level", os.environ["KCORE_TEST_BROKER_LOG_LEVEL"]]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
         return args
