@@ -126,8 +126,10 @@ class ActiveController:
         return self.writer
 
     # -- office --------------------------------------------------------------------------------
-    async def start(self) -> None:
-        self.epoch = await zk_state.claim_controller_epoch(self.zk)
+    async def start(self, epoch: zk_state.ControllerEpoch) -> None:
+        """Take office at ``epoch``, won with /controller
+        (zk_state.register_controller)."""
+        self.epoch = epoch
         self.writer = zk_state.StateWriter(self.zk, self.epoch)
         self.active = True
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch.epoch)

@@ -193,22 +193,24 @@ class ZkController:
 
     async def _campaign(self) -> None:
         try:
-            await self.zk.create(paths.CONTROLLER, paths.encode_controller(self.broker_id),
-                                 ephemeral=True)
+            epoch = await zk_state.register_controller(self.zk, paths.encode_controller(self.broker_id))
         except NodeExistsError:
             return  # another broker won; the watch tells us who
+        except zk_state.ControllerMovedError as exc:
+            # Nothing was written: the winner's /controller fires the watch.
+            log.warning("controller election lost: %s", exc)
+            return
         except ZkError as exc:
+            # The transaction may have been applied with its answer lost: a
+            # /controller naming us with no controller behind it would hold
+            # the office until our session ends. Delete it if so (a new vote).
             log.warning("controller election failed: %s", exc)
+            await self._give_up_controller()
             return
         active = ActiveController(self.zk, self.broker_id, self.config, self._unclean_allowed)
         active.on_resign = self._resigned
         self.active = active
-        try:
-            await active.start()
-        except zk_state.ControllerMovedError as exc:
-            log.warning("lost the controller election while taking office: %s", exc)
-            active.stop()
-            self._resigned()
+        await active.start(epoch)
 
     def _resigned(self) -> None:
         self.active = None

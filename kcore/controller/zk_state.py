@@ -47,23 +47,39 @@ class ControllerEpoch:
     zk_version: int
 
 
-async def claim_controller_epoch(zk: ZkClient) -> ControllerEpoch:
-    """Increment /controller_epoch (create it at 1), conditionally on the
-    version read; raises ControllerMovedError if someone else did first."""
+async def register_controller(zk: ZkClient, data: bytes,
+                              read: tuple[int, int] | None = None) -> ControllerEpoch:
+    """Create ``/controller`` (ephemeral, ``data`` naming this broker) and
+    increment ``/controller_epoch`` in one transaction (Kafka's
+    registerControllerAndIncrementControllerEpoch): whoever reads the new
+    ``/controller`` reads its epoch too, and a broker that wins the znode
+    holds the epoch with it. ``read``: the (epoch, znode version) of
+    /controller_epoch as read before, else read now. NodeExistsError:
+    another broker is the controller; ControllerMovedError: the epoch moved
+    since it was read, and nothing was written."""
+    epoch, version = read if read is not None else await _controller_epoch(zk)
+    try:
+        results = await zk.multi([CreateOp(paths.CONTROLLER, data, ephemeral=True),
+                                  SetOp(paths.CONTROLLER_EPOCH, str(epoch + 1).encode(), version)])
+    except BadVersionError:
+        raise ControllerMovedError("the controller epoch moved concurrently") from None
+    stat = results[1]
+    assert stat is not None and not isinstance(stat, str)
+    return ControllerEpoch(epoch + 1, stat.version)
+
+
+async def _controller_epoch(zk: ZkClient) -> tuple[int, int]:
+    """(epoch, znode version) of /controller_epoch, created at 0 (Kafka's
+    initial controller epoch) if absent."""
     try:
         data, stat = await zk.get(paths.CONTROLLER_EPOCH)
     except NoNodeError:
         try:
-            await zk.create(paths.CONTROLLER_EPOCH, b"1")
-            return ControllerEpoch(1, 0)
+            await zk.create(paths.CONTROLLER_EPOCH, b"0")
+            return 0, 0
         except NodeExistsError:
-            raise ControllerMovedError("the controller epoch was created concurrently") from None
-    epoch = int(data.decode() or "0") + 1
-    try:
-        new = await zk.set(paths.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
-    except BadVersionError:
-        raise ControllerMovedError("the controller epoch moved concurrently") from None
-    return ControllerEpoch(epoch, new.version)
+            data, stat = await zk.get(paths.CONTROLLER_EPOCH)
+    return int(data.decode() or "0"), stat.version
 
 
 async def read_brokers(zk: ZkClient) -> dict[int, BrokerInfo]:
