@@ -109,7 +109,7 @@ async def write_as_controller(cluster, epoch: ControllerEpoch, topic: str) -> li
 
 def test_a_controller_paused_past_its_session_is_fenced_and_rejoins(cluster):
     cluster.create_topic("fenced", 3, 3, CONFIGS)
-    load = ProducerLoad(cluster, "fenced", 3, max_seconds=120).start()
+    load = ProducerLoad(cluster, "fenced", 3, max_seconds=120, rate=20_000).start()
     try:
         wait_for_progress(cluster, load, 1000, "the producer got going")
         old = cluster.metadata().controller_id
@@ -184,7 +184,7 @@ def test_a_controller_cut_off_from_zookeeper_is_fenced_and_rejoins(tmp_path, zoo
                                                   config=CONFIGS)])[name].result(timeout=30)
             cluster.wait_for(lambda name=name: cluster.fully_replicated(name, 1, 3),
                              f"{name} fully replicated")
-        zombie, away = (ProducerLoad(cluster, name, 1, max_seconds=150).start()
+        zombie, away = (ProducerLoad(cluster, name, 1, max_seconds=150, rate=20_000).start()
                         for name in ("zombie", "away"))
         loads = [zombie, away]
         for load in loads:
@@ -304,7 +304,7 @@ def test_brokers_keep_serving_through_a_zookeeper_outage_and_resume_after_it(clu
     cluster.create_topic("steady", 3, 3, CONFIGS)
     before = {p: (s.leader, sorted(s.isrs)) for p, s in cluster.partitions("steady").items()}
     controller = cluster.metadata().controller_id
-    load = ProducerLoad(cluster, "steady", 3, max_seconds=180).start()
+    load = ProducerLoad(cluster, "steady", 3, max_seconds=180, rate=20_000).start()
     reader = GroupReader(cluster, "steady")
     try:
         wait_for_progress(cluster, load, 1000, "the producer got going")

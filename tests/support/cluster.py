@@ -42,11 +42,14 @@ class ProducerLoad:
     "<partition>:<seq>" to each partition as fast as it is acknowledged,
     from its own thread, until stop(). Bounded: at most ``max_messages``
     and ``max_seconds``. ``acked[p]`` holds (offset, seq) of every
-    acknowledged message; ``errors`` every delivery error."""
+    acknowledged message; ``errors`` every delivery error. ``rate``: at
+    most that many messages a second over all partitions (a load that must
+    keep going for a while: unpaced, one partition reaches 2M messages in
+    ~10 s on 2 cores)."""
 
     def __init__(self, cluster: Cluster, topic: str, partitions: int,
                  max_messages: int = 2_000_000, max_seconds: float = 180.0,
-                 settings: dict | None = None, first_seq: int = 0):
+                 settings: dict | None = None, first_seq: int = 0, rate: float | None = None):
         import threading
 
         from confluent_kafka import Producer
@@ -57,6 +60,7 @@ class ProducerLoad:
         self.max_messages = max_messages
         self.max_seconds = max_seconds
         self.first_seq = first_seq
+        self.rate = rate
         self._producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
                                    "enable.idempotence": True, "linger.ms": 2,
                                    "message.timeout.ms": 120_000,
@@ -79,11 +83,18 @@ class ProducerLoad:
         partition, seq = msg.value().decode().split(":")
         self.acked[int(partition)].append((msg.offset(), int(seq)))
 
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
     def _run(self) -> None:
-        deadline = time.monotonic() + self.max_seconds
+        started = time.monotonic()
+        deadline = started + self.max_seconds
         sent = [self.first_seq] * self.partitions  # the next seq of each partition
         while (not self._stop.is_set() and sum(sent) - self.first_seq * self.partitions < self.max_messages
                and time.monotonic() < deadline):
+            if self.rate and sum(sent) - self.first_seq * self.partitions > (time.monotonic() - started) * self.rate:
+                self._producer.poll(0.005)  # ahead of the rate: serve deliveries meanwhile
+                continue
             for partition in range(self.partitions):
                 try:
                     self._producer.produce(self.topic, value=f"{partition}:{sent[partition]}".encode(),
@@ -152,6 +163,11 @@ def check_acknowledged_survived(load: ProducerLoad, found: dict[int, list[tuple[
 
 
 def wait_for_progress(cluster: Cluster, load: ProducerLoad, at_least: int, what: str) -> None:
-    """Until ``at_least`` more messages of ``load`` are acknowledged (60 s)."""
+    """Until ``at_least`` more messages of ``load`` are acknowledged (60 s).
+    A load that ended (its max_messages or max_seconds) fails at once: it
+    cannot progress, and that is the test's bound, not the brokers'."""
     target = load.acked_count() + at_least
-    cluster.wait_for(lambda: load.acked_count() >= target, what, timeout=60)
+    cluster.wait_for(lambda: load.acked_count() >= target or not load.running(), what, timeout=60)
+    assert load.acked_count() >= target, (
+        f"{what}: the load on {load.topic} ended (max_messages {load.max_messages}, "
+        f"max_seconds {load.max_seconds:g}) with {load.acked_count()} acknowledged, short of {target}")
