@@ -63,7 +63,7 @@ class HighWatermarkWatch:
 
 def test_acknowledged_writes_survive_leader_kills_including_the_controller(cluster):
     cluster.create_topic("events", 3, 3, TOPIC_CONFIGS)
-    load = ProducerLoad(cluster, "events", 3).start()
+    load = ProducerLoad(cluster, "events", 3, rate=20_000).start()
     with HighWatermarkWatch(cluster, "events", 3) as watch:
         try:
             wait_for_progress(cluster, load, 2000, "the producer got going")
@@ -95,7 +95,7 @@ def test_a_follower_away_truncates_catches_up_and_rejoins(cluster):
     leader = cluster.leader("away", 0)
     follower_id = next(b for b in cluster.brokers if b != leader)
     follower = cluster.brokers[follower_id]
-    load = ProducerLoad(cluster, "away", 1).start()
+    load = ProducerLoad(cluster, "away", 1, rate=20_000).start()
     with HighWatermarkWatch(cluster, "away", 1) as watch:
         try:
             wait_for_progress(cluster, load, 500, "the producer got going")
@@ -171,7 +171,7 @@ def test_a_leader_restarted_within_its_session_timeout_loses_nothing(cluster):
     registration) lost its in-memory state: its leaderships move and it
     rejoins as a follower, as after any failure."""
     cluster.create_topic("bounce", 2, 3, TOPIC_CONFIGS)
-    load = ProducerLoad(cluster, "bounce", 2).start()
+    load = ProducerLoad(cluster, "bounce", 2, rate=20_000).start()
     try:
         wait_for_progress(cluster, load, 1000, "the producer got going")
         victim = cluster.leader("bounce", 0)

@@ -53,7 +53,7 @@ def test_a_follower_out_of_space_leaves_the_isr_keeps_its_log_and_catches_up(
     futures[TOPIC].result(timeout=30)
     cluster.wait_for(lambda: cluster.fully_replicated(TOPIC, 1, 3), "the topic is fully replicated")
     assert cluster.leader(TOPIC, 0) == 1
-    load = ProducerLoad(cluster, TOPIC, 1, settings={"batch.size": 16384}).start()
+    load = ProducerLoad(cluster, TOPIC, 1, settings={"batch.size": 16384}, rate=20_000).start()
     try:
         wait_for_progress(cluster, load, 500, "the producer got going")
         fill(follower.data_dir, 0)

@@ -55,7 +55,7 @@ def test_a_failed_dir_moves_its_leaderships_and_the_other_dir_keeps_serving(tmp_
             lost = sorted(p for p in range(4) if where[("jbod", p, False)] == str(volume))
             kept = sorted(p for p in range(4) if where[("jbod", p, False)] == str(disk))
             assert lost and kept
-            load = ProducerLoad(cluster, "jbod", 4, max_seconds=120).start()
+            load = ProducerLoad(cluster, "jbod", 4, max_seconds=120, rate=20_000).start()
             try:
                 wait_for_progress(cluster, load, 2000, "acknowledged messages before the failure")
                 subprocess.run(["umount", "-l", str(volume)], check=True)
@@ -82,7 +82,7 @@ def test_reassign_partitions_moves_a_replica_into_a_log_dir_of_another_broker(tm
     cluster = jbod_cluster(tmp_path, zookeeper, dirs)
     try:
         create_led_by(cluster, "moved", [[1, 2]])
-        load = ProducerLoad(cluster, "moved", 1, max_seconds=120).start()
+        load = ProducerLoad(cluster, "moved", 1, max_seconds=120, rate=20_000).start()
         try:
             wait_for_progress(cluster, load, 5000, "acknowledged messages before the move")
             target = str(dirs[3][1])

@@ -19,7 +19,7 @@ CONFIGS = {"min.insync.replicas": "2"}
 def test_rolling_restart_under_load_loses_nothing_and_moves_leaders_first(cluster):
     cluster.create_topic("rolling", 3, 3, CONFIGS)
     client_errors: list = []
-    load = ProducerLoad(cluster, "rolling", 3,
+    load = ProducerLoad(cluster, "rolling", 3, rate=20_000,
                         settings={"error_cb": client_errors.append}).start()
     try:
         wait_for_progress(cluster, load, 1000, "the producer got going")

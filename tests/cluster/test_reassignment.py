@@ -86,7 +86,7 @@ def produce_numbered(cluster, topic: str, count: int) -> None:
 def test_moving_a_partition_under_load_keeps_every_acknowledged_message(cluster, admin_factory):
     create_with_replicas(cluster, "moved", [1, 2])
     admin = admin_factory(cluster)
-    load = ProducerLoad(cluster, "moved", 1, max_messages=200_000, max_seconds=90).start()
+    load = ProducerLoad(cluster, "moved", 1, max_messages=200_000, max_seconds=90, rate=5_000).start()
     try:
         wait_for_progress(cluster, load, 3000, "the producer writes before the move")
         result = admin.alter_partition_reassignments({TopicPartition("moved", 0): [2, 3]})
