@@ -67,7 +67,7 @@ def test_sigterm_to_every_broker_at_once_stops_each_cleanly_within_30_s(cluster_
     for round_ in range(ROUNDS):
         # Short delivery timeouts: the producer gives up on what it could
         # not send once every broker is gone, instead of holding the test.
-        load = ProducerLoad(cluster, "halt", 3, max_seconds=60, first_seq=round_ * 1_000_000, rate=20_000,
+        load = ProducerLoad(cluster, "halt", 3, max_seconds=60, first_seq=round_ * 1_000_000,
                             settings={"message.timeout.ms": 5000}).start()
         loads.append(load)
         wait_for_progress(cluster, load, 300, f"round {round_}: the producer got going")
