@@ -65,6 +65,10 @@ from kcore.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
+# How long the controller's own controlled shutdown waits for its broker to
+# answer the StopReplica (_delivered_to_self): a request to itself, ~1 ms.
+SELF_STOP_REPLICA_WAIT_S = 5.0
+
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -488,11 +492,28 @@ class ActiveController:
             batch.stop_replica.setdefault(broker_id, []).append(
                 StopReplicaPartition(state.topic, state.partition, -1, False))
         self._send(batch, metadata_to_all=True)
+        if broker_id == self.broker_id and stopped:
+            await self._delivered_to_self()
         remaining = sorted(key for key, state in self.states.items()
                            if state.leader == broker_id and len(state.replicas) > 1)
         log.info("controlled shutdown of broker %d: %d leaderships moved, %d remain",
                  broker_id, sum(1 for old, _ in changes if old.leader == broker_id), len(remaining))
         return ErrorCode.NONE, remaining
+
+    async def _delivered_to_self(self) -> None:
+        """This broker's own controlled shutdown: it leaves office as soon
+        as it is answered, and the channel closes with it. Its StopReplica
+        must arrive first, else its followers keep fetching until it exits,
+        a leader that sees one caught up proposes it back into the ISR,
+        and with no controller left to answer that change the high
+        watermark waits on the stopped broker (a whole cluster stopping at
+        once: 10 s of unanswered acks=all writes). Bounded: ~ms here."""
+        try:
+            async with asyncio.timeout(SELF_STOP_REPLICA_WAIT_S):
+                await self.channel.drained([self.broker_id])
+        except TimeoutError:
+            log.warning("broker %d did not answer its own StopReplica within %g s",
+                        self.broker_id, SELF_STOP_REPLICA_WAIT_S)
 
     async def _on_elect_leaders(self, election_type: int,
                                 partitions: Sequence[TopicPartition] | None

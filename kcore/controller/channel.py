@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kcore.client.connection import BrokerConnection
@@ -110,9 +110,12 @@ class ControllerChannel:
         if sender is not None:
             sender.stop()
 
-    async def drained(self) -> None:
-        """Every live broker answered what was sent to it so far."""
-        await asyncio.gather(*(sender.drained() for sender in list(self.senders.values())))
+    async def drained(self, broker_ids: Iterable[int] | None = None) -> None:
+        """Every live broker (of ``broker_ids``, else all) answered what was
+        sent to it so far."""
+        senders = list(self.senders.values()) if broker_ids is None else \
+            [self.senders[b] for b in broker_ids if b in self.senders]
+        await asyncio.gather(*(sender.drained() for sender in senders))
 
     def send(self, broker_id: int, api_key: int, version: int, body: dict,
              on_response: ResponseCallback | None = None) -> None:

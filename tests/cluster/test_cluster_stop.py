@@ -9,8 +9,11 @@ producing; every wait and every load is bounded.
 """
 from __future__ import annotations
 
+import re
 import signal
 import time
+
+from confluent_kafka.admin import NewTopic
 
 from kcore.testing.broker import BrokerProcess
 from tests.support.cluster import ProducerLoad, check_acknowledged_survived, consume_all, wait_for_progress
@@ -98,3 +101,27 @@ def test_sigterm_to_every_broker_at_once_stops_each_cleanly_within_30_s(cluster_
     found = consume_all(cluster, "halt", 3)
     assert sum(check_acknowledged_survived(load, found) for load in loads) \
         == sum(load.acked_count() for load in loads) > 0
+
+
+def test_the_controller_stops_following_before_it_leaves_office(cluster_factory, monkeypatch):
+    """Its own controlled shutdown ends with a StopReplica to itself for
+    the partitions it follows, answered before it resigns (Kafka's
+    controlled shutdown stops a leaving follower too). Sent after, the
+    request died with the controller's channel: the broker kept fetching
+    until it exited, a leader that saw it caught up proposed it back into
+    the ISR, and with no controller left (the whole cluster stopping) the
+    high watermark waited on it. The brokers log their requests at DEBUG."""
+    monkeypatch.setenv("KCORE_TEST_BROKER_LOG_LEVEL", "DEBUG")
+    cluster = cluster_factory()
+    controller = cluster.metadata().controller_id
+    first, second = sorted(set(cluster.brokers) - {controller})
+    topic = NewTopic("followed", num_partitions=1, replica_assignment=[[first, controller, second]])
+    cluster.admin.create_topics([topic])["followed"].result(timeout=30)
+    cluster.wait_for(lambda: cluster.fully_replicated("followed", 1, 3), "followed fully replicated")
+    broker = cluster.brokers[controller]
+    offset = log_size(broker)
+    assert broker.stop() == 0
+    text = log_since(broker, offset)
+    stop_replica = re.search(rf"StopReplica v\d+ from client 'kcore-controller-{controller}'", text)
+    done = text.find("controlled shutdown done")
+    assert stop_replica is not None and 0 <= stop_replica.start() < done, text[-3000:]
