@@ -79,14 +79,13 @@ class Authorizer:
     def authorize_by_resource_type(self, principal: str, host: str, op: AclOperation,
                                    kind: ResourceType) -> bool:
         """Whether ``op`` is allowed on some resource of type ``kind``, named
-        or not yet (Kafka's Authorizer.authorizeByResourceType, KIP-679:
-        an idempotent producer needs WRITE on any topic). A name made up
-        for the purpose settles super users and allow.everyone.if.no.acl.found
-        as Kafka's does; else one ALLOW of ``op`` (or ALL) for the
-        principal and host whose names no DENY covers: a DENY of the same
-        literal name, or a DENY prefix of it; a literal DENY of ``*``
-        refuses all."""
-        if self.authorize(principal, host, op, kind, "hardcode"):
+        or not yet (KIP-679: an idempotent producer needs WRITE on any
+        topic), as Kafka 4.2's StandardAuthorizer decides it: a super user
+        may; else one ALLOW of ``op`` (or ALL) for the principal and host
+        whose names no DENY covers: a DENY of the same literal name, or a
+        DENY prefix of it; a literal DENY of ``*`` refuses all.
+        allow.everyone.if.no.acl.found plays no part here, as in Kafka."""
+        if principal in self.super_users:
             return True
         principals, hosts = (principal, WILDCARD_PRINCIPAL), (host, WILDCARD)
         applicable = [acl for acl in self._acls if acl.resource_type == kind

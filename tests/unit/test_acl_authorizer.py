@@ -149,11 +149,10 @@ def test_by_resource_type_a_deny_covering_every_allowed_name_refuses():
     assert by_type(authorizer(acl("orders-", Op.WRITE, pattern=PREFIXED), acl("orders-", Op.WRITE, DENY)))
 
 
-def test_by_resource_type_super_users_and_no_acl_found_as_for_one_name():
+def test_by_resource_type_super_users_may_and_no_acl_found_grants_nothing():
     assert by_type(authorizer(acl("*", Op.ALL, DENY), super_users=[BOB]), principal=BOB)
-    assert by_type(authorizer(allow_if_no_acl=True))
-    assert not by_type(authorizer(acl("ledger", Op.WRITE, principal=BOB), acl("*", Op.READ),
-                                  allow_if_no_acl=True))
+    # Kafka 4.2's StandardAuthorizer: only ACLs grant by type
+    assert not by_type(authorizer(allow_if_no_acl=True))
 
 
 def test_replace_clears_cached_decisions():
