@@ -90,9 +90,9 @@ class ProducerLoad:
         started = time.monotonic()
         deadline = started + self.max_seconds
         sent = [self.first_seq] * self.partitions  # the next seq of each partition
-        while (not self._stop.is_set() and sum(sent) - self.first_seq * self.partitions < self.max_messages
-               and time.monotonic() < deadline):
-            if self.rate and sum(sent) - self.first_seq * self.partitions > (time.monotonic() - started) * self.rate:
+        count = 0  # messages produced, over all partitions
+        while not self._stop.is_set() and count < self.max_messages and time.monotonic() < deadline:
+            if self.rate and count > (time.monotonic() - started) * self.rate:
                 self._producer.poll(0.005)  # ahead of the rate: serve deliveries meanwhile
                 continue
             for partition in range(self.partitions):
@@ -103,6 +103,7 @@ class ProducerLoad:
                     self._producer.poll(0.05)
                     break
                 sent[partition] += 1
+                count += 1
             self._producer.poll(0)
         self._producer.flush(120)
 
