@@ -135,7 +135,7 @@ class Kcore:
 
     def check(self, setup: Setup, workload) -> None:
         if workload.brokers > 1 and (setup.network != "loopback" or _security(setup, workload) != "PLAINTEXT"
-                                     or int(dict(setup.overrides).get("num.processes", 1)) > 1):
+                                     or _process_count(setup) > 1):
             raise Unsupported("a cluster of brokers runs on loopback, PLAINTEXT, one process per broker")
 
     def durability_overrides(self, workload) -> dict:
@@ -146,7 +146,7 @@ class Kcore:
               advertised: str | None = None, prefix: list[str] | None = None) -> Running:
         if workload.brokers > 1:
             return self._start_cluster(workdir, setup, workload)
-        processes = int(dict(setup.overrides).get("num.processes", 1))
+        processes = _process_count(setup)
         port = free_ports(processes)
         data_dir = workdir / "kcore-data"
         protocol = _security(setup, workload)
@@ -269,3 +269,10 @@ def targets(profile_dir: Path | None = None) -> dict:
 
 def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _process_count(setup: Setup) -> int:
+    """The broker processes of ``num.processes`` ("auto": one per core this
+    process may run on, as the supervisor counts them)."""
+    value = str(dict(setup.overrides).get("num.processes", 1))
+    return len(os.sched_getaffinity(0)) if value == "auto" else int(value)

@@ -19,7 +19,7 @@ snapshot being written back) is not measured in the next one's round.
 What was done and seen is in each record's ``settle``.
 
 Built-in sweeps (``SWEEPS``): peers, durability, disk, network, codecs,
-processes (num.processes 1/2/4/8 beside noida-db and tansu), metrics
+processes (num.processes 1/2/4/8/auto beside noida-db and tansu), metrics
 (/metrics served or not: the cost of the counters on the data path),
 security (PLAINTEXT, SSL, SASL_SSL listeners).
 """
@@ -97,10 +97,11 @@ def codecs_sweep() -> list[Config]:
 
 
 def processes_sweep() -> list[Config]:
-    """kcore on 1, 2, 4 and 8 broker processes (num.processes) beside the
-    in-memory peers; kcore on tmpfs, so disk speed does not hide the cores."""
-    configs = [_kcore(f"kcore x{n}", storage="tmpfs",
-                      overrides=(("num.processes", str(n)),)) for n in (1, 2, 4, 8)]
+    """kcore on 1, 2, 4 and 8 broker processes (num.processes) and on one
+    per core ("auto") beside the in-memory peers; kcore on tmpfs, so disk
+    speed does not hide the cores."""
+    configs = [_kcore(f"kcore x{n}" if n != "auto" else "kcore auto", storage="tmpfs",
+                      overrides=(("num.processes", n),)) for n in ("1", "2", "4", "8", "auto")]
     return configs + [Config("noida", "noida"), Config("tansu", "tansu")]  # in memory anyway
 
 
