@@ -13,8 +13,9 @@ import time
 import pytest
 
 from kcore.bench import compare, idle, measure, network, payloads, procs
-from kcore.bench.brokers import Setup, Unsupported
+from kcore.bench.brokers import Kcore, Setup, Unsupported
 from kcore.bench.peers import Kafka09, Tansu
+from kcore.bench.sweeps import processes_sweep
 from kcore.bench.workload import Workload, load
 from kcore.testing.ports import free_port
 
@@ -61,6 +62,23 @@ def test_peers_decline_what_they_cannot_run(name):
             peer.check(Setup(), load(name))
     with pytest.raises(Unsupported, match="transactions"):
         Kafka09().check(Setup(), load("1-topic-16-partitions-1kb-txn-max"))
+
+
+def test_the_processes_sweep_starts_one_broker_per_core_for_auto(tmp_path):
+    """num.processes=auto: the harness waits for as many listening broker
+    processes as the supervisor starts (one per core it may use)."""
+    auto = next(config for config in processes_sweep() if config.label == "kcore auto")
+    cores = len(os.sched_getaffinity(0))
+    running = Kcore().start(tmp_path, auto.setup, load("tiny-max"))
+    try:
+        from confluent_kafka.admin import AdminClient
+        brokers = AdminClient({"bootstrap.servers": running.bootstrap}).list_topics(timeout=10).brokers
+        assert len(brokers) == cores
+        host, port = running.bootstrap.rsplit(":", 1)
+        for index in range(cores):
+            socket.create_connection((host, int(port) + index), timeout=5).close()
+    finally:
+        running.stop()
 
 
 @pytest.mark.parametrize("kind", payloads.KINDS)
