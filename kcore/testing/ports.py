@@ -3,10 +3,14 @@
 A port is picked below the kernel's ephemeral range: a port the kernel hands
 out to outgoing connections can be taken by any client between this pick and
 the server's bind (seen: port + 1 of a two-process node, taken by a test's
-own client connection).
+own client connection). Nor is a port handed out twice in a row of picks:
+"nothing is bound to it" holds for every port picked before any of them is
+bound (seen: a broker's own listener got the port just picked for its
+http.listeners, and its console was not served).
 """
 from __future__ import annotations
 
+import collections
 import random
 import socket
 
@@ -16,6 +20,9 @@ FIRST_TEST_PORT = 10_000
 # System randomness: pytest-randomly reseeds `random` per test, which would
 # pick the same ports test after test.
 _PORTS = random.SystemRandom()
+# The ports handed out last: a test binds what it picked within seconds,
+# and picks far fewer than this many ports in that time.
+_RECENT: collections.deque[int] = collections.deque(maxlen=1000)
 
 
 def free_port() -> int:
@@ -23,11 +30,14 @@ def free_port() -> int:
     low = _ephemeral_low()
     for _ in range(200):
         port = _PORTS.randrange(FIRST_TEST_PORT, low)
+        if port in _RECENT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _RECENT.append(port)
             return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -53,9 +63,12 @@ def free_ports(count: int, attempts: int = 50) -> int:
         socks = []
         try:
             for port in range(base, base + count):
+                if port in _RECENT and port != base:
+                    raise OSError(f"port {port} was handed out already")
                 sock = socket.socket()
                 socks.append(sock)
                 sock.bind(("127.0.0.1", port))
+            _RECENT.extend(range(base + 1, base + count))
             return base
         except OSError:
             continue
