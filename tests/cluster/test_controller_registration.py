@@ -3,23 +3,12 @@ incremented ``/controller_epoch`` in one transaction (Kafka's
 registerControllerAndIncrementControllerEpoch), against a real ZooKeeper."""
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-import uvloop
 
 from kcore.controller import zk_paths as paths
 from kcore.controller.zk_state import ControllerEpoch, ControllerMovedError, register_controller
 from kcore.metadata_store.zk_client import NodeExistsError, ZkClient
-
-SCENARIO_TIMEOUT_S = 30.0
-
-
-def run(scenario) -> None:
-    async def bounded():
-        async with asyncio.timeout(SCENARIO_TIMEOUT_S):
-            await scenario()
-    uvloop.run(bounded())
+from tests.support.scenario import run
 
 
 def test_the_office_and_its_epoch_are_written_together(zookeeper):

@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-import uvloop
 from kazoo.client import KazooClient
 
 from kcore.metadata_store.zk_client import (
@@ -29,19 +28,10 @@ from kcore.metadata_store.zk_client import (
     ZkUnreachableError,
 )
 from tests.support import free_port
+from tests.support.scenario import run
 
 SESSION_TIMEOUT_S = 4.0
-SCENARIO_TIMEOUT_S = 30.0
 CALLBACK_TIMEOUT_S = 5.0
-
-
-def run(scenario) -> None:
-    """Run `scenario()` on a fresh uvloop loop, as the broker does, bounded."""
-    async def bounded():
-        assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
-        async with asyncio.timeout(SCENARIO_TIMEOUT_S):
-            await scenario()
-    uvloop.run(bounded())
 
 
 def client(connect: str, **kwargs) -> ZkClient:
