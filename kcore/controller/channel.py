@@ -39,15 +39,18 @@ class BrokerSender:
         self._client_id = f"kcore-controller-{controller_id}"
         self._queue: asyncio.Queue[tuple[int, int, dict, ResponseCallback | None]] = asyncio.Queue()
         self._connection: BrokerConnection | None = None
+        self._unanswered = 0
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def enqueue(self, api_key: int, version: int, body: dict,
                 on_response: ResponseCallback | None = None) -> None:
         self._queue.put_nowait((api_key, version, body, on_response))
+        self._unanswered += 1
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize()
+        """Requests enqueued and not answered yet (the one in flight too)."""
+        return self._unanswered
 
     async def drained(self) -> None:
         """Every request enqueued so far is answered."""
@@ -63,6 +66,7 @@ class BrokerSender:
             except Exception:
                 log.exception("handling broker %d's answer failed", self.broker.broker_id)
             finally:
+                self._unanswered -= 1
                 self._queue.task_done()
 
     async def _deliver(self, api_key: int, version: int, body: dict) -> Any:

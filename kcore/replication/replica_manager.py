@@ -108,6 +108,11 @@ class ReplicaManager:
                                                 replica_lag_time_max_ms // 8, clock)
         self.controller_epoch = 0
         self.fetchers: Fetchers | None = None
+        # Set when this broker's shutdown begins (its controlled shutdown):
+        # it starts no fetch for a partition it follows out of the ISR
+        # (_still_in_sync), as KIP-841 makes a broker in controlled shutdown
+        # ineligible for any ISR.
+        self.leaving = False
         self.isr_change_handler: Callable[[Partition, list[int]], None] | None = None
         self.leadership_listeners: list[LeadershipListener] = []
         # (topic, configs) -> the (key, value) schema id checks of topics with
@@ -215,6 +220,10 @@ class ReplicaManager:
             for partition in new_followers:
                 by_leader.setdefault(partition.leader_id, []).append(partition)
             for leader_id, partitions in by_leader.items():
+                if self.leaving:
+                    partitions = self._still_in_sync(partitions)
+                    if not partitions:
+                        continue
                 leader = addresses.get(leader_id) or self.metadata_cache.broker(leader_id)
                 if leader is None:
                     log.warning("no address for leader %d of %d partitions", leader_id,
@@ -225,6 +234,18 @@ class ReplicaManager:
             self._announce(partition, True)
         for partition in new_followers:
             self._announce(partition, False)
+
+    def _still_in_sync(self, partitions: list[Partition]) -> list[Partition]:
+        """A leaving broker follows only what it is in sync on. The rest
+        (the leaderships its controlled shutdown handed over, out of their
+        new ISR): caught up, it would be proposed back into their ISR, and a
+        pending ISR change holds the high watermark until a controller
+        answers it, when none may be left (the whole cluster stopping)."""
+        kept = [p for p in partitions if self.broker_id in p.isr]
+        if len(kept) < len(partitions):
+            log.info("leaving: not fetching %d partitions this broker follows out of their ISR",
+                     len(partitions) - len(kept))
+        return kept
 
     def _set_aside_unnamed(self, states: Sequence[PartitionState]) -> None:
         """A FULL LeaderAndIsr names every partition this broker hosts: a

@@ -352,6 +352,7 @@ class Broker:
 
     async def shutdown(self) -> None:
         await self.security_store.shutdown()
+        self.replica_manager.leaving = True  # before the controlled shutdown moves its leaderships
         await self.controller.shutdown()
         if self.fetchers is not None:
             await self.fetchers.shutdown()

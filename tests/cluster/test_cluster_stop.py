@@ -125,3 +125,62 @@ def test_the_controller_stops_following_before_it_leaves_office(cluster_factory,
     stop_replica = re.search(rf"StopReplica v\d+ from client 'kcore-controller-{controller}'", text)
     done = text.find("controlled shutdown done")
     assert stop_replica is not None and 0 <= stop_replica.start() < done, text[-3000:]
+
+
+def test_the_controller_leaves_office_only_once_the_brokers_have_its_last_decisions(
+        cluster_factory, monkeypatch):
+    """Its own controlled shutdown moves its leaderships: the new leader's
+    followers must hear of it from this controller, because with the whole
+    cluster stopping no controller follows to tell them, and a follower
+    still fetching from the old leader holds the new leader's high
+    watermark. With one of them paused, the controller waits for its
+    answer (bounded) before it leaves office; it used to close its
+    channel, and the requests still queued there, at once."""
+    monkeypatch.setenv("KCORE_TEST_BROKER_LOG_LEVEL", "DEBUG")
+    cluster = cluster_factory()
+    controller = cluster.metadata().controller_id
+    first, second = sorted(set(cluster.brokers) - {controller})
+    topic = NewTopic("moved", num_partitions=1, replica_assignment=[[controller, first, second]])
+    cluster.admin.create_topics([topic])["moved"].result(timeout=30)
+    cluster.wait_for(lambda: cluster.fully_replicated("moved", 1, 3), "moved fully replicated")
+    leaving, paused = cluster.brokers[controller], cluster.brokers[second]
+    assert leaving.process is not None and paused.process is not None
+    offsets = {controller: log_size(leaving), second: log_size(paused)}
+    paused.process.send_signal(signal.SIGSTOP)
+    try:
+        leaving.process.send_signal(signal.SIGTERM)
+        time.sleep(2)  # under the wait's 5 s bound, over the ~ms the shutdown takes otherwise
+        assert "controlled shutdown done" not in log_since(leaving, offsets[controller])
+        assert leaving.process.poll() is None
+    finally:
+        paused.process.send_signal(signal.SIGCONT)
+    assert leaving.process.wait(EXIT_BOUND_S) == 0
+    assert "controlled shutdown done" in log_since(leaving, offsets[controller])
+    told = log_since(paused, offsets[second])
+    assert re.search(rf"LeaderAndIsr v\d+ from client 'kcore-controller-{controller}'", told), told[-3000:]
+
+
+def test_a_leaving_broker_does_not_follow_what_it_handed_over(cluster_factory):
+    """Its controlled shutdown hands its leaderships over and makes it a
+    follower of the new leaders. It must not fetch as one: caught up, it
+    would be proposed back into the ISR, and a pending ISR change holds the
+    high watermark until a controller answers it (none is left when the
+    whole cluster stops). Here a controller is left, and it refuses the
+    proposal (a broker shutting down is not eligible), which the new
+    leader logs."""
+    cluster = cluster_factory()
+    controller = cluster.metadata().controller_id
+    leaving, first = sorted(set(cluster.brokers) - {controller})
+    topic = NewTopic("handed", num_partitions=1, replica_assignment=[[leaving, first, controller]])
+    cluster.admin.create_topics([topic])["handed"].result(timeout=30)
+    cluster.wait_for(lambda: cluster.fully_replicated("handed", 1, 3), "handed fully replicated")
+    offsets = {i: log_size(b) for i, b in cluster.brokers.items()}
+    assert cluster.brokers[leaving].stop() == 0
+    cluster.wait_for(lambda: cluster.metadata().topics["handed"].partitions[0].leader == first,
+                     "the leadership handed to the next replica")
+    time.sleep(2)  # a proposal and its refusal take milliseconds
+    for broker_id in (first, controller):
+        text = log_since(cluster.brokers[broker_id], offsets[broker_id])
+        assert "handed-0: ISR change refused" not in text, text[-3000:]
+    assert re.search(r"leaving: not fetching \d+ partitions",
+                     log_since(cluster.brokers[leaving], offsets[leaving]))
