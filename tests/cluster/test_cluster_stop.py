@@ -63,6 +63,18 @@ def stop_all_at_once(brokers: dict[int, BrokerProcess]) -> dict[int, tuple[int |
     return exits
 
 
+def one_partition(cluster, topic: str, order) -> tuple[int, int, int]:
+    """(controller, first, second other broker) and ``topic``'s single
+    partition fully replicated on the brokers in the order ``order`` gives
+    them that triple."""
+    controller = cluster.metadata().controller_id
+    first, second = sorted(set(cluster.brokers) - {controller})
+    created = NewTopic(topic, num_partitions=1, replica_assignment=[order(controller, first, second)])
+    cluster.admin.create_topics([created])[topic].result(timeout=30)
+    cluster.wait_for(lambda: cluster.fully_replicated(topic, 1, 3), f"{topic} fully replicated")
+    return controller, first, second
+
+
 def test_sigterm_to_every_broker_at_once_stops_each_cleanly_within_30_s(cluster_factory):
     cluster = cluster_factory(overrides=KAFKA_SHUTDOWN_DEFAULTS)
     cluster.create_topic("halt", 3, 3, {"min.insync.replicas": "2"})
@@ -113,11 +125,7 @@ def test_the_controller_stops_following_before_it_leaves_office(cluster_factory,
     high watermark waited on it. The brokers log their requests at DEBUG."""
     monkeypatch.setenv("KCORE_TEST_BROKER_LOG_LEVEL", "DEBUG")
     cluster = cluster_factory()
-    controller = cluster.metadata().controller_id
-    first, second = sorted(set(cluster.brokers) - {controller})
-    topic = NewTopic("followed", num_partitions=1, replica_assignment=[[first, controller, second]])
-    cluster.admin.create_topics([topic])["followed"].result(timeout=30)
-    cluster.wait_for(lambda: cluster.fully_replicated("followed", 1, 3), "followed fully replicated")
+    controller, _, _ = one_partition(cluster, "followed", lambda c, f, s: [f, c, s])
     broker = cluster.brokers[controller]
     offset = log_size(broker)
     assert broker.stop() == 0
@@ -138,11 +146,7 @@ def test_the_controller_leaves_office_only_once_the_brokers_have_its_last_decisi
     channel, and the requests still queued there, at once."""
     monkeypatch.setenv("KCORE_TEST_BROKER_LOG_LEVEL", "DEBUG")
     cluster = cluster_factory()
-    controller = cluster.metadata().controller_id
-    first, second = sorted(set(cluster.brokers) - {controller})
-    topic = NewTopic("moved", num_partitions=1, replica_assignment=[[controller, first, second]])
-    cluster.admin.create_topics([topic])["moved"].result(timeout=30)
-    cluster.wait_for(lambda: cluster.fully_replicated("moved", 1, 3), "moved fully replicated")
+    controller, _, second = one_partition(cluster, "moved", lambda c, f, s: [c, f, s])
     leaving, paused = cluster.brokers[controller], cluster.brokers[second]
     assert leaving.process is not None and paused.process is not None
     offsets = {controller: log_size(leaving), second: log_size(paused)}
@@ -169,11 +173,7 @@ def test_a_leaving_broker_does_not_follow_what_it_handed_over(cluster_factory):
     proposal (a broker shutting down is not eligible), which the new
     leader logs."""
     cluster = cluster_factory()
-    controller = cluster.metadata().controller_id
-    leaving, first = sorted(set(cluster.brokers) - {controller})
-    topic = NewTopic("handed", num_partitions=1, replica_assignment=[[leaving, first, controller]])
-    cluster.admin.create_topics([topic])["handed"].result(timeout=30)
-    cluster.wait_for(lambda: cluster.fully_replicated("handed", 1, 3), "handed fully replicated")
+    controller, leaving, first = one_partition(cluster, "handed", lambda c, f, s: [f, s, c])
     offsets = {i: log_size(b) for i, b in cluster.brokers.items()}
     assert cluster.brokers[leaving].stop() == 0
     cluster.wait_for(lambda: cluster.metadata().topics["handed"].partitions[0].leader == first,
