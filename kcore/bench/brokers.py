@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kcore.bench import procs, security
-from kcore.testing.broker import BrokerProcess
+from kcore.testing.broker import BrokerProcess, process_count
 from kcore.testing.ports import free_ports
 
 START_TIMEOUT_S = 60.0
@@ -272,7 +272,4 @@ def remove_tree(path: Path) -> None:
 
 
 def _process_count(setup: Setup) -> int:
-    """The broker processes of ``num.processes`` ("auto": one per core this
-    process may run on, as the supervisor counts them)."""
-    value = str(dict(setup.overrides).get("num.processes", 1))
-    return len(os.sched_getaffinity(0)) if value == "auto" else int(value)
+    return process_count(dict(setup.overrides).get("num.processes", 1))

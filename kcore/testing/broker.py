@@ -33,6 +33,14 @@ TEST_SETTINGS: dict[str, str] = {
 }
 
 
+def process_count(num_processes: object) -> int:
+    """The broker processes a ``num.processes`` value starts ("auto": one
+    per core this process may run on, as the broker's supervisor counts
+    them; kept here so that launching a broker imports none of it)."""
+    value = str(num_processes).strip()
+    return len(os.sched_getaffinity(0)) if value == "auto" else int(value)
+
+
 class BrokerProcess:
     """`python -m kcore broker` with its own data dir and port.
 
@@ -56,7 +64,7 @@ class BrokerProcess:
         self.env = dict(env or {})
         self.overrides = dict(overrides or {})
         # num.processes=N: a supervisor and N broker processes on port..port+N-1.
-        self.processes = int(self.overrides.get("num.processes", "1"))
+        self.processes = process_count(self.overrides.get("num.processes", "1"))
         self.port = port or (free_ports(self.processes) if self.processes > 1 else free_port())
         self.process: subprocess.Popen | None = None
         self.paused = False
