@@ -58,7 +58,7 @@ from kcore.server.registry_service import BrokerRegistry
 from kcore.server.sasl import AuthFailures, SaslSettings
 from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
 from kcore.server.sockets import apply_buffer_sizes
-from kcore.server.supervisor import NODE_DIR_ENV
+from kcore.server.supervisor import NODE_DIR_ENV, operator_set
 from kcore.tables.service import TableService
 from kcore.tables.settings import CatalogSettings
 
@@ -227,7 +227,7 @@ class Broker:
         await self._listen(loop)
         for settings in self._sasl_settings.values():
             self._tasks.extend(loop.create_task(job()) for job in settings.background)
-        await self.http.start(self.config["http.listeners"])
+        await self.http.start(self.config["http.listeners"], strict=operator_set(self.config, "http.listeners"))
         if self.config["http.listeners"]:
             self._sample()  # the zero the first second's rates start from
             self._tasks.append(loop.create_task(self._every(SAMPLE_INTERVAL_S, self._sample)))

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 
-from kcore.config import split_http_listener, split_listener
+from kcore.config import ConfigError, split_http_listener, split_listener
 from kcore.console import api
 from kcore.console.base import ConsoleSource
 from kcore.server.http_hosts import AllowedHosts
@@ -71,13 +71,18 @@ class HttpListeners:
         own += [split_listener(item)[1] for item in config["listeners"] + (config["advertised.listeners"] or [])]
         self.allowed_hosts = AllowedHosts(config["http.allowed.hosts"], own)
 
-    async def start(self, listeners: list[str]) -> None:
+    async def start(self, listeners: list[str], strict: bool) -> None:
+        """Serve on each of ``listeners``; one that cannot bind stops the
+        broker when ``strict`` (the operator chose it) and is skipped with a
+        warning otherwise (the default port, taken by another broker)."""
         for item in listeners:
             host, port = split_http_listener(item)
             try:
                 server = await asyncio.start_server(self._serve, host or None, port, reuse_address=True,
                                                     limit=MAX_HEAD_BYTES)
             except OSError as exc:
+                if strict:
+                    raise ConfigError(f"http.listeners: cannot listen on {item}: {exc.strerror}") from None
                 log.warning("http.listeners: cannot listen on %s (%s); /metrics and the console are "
                             "not served there", item, exc.strerror)
                 continue

@@ -10,7 +10,6 @@ Not thread-safe: owned by the broker's event loop.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from kcore.config import BrokerConfig, split_listener
@@ -29,7 +28,7 @@ from kcore.server.http_hosts import AllowedHosts
 from kcore.server.registry_auth import RegistryAuth
 from kcore.server.registry_listener import RegistryListeners
 from kcore.server.sasl import AuthFailures, SaslSettings
-from kcore.server.supervisor import REGISTRY_DEFAULT_ENV
+from kcore.server.supervisor import operator_set
 
 LOGIN_MECHANISMS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"})
 
@@ -58,8 +57,7 @@ class BrokerRegistry:
     async def start(self) -> None:
         self.store.start()
         await self.listeners.start(self.config["schema.registry.listeners"],
-                                   strict="schema.registry.listeners" in self.config.originals
-                                   and REGISTRY_DEFAULT_ENV not in os.environ)
+                                   strict=operator_set(self.config, "schema.registry.listeners"))
 
     async def shutdown(self) -> None:
         self.listeners.close()

@@ -51,11 +51,21 @@ RESTART_BACKOFF_S = (1.0, 30.0)  # first wait, longest wait
 # Environment of a managed process: the supervisor to wake after a topic
 # change, and the node's first log dir (its metadata file).
 SUPERVISOR_PID_ENV = "KCORE_SUPERVISOR_PID"
-# Set for the processes of a node whose schema.registry.listeners is left at
-# its default: a port taken between the node's check and the process's bind
-# leaves that process without the listener, as one broker's default would.
-REGISTRY_DEFAULT_ENV = "KCORE_REGISTRY_LISTENERS_DEFAULT"
+# Set for the processes of a node whose listener setting is left at its
+# default (each process has them all in its overrides): a default port that
+# is taken leaves that process without the listener, as one broker's default
+# would, while a port the operator chose stops the broker (see
+# ``operator_set``).
+DEFAULT_LISTENER_ENVS = {"http.listeners": "KCORE_HTTP_LISTENERS_DEFAULT",
+                         "schema.registry.listeners": "KCORE_REGISTRY_LISTENERS_DEFAULT"}
 NODE_DIR_ENV = "KCORE_NODE_DIR"
+
+
+def operator_set(config: BrokerConfig, key: str) -> bool:
+    """Whether the operator chose ``key`` (one of DEFAULT_LISTENER_ENVS), in
+    this process's config or its node's: a listener they chose that cannot
+    bind stops the broker, as Kafka's listeners do."""
+    return key in config.originals and DEFAULT_LISTENER_ENVS[key] not in os.environ
 
 
 class StartupError(Exception):
@@ -180,8 +190,8 @@ class Supervisor:
         for key, value in spec.settings.items():
             command += ["--override", f"{key}={value}"]
         env = {**os.environ, SUPERVISOR_PID_ENV: str(os.getpid()), NODE_DIR_ENV: str(self.node_dir)}
-        if "schema.registry.listeners" not in self.config.originals:
-            env[REGISTRY_DEFAULT_ENV] = "1"
+        env.update({name: "1" for key, name in DEFAULT_LISTENER_ENVS.items()
+                    if key not in self.config.originals})
         spec.process = await asyncio.create_subprocess_exec(*command, env=env,
                                                             preexec_fn=_die_with_parent)
         await self._wait_listening(spec)
