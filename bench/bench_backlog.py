@@ -20,6 +20,10 @@ notice. One run:
    producer keeps its rate: latencies "during", the catch-up MB/s, and the
    bytes the broker read from the block device (``/proc/PID/io``).
 
+``--from-cache`` skips the cgroup and the dropped cache: the same run with
+every read served from memory, so that what remains of the producer's
+slowdown is the CPU the catch-up takes, not the disk.
+
 Figures: peak MB/s, catch-up MB/s, producer p50/p99/p99.9 before and
 during and their ratio (during / before: near 1 means the writers did not
 notice), disk bytes read over backlog bytes. One JSON line per run with
@@ -230,14 +234,14 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
 
 
 def run_once(root: Path, args) -> dict:
-    cgroup = MemoryCgroup.make(args.memory_mb << 20)
+    cgroup = None if args.from_cache else MemoryCgroup.make(args.memory_mb << 20)
     broker = start_broker(Path(tempfile.mkdtemp(prefix="backlog-", dir=root)) / "data", cgroup)
     try:
         create_topic(broker.bootstrap)
         count = (args.backlog_mb << 20) // MESSAGE_BYTES
         peak_mb_s = fill_backlog(broker.bootstrap, count)
         backlog = end_offsets(broker.bootstrap)
-        dropped = drop_page_cache()
+        dropped = False if args.from_cache else drop_page_cache()
         rate = args.rate or peak_mb_s * 1e6 / MESSAGE_BYTES * args.rate_fraction
         context = mp.get_context("spawn")
         start, stop, produced, consumed = context.Event(), context.Event(), context.Queue(), context.Queue()
@@ -289,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=0.0,
                         help="msg/s of the paced producer instead of a fraction of the peak")
     parser.add_argument("--before-s", type=float, default=5.0)
+    parser.add_argument("--from-cache", action="store_true",
+                        help="no memory cgroup and no dropped cache: the same catch-up from the page cache, "
+                             "which tells what the disk reads add to the producer's latency")
     parser.add_argument("--data-root", default=None, help="where data dirs go (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per run")
     args = parser.parse_args(argv)

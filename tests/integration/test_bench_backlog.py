@@ -10,14 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 300
 
 
-def test_a_backlog_is_drained_while_a_producer_keeps_its_rate(tmp_path):
+@pytest.mark.parametrize("source", ["disk", "cache"])
+def test_a_backlog_is_drained_while_a_producer_keeps_its_rate(tmp_path, source):
+    from_cache = ["--from-cache"] if source == "cache" else []
     done = subprocess.run(
         [sys.executable, "-m", "bench.bench_backlog", "--memory-mb", "192", "--backlog-mb", "384",
-         "--before-s", "2", "--rate-fraction", "0.1", "--data-root", str(tmp_path), "--json"],
+         "--before-s", "2", "--rate-fraction", "0.1", "--data-root", str(tmp_path), "--json", *from_cache],
         cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -30,4 +34,7 @@ def test_a_backlog_is_drained_while_a_producer_keeps_its_rate(tmp_path):
     assert run["during"]["p50_ms"] <= run["during"]["p99_ms"] <= run["during"]["p999_ms"]
     if run["memory_limit_mb"] is not None:  # the cgroup kept most of the backlog out of the cache
         assert run["disk_read_mb"] > 0
+    if from_cache:  # the backlog just written is read from memory
+        assert run["memory_limit_mb"] is None and not run["page_cache_dropped"]
+        assert run["disk_read_mb"] < 0.1 * run["backlog_mb"]
     assert not list(tmp_path.iterdir())  # data removed
