@@ -47,6 +47,7 @@ from kcore._native.sendfile import sendfile
 from kcore.handlers.base import CloseConnection
 from kcore.metrics.socket_server import SocketServerStats
 from kcore.protocol.framing import FrameReader, FrameSizeError
+from kcore.server import eager
 from kcore.server.sasl import (
     SASL_SERVER_MAX_RECEIVE_SIZE,
     AuthFailures,
@@ -61,6 +62,10 @@ log = logging.getLogger(__name__)
 
 # The name of a task handling one request (see _abandon).
 REQUEST_TASK = "kcore-request"
+# Handlers started in the callback that read their request (server/eager.py):
+# ~4 us of a produce request's ~38 us of broker CPU on this machine went to
+# its task. Their first step must not need a current task (asyncio.timeout).
+EAGER_APIS = frozenset({protocol.ApiKey.PRODUCE, protocol.ApiKey.FETCH})
 
 # Reading pauses while this many responses are pending on one connection
 # (queued.max.requests, whose default this is).
@@ -273,7 +278,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _queue_request(self, request, size: int) -> None:
         loop = asyncio.get_running_loop()
-        future = loop.create_task(self._handle(request, size), name=REQUEST_TASK)
+        if request.api_key in EAGER_APIS:
+            future = eager.start(loop, self._handle(request, size), REQUEST_TASK)
+        else:
+            future = loop.create_task(self._handle(request, size), name=REQUEST_TASK)
         self._pending.append(future)
         self._wake_sender()
         if len(self._pending) >= self._max_in_flight and not self._reading_paused:
@@ -632,7 +640,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         transition between its log append and its state change: a
         transactional producer SIGKILLed during an InitProducerId left its
         transactional id answering CONCURRENT_TRANSACTIONS for good."""
-        if self._cancel_on_close or not _is_request(future):
+        if future.done():  # an answer started and finished at once (eager.start)
+            _drop_answer(future)
+        elif self._cancel_on_close or not _is_request(future):
             future.cancel()
         else:
             future.add_done_callback(_drop_answer)

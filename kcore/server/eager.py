@@ -1,0 +1,64 @@
+"""Start a request's handler in the callback that read it.
+
+A task per request costs its creation, a weak-set entry and a turn of the
+event loop before the handler runs; most Produce and Fetch requests never
+wait (an acks=1 append, a fetch that finds its bytes), so their handler can
+run to its end at once, and its answer is a future already done. A handler
+that does wait goes on in a task from where it stopped.
+
+While the first step runs there is no current task: code that needs one
+(``asyncio.timeout``) must come after the handler's first wait.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Generator
+from typing import Any
+
+
+def start(loop: asyncio.AbstractEventLoop, coro: Coroutine, name: str) -> asyncio.Future:
+    """``coro`` run up to its first wait: a done future when it did not
+    wait, else the task that finishes it."""
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        future = loop.create_future()
+        future.set_result(stop.value)
+        return future
+    except asyncio.CancelledError:
+        future = loop.create_future()
+        future.cancel()
+        return future
+    except Exception as exc:
+        future = loop.create_future()
+        future.set_exception(exc)
+        return future
+    return loop.create_task(_finish(coro, yielded), name=name)
+
+
+async def _finish(coro: Coroutine, yielded: Any) -> Any:
+    return await _Resumed(coro, yielded)
+
+
+class _Resumed:
+    """The rest of a started coroutine, awaited by a task: what it yielded
+    goes to the task (which waits on it), what the task sends or throws
+    back goes to the coroutine."""
+
+    __slots__ = ("_coro", "_yielded")
+
+    def __init__(self, coro: Coroutine, yielded: Any) -> None:
+        self._coro = coro
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, yielded = self._coro, self._yielded
+        while True:
+            try:
+                message, error = (yield yielded), None
+            except BaseException as exc:  # cancellation goes to the handler
+                message, error = None, exc
+            try:
+                yielded = coro.send(message) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                return stop.value
