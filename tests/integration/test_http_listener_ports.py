@@ -4,44 +4,15 @@ taken Kafka listener does); left at its default, it is logged and skipped,
 so several brokers of one machine start."""
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from tests.support import BrokerProcess, free_port
+from tests.support.refused_start import held, run_broker_to_exit
 
 HTTP_DEFAULT_PORT = 9644  # kcore/config.py's http.listeners default
-
-
-@contextmanager
-def held(port: int) -> Iterator[None]:
-    """``port`` on 127.0.0.1 taken for the block (or already taken by
-    someone else, which serves the test as well)."""
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-            sock.listen()
-        except OSError:
-            pass
-        yield
-
-
-def start_broker(data_dir: Path, **settings: str) -> subprocess.CompletedProcess:
-    """`kcore broker` with ``settings``; it must exit by itself (60 s)."""
-    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{free_port()}", "log.dirs": str(data_dir),
-                 "num.processes": "1", **settings}
-    command = [sys.executable, "-m", "kcore.cli.main", "broker"]
-    for key, value in overrides.items():
-        command += ["--override", f"{key}={value}"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
 
 @pytest.mark.parametrize("key", ["http.listeners", "schema.registry.listeners"])
@@ -49,7 +20,7 @@ def test_a_taken_port_the_operator_set_stops_the_broker(tmp_path, key):
     port = free_port()
     other = "schema.registry.listeners" if key == "http.listeners" else "http.listeners"
     with held(port):
-        result = start_broker(tmp_path / "data", **{key: f"http://127.0.0.1:{port}", other: ""})
+        result = run_broker_to_exit(tmp_path / "data", free_port(), {key: f"http://127.0.0.1:{port}", other: ""})
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"{key}: cannot listen on http://127.0.0.1:{port}" in result.stderr
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kcore.protocol.api_keys import ApiKey
 from tests.support import BrokerProcess, free_ports
+from tests.support.refused_start import held, run_broker_to_exit
 from tests.support.sockets import established
 from tests.support.wire import WireClient
 
@@ -231,25 +231,14 @@ def test_changing_the_process_count_keeps_every_partition(tmp_path):
 
 def test_a_taken_port_or_an_unusable_data_dir_fails_at_start_in_one_sentence(tmp_path):
     base = free_ports(2)
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", base + 1))
-        taken.listen()
-        result = run_node(tmp_path / "a", base, 2)
+    with held(base + 1):
+        result = run_broker_to_exit(tmp_path / "a", base, processes=2)
     assert result.returncode == 2
     assert f"port {base + 1} of broker process 1" in result.stderr
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")
-    result = run_node(blocked, free_ports(2), 2)
+    result = run_broker_to_exit(blocked, free_ports(2), processes=2)
     assert result.returncode == 2 and "cannot start" in result.stderr
-
-
-def run_node(data_dir: Path, port: int, processes: int) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kcore.cli.main", "broker",
-         "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={data_dir}", "--override", f"num.processes={processes}"],
-        capture_output=True, text=True, timeout=60,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
 
 def test_a_killed_supervisor_leaves_no_broker_process_behind(tmp_path):
