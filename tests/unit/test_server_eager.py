@@ -3,8 +3,8 @@
 server/eager.py runs a coroutine to its first wait and hands the rest to a
 task; these tests pin what a task would have done: the result or the
 error, the wait, the cancellation thrown into the handler, and on a
-connection the order of the answers and a handler left to finish when its
-client goes away.
+connection the order of the answers (test_server_connection_close.py: a
+started Produce left to finish when its client goes away).
 """
 import asyncio
 import struct
@@ -172,34 +172,3 @@ def test_answers_leave_in_request_order_when_the_first_waits():
         server.close()
         return second_ready, ids
     assert run(scenario()) == (True, [1, 2])
-
-
-def test_a_produce_that_waits_runs_to_its_end_after_its_client_left():
-    outcome: list = []
-    release = None
-
-    async def dispatch(context, request):
-        await release.wait()
-        outcome.append("finished")
-        return _answer(request)
-
-    async def scenario():
-        nonlocal release
-        release = asyncio.Event()
-        server, port, connections = await _serve(dispatch)
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(_produce(1))
-        await writer.drain()
-        while not connections or not connections[0]._pending:
-            await asyncio.sleep(0.01)
-        writer.close()
-        while not connections[0].is_closed():
-            await asyncio.sleep(0.01)
-        release.set()
-        for _ in range(100):
-            if outcome:
-                break
-            await asyncio.sleep(0.01)
-        server.close()
-    run(scenario())
-    assert outcome == ["finished"]
