@@ -63,8 +63,9 @@ log = logging.getLogger(__name__)
 # The name of a task handling one request (see _abandon).
 REQUEST_TASK = "kcore-request"
 # Handlers started in the callback that read their request (server/eager.py):
-# ~4 us of a produce request's ~38 us of broker CPU on this machine went to
-# its task. Their first step must not need a current task (asyncio.timeout).
+# a task took a few us of a produce request's 35-40 us of broker CPU here
+# (docs/performance.md). Their first step must not need a current task
+# (asyncio.timeout).
 EAGER_APIS = frozenset({protocol.ApiKey.PRODUCE, protocol.ApiKey.FETCH})
 
 # Reading pauses while this many responses are pending on one connection
