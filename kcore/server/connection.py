@@ -64,8 +64,8 @@ log = logging.getLogger(__name__)
 REQUEST_TASK = "kcore-request"
 # Handlers started in the callback that read their request (server/eager.py):
 # a task took a few us of a produce request's 35-40 us of broker CPU here
-# (docs/performance.md). Their first step must not need a current task
-# (asyncio.timeout).
+# (docs/performance.md). On Python 3.11 their first step must not need a
+# current task (asyncio.timeout).
 EAGER_APIS = frozenset({protocol.ApiKey.PRODUCE, protocol.ApiKey.FETCH})
 
 # Reading pauses while this many responses are pending on one connection

@@ -6,12 +6,15 @@ wait (an acks=1 append, a fetch that finds its bytes), so their handler can
 run to its end at once, and its answer is a future already done. A handler
 that does wait goes on in a task from where it stopped.
 
-While the first step runs there is no current task: code that needs one
-(``asyncio.timeout``) must come after the handler's first wait.
+Python 3.12 has this built in: a task started with ``eager_start``, the
+current task while its first step runs, which 3.12's ``asyncio.wait_for``
+needs. On 3.11 the first step runs with no current task, so code there
+must not need one (``asyncio.timeout``; 3.11's ``wait_for`` needs none).
 """
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Coroutine, Generator
 from typing import Any
 
@@ -19,6 +22,8 @@ from typing import Any
 def start(loop: asyncio.AbstractEventLoop, coro: Coroutine, name: str) -> asyncio.Future:
     """``coro`` run up to its first wait: a done future when it did not
     wait, else the task that finishes it."""
+    if sys.version_info >= (3, 12):
+        return asyncio.Task(coro, loop=loop, name=name, eager_start=True)
     try:
         yielded = coro.send(None)
     except StopIteration as stop:
