@@ -116,6 +116,18 @@ class Cluster:
         found = self.partitions(topic).get(partition)
         return found.leader if found is not None else -1
 
+    def wait_leader(self, topic: str, partition: int, timeout: float = WAIT_S) -> int:
+        """The partition's leader, once Metadata names one. A broker answers
+        from its own metadata cache, which the controller updates after the
+        fact (as in Kafka), so any one answer may not name a leader yet."""
+        answers: list[int] = []
+
+        def named() -> bool:
+            answers.append(self.leader(topic, partition))
+            return answers[-1] >= 0
+        self.wait_for(named, f"{topic}-{partition} has a leader", timeout)
+        return answers[-1]
+
     # -- waiting -------------------------------------------------------------------------------
     def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
         """Poll ``condition`` every 0.1 s; AssertionError with the brokers'

@@ -64,7 +64,7 @@ def test_a_consumer_in_a_followers_rack_reads_from_it_and_through_a_leader_kill(
 
 def read_near_follower_then_kill_its_leader(cluster: Cluster, ports: dict[int, int]) -> list[str]:
     cluster.create_topic(TOPIC, 1, 3, {"min.insync.replicas": "2"})
-    leader = cluster.leader(TOPIC, 0)
+    leader = cluster.wait_leader(TOPIC, 0)
     near = next(broker_id for broker_id in sorted(RACKS) if broker_id != leader)
     produce(cluster.bootstrap, TOPIC, messages(0, 2000), acks="all")
 

@@ -112,7 +112,7 @@ def controller_request_error(port: int, api_key: int, version: int, body: dict):
 def test_stale_and_foreign_inter_broker_requests_change_nothing(cluster):
     cluster.create_topic("guarded", 1, 3)
     assert produce(cluster, "guarded", 10) == [None] * 10
-    leader_id = cluster.leader("guarded", 0)
+    leader_id = cluster.wait_leader("guarded", 0)
     leader = cluster.brokers[leader_id]
     state = cluster.partitions("guarded")[0]
     # A replica fetch from a broker id outside the assignment: refused, no data.

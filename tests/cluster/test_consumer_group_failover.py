@@ -32,7 +32,7 @@ def test_coordinator_failover_keeps_the_assignment(cluster_factory, tmp_path):
         before = {m.name: m.assignment() for m in members}
         seen = {m.name: len(m.events()) for m in members}
         offsets_partition = partition_for("gf", len(cluster.partitions("__consumer_offsets")))
-        coordinator = cluster.leader("__consumer_offsets", offsets_partition)
+        coordinator = cluster.wait_leader("__consumer_offsets", offsets_partition)
         cluster.brokers[coordinator].kill()
         killed_at = time.monotonic()
         cluster.wait_for(lambda: cluster.leader("__consumer_offsets", offsets_partition) not in (-1, coordinator),

@@ -97,7 +97,7 @@ def test_every_replica_moves_its_start_and_a_new_leader_keeps_it(cluster):
     assert earliest(cluster) == 12 and first_offset_from_beginning(cluster) == 12
     assert_fetch_below_is_out_of_range(cluster, 4)
 
-    old_leader = cluster.leader(TOPIC, 0)
+    old_leader = cluster.wait_leader(TOPIC, 0)
     cluster.brokers[old_leader].kill()
     cluster.wait_for(lambda: cluster.leader(TOPIC, 0) not in (-1, old_leader), "a follower leads")
     assert earliest(cluster) == 12 and first_offset_from_beginning(cluster) == 12
@@ -115,7 +115,7 @@ def test_every_replica_moves_its_start_and_a_new_leader_keeps_it(cluster):
 def test_a_paused_follower_times_the_answer_out_and_a_dead_one_holds_nothing_back(cluster):
     cluster.create_topic(TOPIC, 1, 3, CONFIGS)
     produce(cluster, 20)
-    leader = cluster.leader(TOPIC, 0)
+    leader = cluster.wait_leader(TOPIC, 0)
     paused, other = (b for b in cluster.brokers if b != leader)
     admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[leader].bootstrap)
     key = KafkaPythonTopicPartition(TOPIC, 0)

@@ -92,7 +92,7 @@ def test_acknowledged_writes_survive_leader_kills_including_the_controller(clust
 
 def test_a_follower_away_truncates_catches_up_and_rejoins(cluster):
     cluster.create_topic("away", 1, 3, TOPIC_CONFIGS)
-    leader = cluster.leader("away", 0)
+    leader = cluster.wait_leader("away", 0)
     follower_id = next(b for b in cluster.brokers if b != leader)
     follower = cluster.brokers[follower_id]
     load = ProducerLoad(cluster, "away", 1, rate=20_000).start()
@@ -136,7 +136,7 @@ def test_a_leader_cut_off_cannot_acknowledge_and_loses_its_divergent_tail(cluste
     cluster.create_topic("cut", 1, 3, TOPIC_CONFIGS)
     load = ProducerLoad(cluster, "cut", 1, max_messages=300).start().finish()
     assert load.errors == [] and len(load.acked[0]) == 300
-    old_leader_id = cluster.leader("cut", 0)
+    old_leader_id = cluster.wait_leader("cut", 0)
     old_leader = cluster.brokers[old_leader_id]
     client = WireClient(old_leader.port, timeout=60)
     try:
@@ -174,7 +174,7 @@ def test_a_leader_restarted_within_its_session_timeout_loses_nothing(cluster):
     load = ProducerLoad(cluster, "bounce", 2, rate=20_000).start()
     try:
         wait_for_progress(cluster, load, 1000, "the producer got going")
-        victim = cluster.leader("bounce", 0)
+        victim = cluster.wait_leader("bounce", 0)
         cluster.brokers[victim].kill()
         cluster.brokers[victim].start()  # registers once the old session expires
         cluster.wait_for(lambda: cluster.fully_replicated("bounce", 2, 3), "the ISR is whole again")

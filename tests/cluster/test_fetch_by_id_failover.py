@@ -47,7 +47,7 @@ def test_a_consumer_fetching_by_topic_id_reads_across_a_leader_kill(tmp_path, zo
 
 def read_across_a_leader_kill(cluster: Cluster, ports: dict[int, int]):
     cluster.create_topic(TOPIC, 1, 3, {"min.insync.replicas": "2"})
-    leader = cluster.leader(TOPIC, 0)
+    leader = cluster.wait_leader(TOPIC, 0)
     produce(cluster.bootstrap, TOPIC, messages(0, 1000), acks="all")
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "by-id-readers",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,

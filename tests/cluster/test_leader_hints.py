@@ -38,7 +38,7 @@ def one_batch(topic: str | None = None, topic_id=None) -> list[dict]:
 
 def test_a_follower_names_the_leader_and_its_endpoint(cluster):
     cluster.create_topic("hinted", 1, 3)
-    leader = cluster.leader("hinted", 0)
+    leader = cluster.wait_leader("hinted", 0)
     follower = cluster.brokers[next(b for b in cluster.brokers if b != leader)]
     epoch = leader_epoch(cluster, "hinted", 0)
     answer = produce_to(follower, one_batch("hinted"), 10)
@@ -60,12 +60,12 @@ def test_a_follower_names_the_leader_and_its_endpoint(cluster):
 
 def test_the_old_leader_names_the_new_one_after_a_move(cluster):
     cluster.create_topic("moved", 1, 3)
-    old = cluster.leader("moved", 0)
+    old = cluster.wait_leader("moved", 0)
     cluster.brokers[old].stop()  # controlled shutdown: the leadership moves first
     cluster.wait_for(lambda: cluster.leader("moved", 0) not in (-1, old), "a new leader")
     cluster.brokers[old].start()
     cluster.wait_for(lambda: cluster.fully_replicated("moved", 1, 3), "the old leader back in the ISR")
-    new = cluster.leader("moved", 0)
+    new = cluster.wait_leader("moved", 0)
     answer = produce_to(cluster.brokers[old], one_batch("moved"), 12)
     part = answer.responses[0].partition_responses[0]
     assert (part.error_code, part.current_leader.leader_id) == (E.NOT_LEADER_OR_FOLLOWER, new)

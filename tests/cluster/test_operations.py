@@ -139,7 +139,7 @@ def test_a_zookeeper_ensemble_losing_a_server_keeps_the_cluster_working(tmp_path
         zookeeper_ensemble.stop_server(zookeeper_ensemble.leader())
         cluster.create_topic("after", 2, 3, CONFIGS)
         load = ProducerLoad(cluster, "after", 2, max_messages=2000).start()
-        victim = cluster.leader("after", 0)
+        victim = cluster.wait_leader("after", 0)
         cluster.brokers[victim].kill()
         cluster.wait_for(lambda: cluster.leader("after", 0) not in (-1, victim),
                          "a leader elected with two ZooKeeper servers")

@@ -48,7 +48,7 @@ def test_share_group_goes_on_after_its_share_coordinator_is_killed(cluster_facto
     finally:
         wire.close()
     state_partition = state_partition_for(ShareKey(group, topic_id, 0), 3)
-    victim = cluster.leader("__share_group_state", state_partition)
+    victim = cluster.wait_leader("__share_group_state", state_partition)
     cluster.brokers[victim].kill()
     cluster.wait_for(lambda: cluster.leader("__share_group_state", state_partition) not in (victim, -1),
                      "a new share coordinator")

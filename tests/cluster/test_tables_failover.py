@@ -21,7 +21,7 @@ def test_a_leader_failover_hands_the_table_over_exactly_once(cluster_factory, tm
                                                 "kcore.table.commit.interval.ms": "200"})
     with Producing(cluster.bootstrap, topic) as producing:
         time.sleep(2.0)
-        victim = cluster.leader(topic, 0)
+        victim = cluster.wait_leader(topic, 0)
         cluster.brokers[victim].kill()
         cluster.wait_for(lambda: cluster.leader(topic, 0) not in (-1, victim), "a new leader of partition 0")
         time.sleep(2.0)

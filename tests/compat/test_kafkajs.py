@@ -641,7 +641,7 @@ def test_cluster_replicates_and_kafkajs_follows_a_killed_leader(cluster):
     assert_same_partitions(before, [m for m in read if not m.value.startswith(b"txn-")])
     assert sorted(m.value for m in read if m.value.startswith(b"txn-")) == sorted(m.value for m in in_txn)
 
-    victim = cluster.leader(topic, 0)
+    victim = cluster.wait_leader(topic, 0)
     cluster.brokers[victim].kill()
     cluster.wait_for(lambda: cluster.leader(topic, 0) not in (victim, -1), "a new leader of partition 0")
     after = make_messages(300, "after", partitions=3)

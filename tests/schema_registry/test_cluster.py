@@ -49,7 +49,7 @@ def test_register_anywhere_read_everywhere_restart_keeps_ids(tmp_path, kcore_zoo
         assert sorted(ids.values()) == list(range(1, 7)), "six schemas, six ids, each given once"
         views = [call(url, "GET", "/subjects")[1] for url in urls.values()]
         assert views[0] == views[1] == views[2] == sorted(ids)
-        primary = cluster.leader("_schemas", 0)
+        primary = cluster.wait_leader("_schemas", 0)
         assert primary in urls and len(cluster.partitions("_schemas")) == 1
 
         for broker in cluster.brokers.values():
@@ -66,7 +66,7 @@ def test_register_anywhere_read_everywhere_restart_keeps_ids(tmp_path, kcore_zoo
         new = call(urls[3], "POST", "/subjects/fresh-value/versions", {"schema": schema("Fresh", "a")})
         assert new == (200, {"id": 7})
 
-        old_primary = cluster.leader("_schemas", 0)
+        old_primary = cluster.wait_leader("_schemas", 0)
         cluster.brokers[old_primary].kill()
         cluster.wait_for(lambda: cluster.leader("_schemas", 0) not in (-1, old_primary),
                          "another broker leads _schemas")
