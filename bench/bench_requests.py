@@ -7,7 +7,7 @@ Each run starts a single-node broker (data in a temp dir), creates a topic
 of 16 partitions and sends ``--requests`` Produce requests of one 100-byte
 record each (acks 1) from kcore's own asyncio client, 16 in flight on one
 connection; the broker's user and system CPU over the requests, from
-/proc/PID/stat, divided by their number. The client is not what is
+psutil (as kcore.bench.measure reads it), divided by their number. The client is not what is
 measured, only the broker.
 
 With ``--against REF`` the commit REF names is built as the gate builds it
@@ -26,6 +26,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+import psutil
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kcore.bench import builds
@@ -39,14 +40,12 @@ from kcore.testing.broker import TEST_SETTINGS
 PARTITIONS = 16
 IN_FLIGHT = 16
 WARM_UP = 500  # requests before the measured ones: connections, first segments
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_s(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of process ``pid``."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) / TICKS_PER_S, int(fields[12]) / TICKS_PER_S
+    times = psutil.Process(pid).cpu_times()
+    return times.user, times.system
 
 
 async def _send(bootstrap: str, requests: int, pid: int) -> tuple[float, float]:
