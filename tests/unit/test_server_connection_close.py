@@ -12,7 +12,7 @@ import pytest
 
 from kcore import protocol
 from kcore.protocol.api_keys import ApiKey
-from kcore.server.connection import KafkaConnection
+from tests.support.connections import serve
 
 METADATA = (ApiKey.METADATA, 1, {"topics": []})
 # Produce starts in the read callback (server/eager.py) and goes on in a task.
@@ -24,18 +24,6 @@ ANSWERS = {ApiKey.METADATA: {"brokers": [], "topics": []},
 
 def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, 20))
-
-
-async def _serve(dispatch):
-    connections = []
-
-    def factory():
-        connection = KafkaConnection(dispatch, "PLAINTEXT", 1 << 20, len(connections) + 1, lambda c: None)
-        connections.append(connection)
-        return connection
-
-    server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1], connections
 
 
 async def _send_and_vanish(port: int, sent: tuple) -> None:
@@ -62,7 +50,7 @@ def _dispatch_waiting_for(release: asyncio.Event, started: asyncio.Event, outcom
 def test_a_request_whose_client_closed_runs_to_its_end(sent):
     async def scenario():
         release, started, outcome = asyncio.Event(), asyncio.Event(), []
-        server, port, connections = await _serve(_dispatch_waiting_for(release, started, outcome))
+        server, port, connections = await serve(_dispatch_waiting_for(release, started, outcome))
         await _send_and_vanish(port, sent)
         await asyncio.wait_for(started.wait(), 5)
         while not connections[0]._closed:
@@ -81,7 +69,7 @@ def test_a_request_whose_client_closed_runs_to_its_end(sent):
 def test_a_stopping_broker_cancels_what_its_connections_were_handling(sent):
     async def scenario():
         release, started, outcome = asyncio.Event(), asyncio.Event(), []
-        server, port, connections = await _serve(_dispatch_waiting_for(release, started, outcome))
+        server, port, connections = await serve(_dispatch_waiting_for(release, started, outcome))
         sock = socket.create_connection(("127.0.0.1", port))
         api_key, version, body = sent
         sock.sendall(protocol.encode_request(api_key, version, 1, "staying", body))

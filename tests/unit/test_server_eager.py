@@ -13,6 +13,7 @@ from kcore import protocol
 from kcore.protocol.api_keys import ApiKey
 from kcore.server import eager
 from kcore.server.connection import REQUEST_TASK, KafkaConnection
+from tests.support.connections import serve
 
 
 def run(coroutine):
@@ -132,17 +133,6 @@ def _answer(request) -> dict:
     return {"brokers": [], "topics": []}
 
 
-async def _serve(dispatch):
-    connections: list[KafkaConnection] = []
-
-    def factory():
-        connections.append(KafkaConnection(dispatch, "PLAINTEXT", 1 << 20, 1, lambda c: None))
-        return connections[-1]
-
-    server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1], connections
-
-
 async def _correlation_ids(reader: asyncio.StreamReader, count: int) -> list[int]:
     ids = []
     for _ in range(count):
@@ -153,10 +143,9 @@ async def _correlation_ids(reader: asyncio.StreamReader, count: int) -> list[int
 
 def test_produce_runs_in_the_read_callback_and_metadata_in_a_task():
     seen: list = []
-    connections: list[KafkaConnection] = []
 
     async def dispatch(context, request):
-        seen.append((ApiKey(request.api_key).name, connections[0].reading))
+        seen.append((ApiKey(request.api_key).name, Watched.reading))
         return _answer(request)
 
     class Watched(KafkaConnection):
@@ -164,18 +153,15 @@ def test_produce_runs_in_the_read_callback_and_metadata_in_a_task():
         reading = False
 
         def buffer_updated(self, nbytes: int) -> None:
-            self.reading = True
+            Watched.reading = True
             try:
                 super().buffer_updated(nbytes)
             finally:
-                self.reading = False
+                Watched.reading = False
 
     async def scenario():
-        def factory():
-            connections.append(Watched(dispatch, "PLAINTEXT", 1 << 20, 1, lambda c: None))
-            return connections[-1]
-        server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        server, port, _ = await serve(dispatch, Watched)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(_metadata(1) + _produce(2) + _metadata(3) + _produce(4))
         ids = await _correlation_ids(reader, 4)
         writer.close()
@@ -196,7 +182,7 @@ def test_answers_leave_in_request_order_when_the_first_waits():
     async def scenario():
         nonlocal release
         release = asyncio.Event()
-        server, port, connections = await _serve(dispatch)
+        server, port, connections = await serve(dispatch)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(_produce(1) + _produce(2))
         while len(connections[0]._pending) < 2:
