@@ -18,6 +18,8 @@ import sys
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from kcore.server.relay import relay
+
 
 def start(loop: asyncio.AbstractEventLoop, coro: Coroutine, name: str) -> asyncio.Future:
     """``coro`` run up to its first wait: a done future when it did not
@@ -46,9 +48,7 @@ async def _finish(coro: Coroutine, yielded: Any) -> Any:
 
 
 class _Resumed:
-    """The rest of a started coroutine, awaited by a task: what it yielded
-    goes to the task (which waits on it), what the task sends or throws
-    back goes to the coroutine."""
+    """The rest of a started coroutine, awaited by a task."""
 
     __slots__ = ("_coro", "_yielded")
 
@@ -57,13 +57,4 @@ class _Resumed:
         self._yielded = yielded
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        coro, yielded = self._coro, self._yielded
-        while True:
-            try:
-                message, error = (yield yielded), None
-            except BaseException as exc:  # cancellation goes to the handler
-                message, error = None, exc
-            try:
-                yielded = coro.send(message) if error is None else coro.throw(error)
-            except StopIteration as stop:
-                return stop.value
+        return (yield from relay(self._coro, self._yielded))

@@ -2,15 +2,16 @@
 take, measured as Kafka measures request handler thread time.
 
 A handler runs as steps between its awaits; ``Timed`` drives the handler's
-coroutine itself and adds up the time spent inside those steps, so waits
-(a long-polling fetch, acks=all replication) cost nothing and work does.
+coroutine itself (server/relay.py) and adds up the time spent inside those
+steps, so waits (a long-polling fetch, acks=all replication) cost nothing
+and work does.
 A quota of Q percent allows Q/100 s of such time per second (Kafka: a
 percentage of one request handler thread). A client over it gets the time
 owed as ``throttle_time_ms`` and its connection muted that long, the same
 as for byte rates; the larger of the two throttles wins, as in Kafka.
 ApiVersions, SASL and the broker-to-broker APIs are exempt (Kafka's
-exempt sensor); driving a coroutine costs ~1 us per await, paid only by
-clients a request quota applies to.
+exempt sensor); the relay's ~1 us per await is paid only by clients a
+request quota applies to.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any
 from kcore.clock import SYSTEM_CLOCK, Clock
 from kcore.protocol.api_keys import ApiKey
 from kcore.security.quotas import REQUEST_PERCENTAGE, ClientQuotas, user_of
+from kcore.server.relay import relay
 
 EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
                     ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
@@ -40,25 +42,13 @@ class Timed:
         self.busy_s = 0.0
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        coro = self._coro
-        now = self._clock.monotonic
-        message: Any = None
-        error: BaseException | None = None
-        while True:
-            started = now()
-            try:
-                yielded = coro.send(message) if error is None else coro.throw(error)
-            except StopIteration as stop:
-                self.busy_s += now() - started
-                return stop.value
-            except BaseException:
-                self.busy_s += now() - started
-                raise
-            self.busy_s += now() - started
-            try:
-                message, error = (yield yielded), None
-            except BaseException as exc:  # cancellation goes to the handler
-                message, error = None, exc
+        return (yield from relay(self._coro, timer=self))
+
+    def now(self) -> float:
+        return self._clock.monotonic()
+
+    def add(self, seconds: float) -> None:
+        self.busy_s += seconds
 
 
 def applies(quotas: ClientQuotas, api_key: int, context, request) -> bool:
