@@ -10,11 +10,13 @@ comma-separated and trimmed), a validator then checks its range, and
 v3+ config_type (``DescribeConfigsResponse.ConfigType``).
 
 Pure functions and immutable values; imports nothing of kcore but the
-protocol's integer bounds.
+protocol's integer bounds (so that a test launching a broker process can
+read ``num.processes`` as the broker does without importing the broker).
 """
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -118,3 +120,10 @@ def only(accepted: Any, reason: str) -> Validator:
         if value != accepted:
             raise ValueError(reason)
     return check
+
+
+def process_count(num_processes: object) -> int:
+    """The broker processes a ``num.processes`` value starts: "auto" is
+    one per core this process may run on."""
+    value = str(num_processes).strip()
+    return len(os.sched_getaffinity(0)) if value == "auto" else int(value)

@@ -25,7 +25,8 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     from kcore.config import BrokerConfig, ConfigError
-    from kcore.server.supervisor import SUPERVISOR_PID_ENV, Supervisor, process_count
+    from kcore.config_def import process_count
+    from kcore.server.supervisor import SUPERVISOR_PID_ENV, Supervisor
     try:
         config = BrokerConfig.load(args.config, args.override)
     except ConfigError as exc:
@@ -41,7 +42,7 @@ def run(args) -> int:
         runner: Callable[..., Any] = uvloop.run
     except ImportError:
         runner = asyncio.run
-    count = process_count(config)
+    count = process_count(config["num.processes"])
     try:
         if count > 1 and not managed:
             return runner(Supervisor(config, count, args.config).run())

@@ -81,11 +81,6 @@ class ProcessSpec:
     restarts: int = 0
 
 
-def process_count(config: BrokerConfig) -> int:
-    value = config["num.processes"]
-    return len(os.sched_getaffinity(0)) if value == "auto" else int(value)
-
-
 class Supervisor:
     def __init__(self, config: BrokerConfig, count: int, config_path: str | None = None):
         self.config = config

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from kcore.config_def import process_count
 from kcore.testing.cli import kcore_command
 from kcore.testing.ports import free_port, free_ports
 
@@ -31,14 +32,6 @@ TEST_SETTINGS: dict[str, str] = {
     "schema.registry.listeners": "",
     "group.initial.rebalance.delay.ms": "0",
 }
-
-
-def process_count(num_processes: object) -> int:
-    """The broker processes a ``num.processes`` value starts ("auto": one
-    per core this process may run on, as the broker's supervisor counts
-    them; kept here so that launching a broker imports none of it)."""
-    value = str(num_processes).strip()
-    return len(os.sched_getaffinity(0)) if value == "auto" else int(value)
 
 
 class BrokerProcess:
