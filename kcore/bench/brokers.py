@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kcore.bench import procs, security
-from kcore.config_def import process_count
-from kcore.testing.broker import BrokerProcess
+from kcore.testing.broker import BrokerProcess, process_count
 from kcore.testing.ports import free_ports
 
 START_TIMEOUT_S = 60.0
