@@ -194,3 +194,81 @@ def test_answers_leave_in_request_order_when_the_first_waits():
         server.close()
         return second_ready, ids
     assert run(scenario()) == (True, [1, 2])
+
+
+class _Writes:
+    """A transport that counts the connection's writes and passes them on."""
+
+    def __init__(self, transport):
+        self._transport = transport
+        self.writes = 0
+
+    def writelines(self, chunks):
+        self.writes += 1
+        self._transport.writelines(chunks)
+
+    def __getattr__(self, name):
+        return getattr(self._transport, name)
+
+
+class _Counted(KafkaConnection):
+    """Notes, after each read callback, whether answers were left queued."""
+
+    left_queued: list[int] = []
+
+    def connection_made(self, transport):
+        super().connection_made(_Writes(transport))
+
+    def buffer_updated(self, nbytes: int) -> None:
+        super().buffer_updated(nbytes)
+        _Counted.left_queued.append(len(self._pending))
+
+
+def test_answers_ready_in_the_read_callback_leave_in_it_in_one_write():
+    """Produce answers that no handler waited for go out before the read
+    callback returns (no wake-up of the sender), several in one writev."""
+    async def dispatch(context, request):
+        return _answer(request)
+
+    async def scenario():
+        _Counted.left_queued = []
+        server, port, connections = await serve(dispatch, _Counted)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await asyncio.sleep(0.05)  # the sender starts and waits for work
+        writer.write(_produce(1) + _produce(2) + _produce(3))
+        ids = await _correlation_ids(reader, 3)
+        writes = connections[0]._transport.writes
+        writer.close()
+        server.close()
+        return ids, writes, _Counted.left_queued
+    ids, writes, left_queued = run(scenario())
+    assert ids == [1, 2, 3] and writes == 1
+    assert left_queued and all(count == 0 for count in left_queued)
+
+
+def test_an_answer_behind_one_that_waits_leaves_after_it():
+    """A ready answer behind a waiting one stays queued for the sender."""
+    release = None
+
+    async def dispatch(context, request):
+        if request.api_key == ApiKey.METADATA:
+            await release.wait()
+        return _answer(request)
+
+    async def scenario():
+        nonlocal release
+        release = asyncio.Event()
+        _Counted.left_queued = []
+        server, port, connections = await serve(dispatch, _Counted)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await asyncio.sleep(0.05)
+        writer.write(_metadata(1) + _produce(2))
+        while not _Counted.left_queued:
+            await asyncio.sleep(0.01)
+        queued = _Counted.left_queued[0]
+        release.set()
+        ids = await _correlation_ids(reader, 2)
+        writer.close()
+        server.close()
+        return queued, ids
+    assert run(scenario()) == (2, [1, 2])
