@@ -5,7 +5,7 @@ workloads measure.
 
 Each run starts a single-node broker (data in a temp dir), creates a topic
 of 16 partitions and sends ``--requests`` requests from kcore's own
-asyncio client, 16 in flight on one connection; the broker's user and
+asyncio client, ``--in-flight`` of them (16) on one connection; the broker's user and
 system CPU over the requests, from psutil (as kcore.bench.measure reads
 it), divided by their number. The client is not what is measured, only
 the broker. ``--api``:
@@ -48,7 +48,7 @@ from kcore.testing.broker import TEST_SETTINGS
 
 TOPIC = "requests"
 PARTITIONS = 16
-IN_FLIGHT = 16
+IN_FLIGHT = 16  # the default of --in-flight
 WARM_UP = 500  # requests before the measured ones: connections, first segments
 # The warm-up's produce requests put one record each in the partitions in turn.
 ENDS = [WARM_UP // PARTITIONS + (partition < WARM_UP % PARTITIONS) for partition in range(PARTITIONS)]
@@ -61,7 +61,8 @@ def _cpu_s(pid: int) -> tuple[float, float]:
     return times.user, times.system
 
 
-async def _send(bootstrap: str, api: str, requests: int, pid: int) -> tuple[float, float]:
+async def _send(bootstrap: str, api: str, requests: int, in_flight: int,
+                pid: int) -> tuple[float, float]:
     host, port = bootstrap.rsplit(":", 1)
     connection = await BrokerConnection.open(host, int(port))
     batch = bytes(build_batch([Record(value=os.urandom(100))]))
@@ -74,11 +75,11 @@ async def _send(bootstrap: str, api: str, requests: int, pid: int) -> tuple[floa
                 await request(connection, batch, index)
 
         async def sender(first: int) -> None:
-            for index in range(first, requests, IN_FLIGHT):
+            for index in range(first, requests, in_flight):
                 await request(connection, batch, index)
 
         before = _cpu_s(pid)
-        await asyncio.gather(*(sender(first) for first in range(IN_FLIGHT)))
+        await asyncio.gather(*(sender(first) for first in range(in_flight)))
         after = _cpu_s(pid)
     finally:
         connection.close()
@@ -103,14 +104,15 @@ async def _fetch_at_end(connection: BrokerConnection, batch: bytes, index: int) 
         raise RuntimeError(f"a fetch at the log end answered {found}")
 
 
-def run_once(launcher: list[str] | None, api: str, requests: int) -> tuple[float, float]:
+def run_once(launcher: list[str] | None, api: str, requests: int,
+             in_flight: int = IN_FLIGHT) -> tuple[float, float]:
     """Broker (user, system) microseconds per request."""
     with tempfile.TemporaryDirectory(prefix="bench-requests-") as scratch:
         broker = BrokerProcess(Path(scratch) / "data", TEST_SETTINGS, launcher=launcher).start()
         try:
             admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
             admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
-            user_s, system_s = asyncio.run(_send(broker.bootstrap_servers, api, requests,
+            user_s, system_s = asyncio.run(_send(broker.bootstrap_servers, api, requests, in_flight,
                                                  broker.process.pid))
         finally:
             broker.stop()
@@ -121,6 +123,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--api", choices=("produce", "fetch"), default="produce")
     parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--in-flight", type=int, default=IN_FLIGHT,
+                        help="requests in flight on the connection (a librdkafka consumer keeps one fetch)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", metavar="REF", help="build REF (A) and compare this checkout (B) with it")
     args = parser.parse_args()
@@ -133,7 +137,7 @@ def main() -> None:
         labels = list(builds_run) if round_index % 2 == 0 else list(reversed(builds_run))
         totals = {}
         for label in labels:
-            user_us, system_us = run_once(builds_run[label], args.api, args.requests)
+            user_us, system_us = run_once(builds_run[label], args.api, args.requests, args.in_flight)
             totals[label] = user_us + system_us
             print(f"round {round_index} {label}: broker user {user_us:.1f} + system {system_us:.1f} us "
                   f"per request", flush=True)
