@@ -425,7 +425,8 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
     }
     if diverging is not None:
         data["diverging_epoch"] = diverging
-    return data, sum(s.size for s in slices)
+    # Most partitions of a full fetch have nothing new: no generator for them.
+    return data, (sum(s.size for s in slices) if slices else 0)
 
 
 def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,
@@ -555,7 +556,8 @@ def _count_bytes_out(broker: BrokerFacade, responses: list[FetchableTopicRespons
             continue
         size = 0
         for result in topic["partitions"]:
-            part = sum(piece.size for piece in result["records"] or ())
+            records = result["records"]
+            part = sum(piece.size for piece in records) if records else 0
             if part and quota is not None and quota.is_throttled(name, result["partition_index"]):
                 quota.record(part)
             size += part
