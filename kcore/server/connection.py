@@ -430,8 +430,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """At the end of a read callback: the answers at the head of the
         queue that are ready (eager handlers that did not wait) leave now,
         in one write, when the sender is idle; the rest wakes the sender.
-        Waking it for them cost a future and a task step per read (~6 us
-        of a 16-partition fetch's ~110 us, bench/bench_requests.py)."""
+        Waking it for them cost a future and a task step per read: ~4% of
+        a fetch's broker CPU with one request in flight (bench_requests
+        --in-flight 1, docs/performance.md)."""
         if self._sender_idle():
             queued = len(self._pending)
             chunks = self._with_ready_responses([])
