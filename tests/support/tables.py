@@ -14,6 +14,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
+from sqlalchemy.exc import OperationalError
 
 WAIT_S = 60.0
 PARTITIONS = 3
@@ -39,7 +40,12 @@ def shared_catalog(uri: str, warehouse: str) -> Callable[[], Catalog]:
 def _open(where: Where) -> Catalog | None:
     if callable(where):
         return where()
-    return catalog_of(where) if Path(where, "__tables", "catalog.db").exists() else None
+    if not Path(where, "__tables", "catalog.db").exists():
+        return None
+    try:
+        return catalog_of(where)
+    except OperationalError:  # the broker is creating the catalog's tables this moment
+        return None
 
 
 def table_offsets(catalog: Catalog, topic: str) -> dict[int, int]:
