@@ -241,22 +241,25 @@ def _read_all(broker: BrokerFacade, body, limits: _Limits):
     total = 0
     ready = False
     parked = []
+    get = broker.replica_manager.get  # per partition: 16 or more lookups a fetch
     for topic in body.topics:
-        if topic.topic == UNKNOWN_ID:  # v13+: an id this broker does not know
+        name = topic.topic
+        if name == UNKNOWN_ID:  # v13+: an id this broker does not know
             responses.append(_unknown_id(topic))
             ready = True
             continue
         results: list[PartitionDataDict] = []
         for fetch in topic.partitions:
-            partition = broker.replica_manager.get(topic.topic, fetch.partition)
-            data, size = _read(broker, topic.topic, fetch.partition, partition, fetch,
-                               fetch.partition_max_bytes, limits, total)
-            ready |= _answers_now(data)
+            partition = get(name, fetch.partition)
+            data, size, now = _read(broker, name, fetch.partition, partition, fetch,
+                                    fetch.partition_max_bytes, limits, total)
+            if now:
+                ready = True
             total += size
             if partition is not None:
                 parked.append(partition)
             results.append(data)
-        responses.append({"topic": topic.topic, "topic_id": topic.topic_id, "partitions": results})
+        responses.append({"topic": name, "topic_id": topic.topic_id, "partitions": results})
     return responses, total, ready, parked
 
 
@@ -341,9 +344,9 @@ def _read_pending(broker: BrokerFacade, session: FetchSession,
             ready = True
             continue
         partition = broker.replica_manager.get(*key)
-        data, size = _read(broker, key[0], key[1], partition, cached, cached.max_bytes, limits,
-                           total)
-        ready |= _answers_now(data)
+        data, size, now = _read(broker, key[0], key[1], partition, cached, cached.max_bytes, limits,
+                                total)
+        ready |= now
         total += size
         reads.append((key, data))
     return reads, total, ready
@@ -397,27 +400,31 @@ def _caught_up(broker: BrokerFacade, key: TopicPartition, cached: CachedPartitio
 
 # -- one partition ----------------------------------------------------------------------
 def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | None, fetch,
-          partition_max_bytes: int, limits: _Limits, total: int) -> tuple[PartitionDataDict, int]:
-    """The answer for one partition, and its bytes of records."""
+          partition_max_bytes: int, limits: _Limits,
+          total: int) -> tuple[PartitionDataDict, int, bool]:
+    """The answer for one partition, its bytes of records, and whether it
+    answers at once (``_answers_now``, told here without reading it back)."""
     if limits.refused and topic in limits.refused:
-        return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0
+        return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0, True
     if partition is None:
-        return _error(index, _missing_code(broker, topic, index)), 0
+        return _error(index, _missing_code(broker, topic, index)), 0, True
     if limits.selector is not None and limits.client is not None and partition.is_leader:
         preferred = preferred_read_replica(
             limits.selector, partition, broker.replica_manager.metadata_cache,
             limits.client.rack_id, limits.client.listener, fetch.fetch_offset,
             monotonic_ms(partition.clock))
         if preferred >= 0:
-            return _redirect(partition, index, fetch, preferred), 0
-    limit = min(partition_max_bytes, max(limits.max_bytes - total, 0))
-    code, slices, diverging = _read_one(partition, fetch, limit, limits, min_one_message=total == 0)
+            return _redirect(partition, index, fetch, preferred), 0, True
+    limit = max(limits.max_bytes - total, 0)
+    if partition_max_bytes < limit:
+        limit = partition_max_bytes
+    code, slices, diverging = _read_one(partition, fetch, limit, limits, total == 0)
     data: PartitionDataDict = {
         "partition_index": index,
         "error_code": code,
         "high_watermark": partition.high_watermark,
         "last_stable_offset": partition.last_stable_offset,
-        "log_start_offset": partition.log_start_offset,
+        "log_start_offset": partition.log.log_start_offset,
         "aborted_transactions": (_aborted(partition, fetch.fetch_offset, slices)
                                  if limits.read_committed else None),
         "preferred_read_replica": -1,
@@ -425,8 +432,10 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
     }
     if diverging is not None:
         data["diverging_epoch"] = diverging
-    # Most partitions of a full fetch have nothing new: no generator for them.
-    return data, (sum(s.size for s in slices) if slices else 0)
+        return data, 0, True
+    if not slices:  # most partitions of a full fetch: no generator for them
+        return data, 0, code != ErrorCode.NONE
+    return data, sum(s.size for s in slices), code != ErrorCode.NONE
 
 
 def _read_one(partition: Partition, fetch, limit: int, limits: _Limits,

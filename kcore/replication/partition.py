@@ -810,6 +810,9 @@ class Partition:
              min_one_message: bool) -> list:
         """File slices of whole batches from fetch_offset, below HW (or LSO)."""
         upper = self.last_stable_offset if read_committed else self.high_watermark
+        log = self.log
+        if fetch_offset == upper and log.log_start_offset <= fetch_offset:
+            return []  # a consumer at the end (most partitions of a full fetch): nothing to read
         return self._read(fetch_offset, max_bytes, upper, min_one_message)
 
     def read_for_follower(self, fetch_offset: int, max_bytes: int,

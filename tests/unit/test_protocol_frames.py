@@ -198,6 +198,24 @@ def test_records_given_as_a_list_of_chunks_are_one_field():
     assert length_prefix == 1610
 
 
+@pytest.mark.parametrize("version", [11, 12])  # a classic and a flexible version
+def test_empty_records_of_every_form_encode_as_a_zero_length(version):
+    """b"" has its own path in the generated encoder (a full fetch's
+    partitions with nothing new): it must write what the other empty
+    forms write, and null stay null."""
+    def encoded(records):
+        chunks = encode_response(RequestHeader(1, version, 3, "c"),
+                                 fetch_response([{"partition_index": 0, "records": records}]))
+        return b"".join(bytes(chunk) for chunk in chunks)
+
+    empty = encoded(b"")
+    assert empty == encoded(bytearray()) == encoded(memoryview(b"")) == encoded([])
+    _, decoded = decode_response(1, version, empty[4:])
+    assert bytes(decoded.responses[0].partitions[0].records) == b""
+    _, decoded = decode_response(1, version, encoded(None)[4:])
+    assert decoded.responses[0].partitions[0].records is None
+
+
 def test_encode_request_refuses_file_slices():
     body = {"topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": FileSlice(3, 0, 10)}]}]}
     with pytest.raises(ProtocolEncodeError, match="file slice"):
