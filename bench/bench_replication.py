@@ -20,7 +20,12 @@ its cores with the load generators. Three measurements, each repeated
 2. Follower catch-up: one follower of ``rf3`` is stopped, ``--catch-up-mb``
    are written without it (acks=all still has two replicas), it starts
    again: MB/s = the bytes it was behind / the time from its listening to
-   its return to every ISR.
+   its return to every ISR. The brokers' CPU over the catch-up, per GB it
+   was behind: the two leaders' (serving follower fetches) and the
+   follower's (fetching and appending); then a consumer in this process
+   reads the same offsets from the leaders, and their CPU per GB read is
+   what serving a consumer costs (the target: a follower fetch costs the
+   leader no more than a consumer's).
 3. Failover: a producer writes one message every 5 ms to one partition
    (acks=all); its leader is SIGKILLed (or SIGTERMed: controlled shutdown),
    and the failover time is from the signal to the first acknowledgement
@@ -31,6 +36,7 @@ its cores with the load generators. Three measurements, each repeated
     .venv/bin/python -m bench.bench_replication
     .venv/bin/python -m bench.bench_replication --rounds 5 --messages 300000
     .venv/bin/python -m bench.bench_replication --skip-throughput --rounds 10
+    .venv/bin/python -m bench.bench_replication --catch-up-only --catch-up-mb 500
 """
 from __future__ import annotations
 
@@ -112,6 +118,7 @@ def catch_up_run(cluster: Cluster, args) -> dict:
     follower.stop()
     cluster.wait_for(lambda: all(follower_id not in p.isrs for p in cluster.partitions("rf3").values()),
                      "the stopped follower left the ISRs", timeout=60)
+    starts = _end_offsets(cluster, "rf3")
     messages = int(args.catch_up_mb * 1e6 / 1024)
     context = mp.get_context("spawn")
     start, results = context.Event(), context.Queue()
@@ -123,13 +130,61 @@ def catch_up_run(cluster: Cluster, args) -> dict:
     outcome = results.get(timeout=600)
     process.join(30)
     behind = len(outcome[2]) * 1024
+    leaders = [broker for broker_id, broker in cluster.brokers.items() if broker_id != follower_id]
     follower.start()
     began = time.monotonic()
+    leaders_before = sum(cpu_seconds(broker.process.pid) for broker in leaders)
+    follower_before = cpu_seconds(follower.process.pid)
     cluster.wait_for(lambda: cluster.fully_replicated("rf3", PARTITIONS, 3),
                      "the follower caught up", timeout=300)
     seconds = time.monotonic() - began
+    leaders_cpu = sum(cpu_seconds(broker.process.pid) for broker in leaders) - leaders_before
+    follower_cpu = cpu_seconds(follower.process.pid) - follower_before
+    read, read_cpu = _consumer_read(cluster, "rf3", starts, leaders)
     return {"mode": "catch-up", "behind_mb": round(behind / 1e6, 1), "seconds": round(seconds, 2),
-            "mb_per_s": round(behind / seconds / 1e6, 1)}
+            "mb_per_s": round(behind / seconds / 1e6, 1),
+            "leaders_cpu_s_per_gb": round(leaders_cpu / (behind / 1e9), 3),
+            "follower_cpu_s_per_gb": round(follower_cpu / (behind / 1e9), 3),
+            "consumer_read_mb": round(read / 1e6, 1),
+            "consumer_leaders_cpu_s_per_gb": round(read_cpu / (read / 1e9), 3)}
+
+
+def _end_offsets(cluster: Cluster, topic: str) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "bench-offsets"})
+    try:
+        return {index: consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=30)[1]
+                for index in range(PARTITIONS)}
+    finally:
+        consumer.close()
+
+
+def _consumer_read(cluster: Cluster, topic: str, starts: dict[int, int],
+                   leaders: list) -> tuple[int, float]:
+    """(payload bytes, the leaders' CPU seconds) of reading every partition
+    of ``topic`` from ``starts`` to its end, as a consumer (bounded: 300 s)."""
+    from confluent_kafka import Consumer, TopicPartition
+    ends = _end_offsets(cluster, topic)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "bench-read",
+                         "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    left = {index for index in range(PARTITIONS) if ends[index] > starts[index]}
+    size = 0
+    try:
+        consumer.assign([TopicPartition(topic, index, starts[index]) for index in left])
+        before = sum(cpu_seconds(broker.process.pid) for broker in leaders)
+        deadline = time.monotonic() + 300
+        while left and time.monotonic() < deadline:
+            for message in consumer.consume(10_000, timeout=1.0):
+                if message.error() is None:
+                    size += len(message.value())
+                    if message.offset() + 1 >= ends[message.partition()]:
+                        left.discard(message.partition())
+        cpu = sum(cpu_seconds(broker.process.pid) for broker in leaders) - before
+    finally:
+        consumer.close()
+    if left:
+        raise TimeoutError(f"partitions {sorted(left)} not read to their end")
+    return size, cpu
 
 
 # -- 3. failover -----------------------------------------------------------------------------
@@ -223,9 +278,15 @@ def summarize(runs: list[dict]) -> list[str]:
             lines.append(f"{mode} is {rates[mode] / rates['rf1-acks1']:.0%} of rf1-acks1 "
                          "(target >= 50%)")
     if "catch-up" in by_mode:
-        values = [r["mb_per_s"] for r in by_mode["catch-up"]]
+        mine = by_mode["catch-up"]
+        values = [r["mb_per_s"] for r in mine]
         lines.append(f"follower catch-up: median {statistics.median(values):.1f} MB/s "
                      f"(runs: {values})")
+        served = [r["leaders_cpu_s_per_gb"] for r in mine]
+        consumed = [r["consumer_leaders_cpu_s_per_gb"] for r in mine]
+        lines.append(f"leaders' CPU-s per GB: serving the follower {statistics.median(served):.3f} "
+                     f"{served}, serving a consumer {statistics.median(consumed):.3f} {consumed}; "
+                     f"the follower's {statistics.median(r['follower_cpu_s_per_gb'] for r in mine):.3f}")
     for how, target in (("sigkill", SESSION_TIMEOUT_MS / 1000 + 1), ("sigterm", 0.5)):
         mine = by_mode.get(f"failover-{how}")
         if mine:
@@ -242,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--catch-up-mb", type=float, default=200.0)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--catch-up-only", action="store_true",
+                        help="only the follower catch-up (and the consumer read after it)")
     parser.add_argument("--json", action="store_true", help="one JSON line per run")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="kcore-replication-"))
@@ -249,11 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []
     try:
         for round_index in range(args.rounds):
-            steps = [] if args.skip_throughput else [
+            steps = [] if args.skip_throughput or args.catch_up_only else [
                 lambda mode=mode: throughput_run(cluster, mode, args) for mode in MODES]
             steps += [] if args.skip_throughput else [lambda: catch_up_run(cluster, args)]
-            steps += [lambda: failover_run(cluster, "sigkill"),
-                      lambda: failover_run(cluster, "sigterm")]
+            steps += [] if args.catch_up_only else [lambda: failover_run(cluster, "sigkill"),
+                                                    lambda: failover_run(cluster, "sigterm")]
             for step in steps:
                 run = step()
                 run["round"] = round_index
