@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 from bench.bench_durability import cpu_seconds, producer_main
+from kcore.bench.idle import drop_page_cache
 from kcore.testing import Cluster, ZooKeeperServer
 
 PARTITIONS = 8
@@ -112,6 +113,11 @@ def throughput_run(cluster: Cluster, mode: str, args) -> dict:
 
 # -- 2. follower catch-up ------------------------------------------------------------------
 def catch_up_run(cluster: Cluster, args) -> dict:
+    # The last round's writes, written back by the kernel while the
+    # follower catches up, made its copies into the page cache ~4x dearer:
+    # 2.5-4.4 CPU-s per GB it was behind against 0.8-1.1 (perf: in
+    # copy_folio_from_iter_atomic). Each round starts with them on disk.
+    drop_page_cache()
     leader = cluster.leader("rf3", 0)
     follower_id = next(b for b in cluster.brokers if b != leader)
     follower = cluster.brokers[follower_id]

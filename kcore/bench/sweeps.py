@@ -74,9 +74,10 @@ def disk_sweep() -> list[Config]:
             Config("fsync", workload_changes=(("durability", "fsync"),)),
             _kcore("segment-16MiB", overrides=(("log.segment.bytes", str(16 * MIB)),)),
             _kcore("segment-128MiB", overrides=(("log.segment.bytes", str(128 * MIB)),)),
-            # Segments fallocated whole when made: ext4 reserves blocks at
-            # roll instead of on each write (delayed allocation, ~10% of a
-            # produce profile's kernel samples).
+            # Segments fallocated whole when made, so ext4 need not reserve
+            # blocks on each write (delayed allocation, ~10% of a produce
+            # profile's kernel samples); measured no cheaper per GB here
+            # (docs/performance.md).
             _kcore("preallocate", overrides=(("log.preallocate", "true"),)),
             _kcore("cold-reads", cold_reads=True),
             _kcore("tmpfs", storage="tmpfs")]
