@@ -66,17 +66,23 @@ async def _send(bootstrap: str, api: str, requests: int, in_flight: int,
     host, port = bootstrap.rsplit(":", 1)
     connection = await BrokerConnection.open(host, int(port))
     batch = bytes(build_batch([Record(value=os.urandom(100))]))
-    request = _fetch_at_end if api == "fetch" else _produce
+
+    async def request(index: int) -> None:
+        if api == "fetch":
+            await _fetch_at_end(connection)
+        else:
+            await _produce(connection, batch, index)
+
     try:
         for index in range(WARM_UP):  # a record in every partition, then warm
             await _produce(connection, batch, index)
         if api == "fetch":
             for index in range(WARM_UP):
-                await request(connection, batch, index)
+                await request(index)
 
         async def sender(first: int) -> None:
             for index in range(first, requests, in_flight):
-                await request(connection, batch, index)
+                await request(index)
 
         before = _cpu_s(pid)
         await asyncio.gather(*(sender(first) for first in range(in_flight)))
@@ -90,7 +96,7 @@ async def _produce(connection: BrokerConnection, batch: bytes, index: int) -> No
     await produce_batch(connection, TOPIC, index % PARTITIONS, batch)
 
 
-async def _fetch_at_end(connection: BrokerConnection, batch: bytes, index: int) -> None:
+async def _fetch_at_end(connection: BrokerConnection) -> None:
     response = await connection.request(ApiKey.FETCH, {
         "replica_id": CONSUMER_REPLICA_ID, "max_wait_ms": 0, "min_bytes": 1,
         "max_bytes": 50 << 20, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
