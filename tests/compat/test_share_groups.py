@@ -21,6 +21,7 @@ from tests.support.share import (
     set_group_configs,
     share_consumer,
     unique,
+    wait_for_members,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -35,10 +36,16 @@ def test_four_consumers_on_one_partition_get_disjoint_records_and_all_of_them(sh
     topic, group = unique("share4"), unique("g")
     create_topic(shared_broker.bootstrap, topic)
     _earliest(shared_broker, group)
-    produce(shared_broker.bootstrap, topic, 2000, batch_records=50)
     consumers = [share_consumer(shared_broker.bootstrap, group, topic, **{"max.poll.records": "50"})
                  for _ in range(4)]
-    results = consume_together(consumers, 2000)
+
+    def produce_once_all_joined() -> None:
+        # Produced before the four joined, the first consumer assigned
+        # could acquire all 2,000 records alone (as seen once in CI).
+        wait_for_members(shared_broker.bootstrap, group, 4)
+        produce(shared_broker.bootstrap, topic, 2000, batch_records=50)
+
+    results = consume_together(consumers, 2000, started=produce_once_all_joined, idle_s=30.0)
     offsets = [offset for result in results for offset in result.offsets]
     assert sorted(offsets) == list(range(2000)), "every record once, none twice"
     assert sum(1 for result in results if result.records) >= 2, "the partition was shared"

@@ -2,10 +2,11 @@
 2.16): group configs, bounded consume loops, produced topics."""
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer, ShareConsumer
@@ -17,6 +18,10 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
+
+from kcore.client.client import KafkaClient
+from kcore.client.errors import KafkaError
+from kcore.client.share_groups import ShareGroupAdmin
 
 # A consume loop that sees nothing new for this long is done; bounds every loop.
 IDLE_S = 4.0
@@ -97,18 +102,43 @@ def consume(consumer: ShareConsumer, until: int, out: Consumed, stop: threading.
     return out
 
 
-def consume_together(consumers: list[ShareConsumer], total: int) -> list[Consumed]:
-    """Each consumer in its own thread until the total is reached or all idle."""
+def wait_for_members(bootstrap: str, group: str, count: int, timeout_s: float = 30.0) -> None:
+    """Until ``count`` members of the share group each hold an assignment
+    (ShareGroupDescribe), so records produced after are shared by them."""
+    async def assigned() -> int:
+        async with KafkaClient(bootstrap) as client:
+            try:
+                group_ = await ShareGroupAdmin(client).describe(group)
+            except KafkaError:
+                return 0
+            return sum(1 for member in group_.members if member.assignment)
+
+    deadline = time.monotonic() + timeout_s
+    while asyncio.run(assigned()) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"share group {group}: fewer than {count} assigned members")
+        time.sleep(0.2)
+
+
+def consume_together(consumers: list[ShareConsumer], total: int,
+                     started: Callable[[], None] | None = None,
+                     idle_s: float = IDLE_S) -> list[Consumed]:
+    """Each consumer in its own thread until the total is reached or all
+    idle; ``started`` runs once the threads poll (records produced there
+    reach consumers that have joined: give them an ``idle_s`` that covers
+    the wait)."""
     results = [Consumed() for _ in consumers]
     stop = threading.Event()
 
     def run(consumer: ShareConsumer, out: Consumed) -> None:
-        consume(consumer, total, out, stop)
+        consume(consumer, total, out, stop, idle_s=idle_s)
 
     threads = [threading.Thread(target=run, args=(consumer, out), daemon=True)
                for consumer, out in zip(consumers, results)]
     for thread in threads:
         thread.start()
+    if started is not None:
+        started()
     deadline = time.monotonic() + LOOP_LIMIT_S
     while time.monotonic() < deadline and sum(len(r.records) for r in results) < total:
         if not any(thread.is_alive() for thread in threads):
