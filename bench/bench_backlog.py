@@ -205,12 +205,12 @@ def catch_up(bootstrap: str, backlog: dict[int, int], results) -> None:
     results.put((began, ended, size, bool(left)))
 
 
-def end_offsets(bootstrap: str) -> dict[int, int]:
+def end_offsets(bootstrap: str, topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "backlog-offsets"})
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1]
-                for p in range(PARTITIONS)}
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                for p in range(partitions)}
     finally:
         consumer.close()
 

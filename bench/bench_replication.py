@@ -51,6 +51,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench.bench_backlog import end_offsets
 from bench.bench_durability import cpu_seconds, producer_main
 from kcore.bench.idle import drop_page_cache
 from kcore.testing import Cluster, ZooKeeperServer
@@ -124,7 +125,7 @@ def catch_up_run(cluster: Cluster, args) -> dict:
     follower.stop()
     cluster.wait_for(lambda: all(follower_id not in p.isrs for p in cluster.partitions("rf3").values()),
                      "the stopped follower left the ISRs", timeout=60)
-    starts = _end_offsets(cluster, "rf3")
+    starts = end_offsets(cluster.bootstrap, "rf3", PARTITIONS)
     messages = int(args.catch_up_mb * 1e6 / 1024)
     context = mp.get_context("spawn")
     start, results = context.Event(), context.Queue()
@@ -155,22 +156,12 @@ def catch_up_run(cluster: Cluster, args) -> dict:
             "consumer_leaders_cpu_s_per_gb": round(read_cpu / (read / 1e9), 3)}
 
 
-def _end_offsets(cluster: Cluster, topic: str) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "bench-offsets"})
-    try:
-        return {index: consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=30)[1]
-                for index in range(PARTITIONS)}
-    finally:
-        consumer.close()
-
-
 def _consumer_read(cluster: Cluster, topic: str, starts: dict[int, int],
                    leaders: list) -> tuple[int, float]:
     """(payload bytes, the leaders' CPU seconds) of reading every partition
     of ``topic`` from ``starts`` to its end, as a consumer (bounded: 300 s)."""
     from confluent_kafka import Consumer, TopicPartition
-    ends = _end_offsets(cluster, topic)
+    ends = end_offsets(cluster.bootstrap, topic, PARTITIONS)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "bench-read",
                          "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
     left = {index for index in range(PARTITIONS) if ends[index] > starts[index]}

@@ -105,19 +105,24 @@ def consume(consumer: ShareConsumer, until: int, out: Consumed, stop: threading.
 def wait_for_members(bootstrap: str, group: str, count: int, timeout_s: float = 30.0) -> None:
     """Until ``count`` members of the share group each hold an assignment
     (ShareGroupDescribe), so records produced after are shared by them."""
-    async def assigned() -> int:
+    async def wait() -> None:
         async with KafkaClient(bootstrap) as client:
-            try:
-                group_ = await ShareGroupAdmin(client).describe(group)
-            except KafkaError:
-                return 0
-            return sum(1 for member in group_.members if member.assignment)
+            admin = ShareGroupAdmin(client)
+            deadline = time.monotonic() + timeout_s
+            while await _assigned(admin, group) < count:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"share group {group}: fewer than {count} assigned members")
+                await asyncio.sleep(0.2)
 
-    deadline = time.monotonic() + timeout_s
-    while asyncio.run(assigned()) < count:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"share group {group}: fewer than {count} assigned members")
-        time.sleep(0.2)
+    asyncio.run(wait())
+
+
+async def _assigned(admin: ShareGroupAdmin, group: str) -> int:
+    try:
+        described = await admin.describe(group)
+    except KafkaError:  # not known to its coordinator yet
+        return 0
+    return sum(1 for member in described.members if member.assignment)
 
 
 def consume_together(consumers: list[ShareConsumer], total: int,
