@@ -74,9 +74,17 @@ lint: install-test
 	$(BIN)/lint-imports
 
 # The static checks run first: a lint or type regression fails CI before
-# the ~10 minutes of tests.
+# the tests. The suite mostly waits (on brokers, clients, ZooKeeper), so
+# all but the `serial` tests (tests/conftest.py) run on TEST_WORKERS
+# pytest-xdist workers, a file to a worker (files share module fixtures);
+# then the serial ones run alone. Both parts run, and either failing fails.
+TEST_WORKERS ?= 3
 test: lint system-deps kafkajs-deps
-	$(BIN)/python -m pytest -q --durations=40 tests
+	$(BIN)/python -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests; \
+	parallel=$$?; \
+	$(BIN)/python -m pytest -q --durations=20 -m serial tests; \
+	serial=$$?; \
+	test $$parallel -eq 0 && test $$serial -eq 0
 
 test-fast: install-test
 	$(BIN)/python -m pytest -q tests/unit

@@ -44,6 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kcore.bench.idle import drop_page_cache
 from kcore.testing.broker import BrokerProcess
 
 TOPIC = "backlog"
@@ -51,7 +52,6 @@ PARTITIONS = 16
 MESSAGE_BYTES = 1024
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 CGROUP_V2 = Path("/sys/fs/cgroup")
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 class MemoryCgroup:
@@ -213,15 +213,6 @@ def end_offsets(bootstrap: str, topic: str = TOPIC, partitions: int = PARTITIONS
                 for p in range(partitions)}
     finally:
         consumer.close()
-
-
-def drop_page_cache() -> bool:
-    os.sync()
-    try:
-        DROP_CACHES.write_text("3")
-        return True
-    except OSError:
-        return False
 
 
 def percentiles(latencies: list[float]) -> dict[str, float]:

@@ -8,6 +8,7 @@ instead of sending a default. Encoders read the variable when first built,
 after this module is imported."""
 import os
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,23 @@ if not any(ep.value == "kcore.testing.plugin" for ep in entry_points(group="pyte
     pytest_plugins = ["kcore.testing.plugin"]
 
 os.environ[STRICT_KEYS_ENV] = "1"
+
+TESTS = Path(__file__).parent
+# Test files marked `serial`: `make test` runs the rest on several
+# pytest-xdist workers, then these in one process, with the machine to
+# themselves. Their results are rates and timings (bench, quotas), they
+# build the package or start JVMs (CPU that would stretch the parallel
+# tests' deadlines: the wheel build, Spark), they bind a default port
+# (9644), or they cut networks and stop processes on purpose (faults).
+SERIAL = ("faults/", "spark/", "schema_registry/test_spark.py", "integration/test_bench_",
+          "integration/test_wheel_install.py", "integration/test_http_listener_ports.py",
+          "security/test_quotas.py")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.relative_to(TESTS).as_posix().startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture

@@ -7,10 +7,15 @@ own client connection). Nor is a port handed out twice in a row of picks:
 "nothing is bound to it" holds for every port picked before any of them is
 bound (seen: a broker's own listener got the port just picked for its
 http.listeners, and its console was not served).
+
+Under pytest-xdist each worker picks from its own slice of the range: the
+"nothing is bound to it" check cannot see a port another worker picked a
+moment ago and has not bound yet.
 """
 from __future__ import annotations
 
 import collections
+import os
 import random
 import socket
 
@@ -27,9 +32,9 @@ _RECENT: collections.deque[int] = collections.deque(maxlen=1000)
 
 def free_port() -> int:
     """A loopback port nothing is bound to now."""
-    low = _ephemeral_low()
+    first, end = _port_range()
     for _ in range(200):
-        port = _PORTS.randrange(FIRST_TEST_PORT, low)
+        port = _PORTS.randrange(first, end)
         if port in _RECENT:
             continue
         with socket.socket() as sock:
@@ -42,6 +47,23 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _port_range() -> tuple[int, int]:
+    """[first, end) of this process's picks: all of FIRST_TEST_PORT up to
+    the ephemeral range, or this xdist worker's share of it (gw0 the first
+    share of PYTEST_XDIST_WORKER_COUNT)."""
+    end = _ephemeral_low()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    try:
+        index, count = int(worker.removeprefix("gw")), int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    except (KeyError, ValueError):
+        return FIRST_TEST_PORT, end
+    if not 0 <= index < count:
+        return FIRST_TEST_PORT, end
+    share = (end - FIRST_TEST_PORT) // count
+    first = FIRST_TEST_PORT + index * share
+    return first, first + share
 
 
 def _ephemeral_low() -> int:
@@ -58,7 +80,7 @@ def free_ports(count: int, attempts: int = 50) -> int:
     num.processes=count listens on port + index)."""
     for _ in range(attempts):
         base = free_port()
-        if base + count > 65535:
+        if base + count > _port_range()[1]:
             continue
         socks = []
         try:
