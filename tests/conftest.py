@@ -37,8 +37,9 @@ SERIAL = ("faults/", "spark/", "schema_registry/test_spark.py", "integration/tes
 
 
 def pytest_collection_modifyitems(items):
+    # Every item of the run comes here, bench/'s too when both are named.
     for item in items:
-        if item.path.relative_to(TESTS).as_posix().startswith(SERIAL):
+        if item.path.is_relative_to(TESTS) and item.path.relative_to(TESTS).as_posix().startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
 
 
