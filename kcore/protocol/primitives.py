@@ -234,6 +234,10 @@ def _chunk_kind(chunk: Any) -> int:
             memoryview(chunk).release()
             kind = _BY_VIEW
         except TypeError:
+            # Learnt only from a real file slice: a type learnt from a bad
+            # value would send the next one down the encoders' inline
+            # `v.size`, whose error no longer names the records field.
+            _file_slice_size(chunk)
             kind = FILE_SLICE
         chunk_kinds[type(chunk)] = kind
     return kind

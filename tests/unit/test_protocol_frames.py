@@ -260,6 +260,20 @@ def test_bad_values_raise_protocol_encode_error(body, match):
         encode_response(RequestHeader(1, 11, 3, "c"), body)
 
 
+class _NotRecords:
+    """A type no other test uses: what the encoders learn of it is this test's."""
+
+
+def test_a_bad_records_value_is_refused_by_name_every_time():
+    """The first bad value of a type must not teach the encoders that the
+    type is a file slice: the second would then fail on its missing size
+    without naming the records field."""
+    body = {"responses": [{"partitions": [{"records": _NotRecords()}]}]}
+    for _ in range(2):
+        with pytest.raises(ProtocolEncodeError, match="records chunk"):
+            encode_response(RequestHeader(1, 11, 3, "c"), body)
+
+
 def test_encoding_outside_the_supported_versions_is_refused():
     with pytest.raises(ProtocolEncodeError):
         encode_response(RequestHeader(1, 19, 3, "c"), {})
