@@ -78,9 +78,10 @@ def _ephemeral_low() -> int:
 def free_ports(count: int, attempts: int = 50) -> int:
     """The first of ``count`` consecutive free loopback ports (a node with
     num.processes=count listens on port + index)."""
+    end = _port_range()[1]
     for _ in range(attempts):
         base = free_port()
-        if base + count > _port_range()[1]:
+        if base + count > end:
             continue
         socks = []
         try:
