@@ -9,7 +9,7 @@ import struct
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kcore._native import records as native_records
@@ -45,6 +45,10 @@ payloads = st.one_of(st.none(), st.binary(max_size=12), st.integers(0, 2**31 - 1
 
 
 @given(st.lists(st.tuples(payloads, payloads), min_size=1, max_size=30), st.booleans(), st.booleans())
+# Ids read unsigned, as the validator's _span_schema_id does: read signed,
+# 0xFFFFFFFE would be -2, the null marker, and pass validation.
+@example(pairs=[(None, b"\x00\x80\x00\x00\x00")], keys=False, distinct=False)
+@example(pairs=[(b"\x00\xff\xff\xff\xfe", None)], keys=True, distinct=False)
 def test_the_kernel_reads_the_ids_its_twin_reads(pairs, keys, distinct):
     batch = build_batch([Record(key=key, value=value, timestamp=NOW) for key, value in pairs])
     section = memoryview(batch)[BATCH_HEADER_SIZE:]
@@ -54,7 +58,7 @@ def test_the_kernel_reads_the_ids_its_twin_reads(pairs, keys, distinct):
         expected = []
         for key, value in pairs:
             data = key if keys else value
-            expected.append(-2 if data is None else struct.unpack(">i", data[1:5])[0]
+            expected.append(-2 if data is None else struct.unpack(">I", data[1:5])[0]
                             if len(data) >= 5 and data[0] == 0 else -1)
         assert found == expected
 
