@@ -148,7 +148,7 @@ def test_a_paused_follower_times_the_answer_out_and_a_dead_one_holds_nothing_bac
 
 def test_the_cli_sends_each_partition_to_its_leader_and_reports_each_error(cluster, tmp_path):
     cluster.create_topic("spread", 4, 2, CONFIGS)
-    assert len({cluster.leader("spread", p) for p in range(3)}) == 3
+    assert len({cluster.wait_leader("spread", p) for p in range(3)}) == 3
     produce(cluster, 5, "spread", partitions=4)
     path = tmp_path / "offsets.json"
     wanted = [("spread", 0, 2), ("spread", 1, -1), ("spread", 2, 6), ("spread", 3, -5), ("missing", 0, 1)]

@@ -67,7 +67,7 @@ def test_acknowledged_writes_survive_leader_kills_including_the_controller(clust
     with HighWatermarkWatch(cluster, "events", 3) as watch:
         try:
             wait_for_progress(cluster, load, 2000, "the producer got going")
-            victims = [cluster.leader("events", p) for p in range(3)]
+            victims = [cluster.wait_leader("events", p) for p in range(3)]
             victims.append(cluster.metadata().controller_id)
             for victim in victims:
                 broker = cluster.brokers[victim]
