@@ -673,8 +673,13 @@ class Partition:
     def _maybe_expand_isr(self, follower: FollowerState) -> None:
         if follower.broker_id in self.isr or self._pending_isr is not None:
             return
+        # Only a broker the metadata cache names as alive is eligible (Kafka's
+        # isReplicaIsrEligible under ZooKeeper): the controller would refuse
+        # any other with INELIGIBLE_REPLICA, and until it did, the pending
+        # addition would hold the HW back on a replica that is gone.
         if (follower.log_end_offset >= self.high_watermark
-                and follower.log_end_offset >= self.leader_epoch_start_offset):
+                and follower.log_end_offset >= self.leader_epoch_start_offset
+                and self.is_live_broker(follower.broker_id)):
             self._propose_isr(sorted(self.isr + [follower.broker_id]))
 
     def maybe_shrink_isr(self, now: int | None = None) -> None:

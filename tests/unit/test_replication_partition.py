@@ -92,6 +92,24 @@ def test_a_lagging_follower_is_proposed_out_and_back_in(tmp_path):
     run(main())
 
 
+def test_a_caught_up_follower_whose_broker_is_not_alive_is_not_proposed_in(tmp_path):
+    """The leader side of ISR eligibility: a follower the metadata cache
+    does not name as a live broker stays out, and the HW does not wait on
+    it; once the cache names it again, catching up lets it back in."""
+    async def main():
+        partition, proposals = leader_partition(tmp_path, isr=(1, 2))
+        live = {1, 2}
+        partition.is_live_broker = live.__contains__
+        produce(partition, 2, acks=1)
+        partition.update_follower_fetch_state(2, 2)
+        partition.update_follower_fetch_state(3, 2)
+        assert proposals == [] and partition.high_watermark == 2
+        live.add(3)
+        partition.update_follower_fetch_state(3, 2)
+        assert proposals == [[1, 2, 3]]
+    run(main())
+
+
 def test_a_refused_isr_change_is_forgotten_and_proposed_again(tmp_path):
     async def main():
         partition, proposals = leader_partition(tmp_path, lag_ms=100)
