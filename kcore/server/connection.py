@@ -549,8 +549,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 break
             more = future.result()
             if more is not None:
-                more = _inline_small_slices(more)
-                if not all(isinstance(chunk, IN_MEMORY) for chunk in more):
+                more = _in_memory(more)
+                if more is None:
                     break  # file slices go out by sendfile, in order, on the next turn
             pending.popleft()
             if more is not None:
@@ -718,6 +718,20 @@ def _inline_small_slices(chunks) -> list:
             if len(data) == chunk.size:
                 chunk = data
         inlined.append(chunk)
+    return inlined
+
+
+def _in_memory(chunks) -> list | None:
+    """The chunks with their small slices read, or None when one must go
+    by sendfile. Then nothing is read: the send loop takes that response
+    next and would read its small slices a second time."""
+    for chunk in chunks:
+        if not isinstance(chunk, IN_MEMORY) and not 0 < chunk.size <= INLINE_SLICE_BYTES:
+            return None
+    inlined = _inline_small_slices(chunks)
+    for chunk in inlined:
+        if not isinstance(chunk, IN_MEMORY):
+            return None  # a short read: the sendfile path handles it
     return inlined
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from kcore.log.file_slice import FileSlice
-from kcore.server.connection import INLINE_SLICE_BYTES, _inline_small_slices
+from kcore.server.connection import INLINE_SLICE_BYTES, _in_memory, _inline_small_slices
 
 
 def test_small_slices_are_read_and_large_ones_kept(tmp_path):
@@ -24,6 +24,23 @@ def test_small_slices_are_read_and_large_ones_kept(tmp_path):
         assert chunks == [b"header", data[100:4196], data[:INLINE_SLICE_BYTES], large, past_end]
     finally:
         os.close(fd)
+
+
+def test_a_response_joins_the_write_only_when_all_of_it_is_in_memory(tmp_path):
+    """A queued response rides along in one write when every slice is
+    small; one with a slice for sendfile is left whole, with nothing read
+    (a closed descriptor shows it: reading it would raise EBADF)."""
+    data = os.urandom(INLINE_SLICE_BYTES * 2)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _in_memory([b"header", FileSlice(fd, 8, 100)]) == [b"header", data[8:108]]
+        assert _in_memory([b"header", FileSlice(fd, len(data) - 10, 20)]) is None  # a short read
+    finally:
+        os.close(fd)
+    large = FileSlice(fd, 0, INLINE_SLICE_BYTES + 1)
+    assert _in_memory([b"header", FileSlice(fd, 0, 100), large]) is None
 
 
 def test_cold_pages_are_told_from_cached_ones(tmp_path):
