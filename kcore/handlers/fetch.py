@@ -418,13 +418,14 @@ def _read(broker: BrokerFacade, topic: str, index: int, partition: Partition | N
     if partition_max_bytes < limit:
         limit = partition_max_bytes
     code, slices, diverging = _read_one(partition, fetch, limit, limits, total == 0)
+    last_stable_offset = partition.last_stable_offset
     data: PartitionDataDict = {
         "partition_index": index,
         "error_code": code,
         "high_watermark": partition.high_watermark,
-        "last_stable_offset": partition.last_stable_offset,
+        "last_stable_offset": last_stable_offset,
         "log_start_offset": partition.log.log_start_offset,
-        "aborted_transactions": (_aborted(partition, fetch.fetch_offset, slices)
+        "aborted_transactions": (_aborted(partition, fetch.fetch_offset, slices, last_stable_offset)
                                  if limits.read_committed else None),
         "preferred_read_replica": -1,
         "records": slices if slices else b"",
@@ -532,14 +533,15 @@ def _fetcher_log_start_offset(fetch) -> int:
     return fetch.log_start_offset
 
 
-def _aborted(partition: Partition, fetch_offset: int, slices: list) -> list[AbortedTransactionDict]:
-    """read_committed: the aborted transactions the returned data overlaps;
-    the consumer drops those producers' batches in those ranges."""
+def _aborted(partition: Partition, fetch_offset: int, slices: list,
+             last_stable_offset: int) -> list[AbortedTransactionDict]:
+    """read_committed: the aborted transactions the returned data overlaps
+    (it ends below ``last_stable_offset``, the answer's LSO); the consumer
+    drops those producers' batches in those ranges."""
     if not slices:
         return []
     return [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
-            for txn in partition.log.collect_aborted_txns(fetch_offset,
-                                                          partition.last_stable_offset)]
+            for txn in partition.log.collect_aborted_txns(fetch_offset, last_stable_offset)]
 
 
 def _leader_throttled(quota: ReplicationQuota, partition: Partition, replica_id: int,
