@@ -207,15 +207,20 @@ class Log:
         before batches a crash lost, recovered segments teach the epochs of
         their batches, and the first entry moves up to the log start."""
         cache = self._leader_epoch_cache
-        if (cache.latest_entry is None and self._log_end_offset > self._log_start_offset
-                and not (self.dir / LEADER_EPOCH_CHECKPOINT).exists()):
-            logger.warning("%s: no %s for a log holding offsets [%d, %d); its leader epochs are "
-                           "unknown", self.dir, LEADER_EPOCH_CHECKPOINT,
-                           self._log_start_offset, self._log_end_offset)
+        file_lost = (cache.latest_entry is None and self._log_end_offset > self._log_start_offset
+                     and not (self.dir / LEADER_EPOCH_CHECKPOINT).exists())
         cache.truncate_from_end(self._log_end_offset)
         for segment, position in recovered:
             learn_leader_epochs(segment, cache, position)
         cache.truncate_from_start(self._log_start_offset)
+        # Told after recovery: a process killed before its first flush leaves
+        # no file, and recovery relearns every epoch from the batches.
+        known_from = cache.entries[0][1] if cache.entries else self._log_end_offset
+        if file_lost and known_from > self._log_start_offset:
+            logger.warning("%s: no %s for a log holding offsets [%d, %d); the leader epochs of "
+                           "[%d, %d) are unknown", self.dir, LEADER_EPOCH_CHECKPOINT,
+                           self._log_start_offset, self._log_end_offset,
+                           self._log_start_offset, known_from)
 
     # -- properties -------------------------------------------------------------------
     @property

@@ -3,7 +3,9 @@ truncation, log start moves and reopening."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
+from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from kcore.protocol.records import NO_PARTITION_LEADER_EPOCH
 
 UNDEFINED = (-1, -1)
@@ -112,6 +114,30 @@ def test_reopen_after_close_keeps_the_cache(open_log, batch):
         assert reopened.leader_epoch_cache.entries == [(0, 0), (3, 2)]
         assert reopened.end_offset_for_epoch(0) == (0, 2)
         reopened.close()
+
+
+def test_a_log_killed_before_its_first_flush_relearns_its_epochs_without_a_warning(
+        open_log, batch, caplog):
+    """No flush ever wrote the epoch file (a SIGKILL soon after start):
+    recovery reads every batch and learns every epoch, so nothing is
+    unknown and nothing is said to be."""
+    killed = leader_log(open_log, batch, [(0, 2), (3, 2)])
+    assert not (killed.dir / LEADER_EPOCH_CHECKPOINT).exists()
+    with caplog.at_level(logging.WARNING, logger="kcore.log.log"):
+        reopened = open_log("topic-0")
+    assert reopened.leader_epoch_cache.entries == [(0, 0), (3, 2)]
+    assert "leader epochs" not in caplog.text
+
+
+def test_a_lost_epoch_file_that_recovery_cannot_refill_is_reported(open_log, batch, caplog):
+    log = leader_log(open_log, batch, [(0, 2), (3, 2)])
+    log.flush()
+    log.close()
+    (log.dir / LEADER_EPOCH_CHECKPOINT).unlink()
+    with caplog.at_level(logging.WARNING, logger="kcore.log.log"):
+        reopened = open_log(recovery_point=4, clean_shutdown=True)
+    assert reopened.leader_epoch_cache.entries == []
+    assert "the leader epochs of [0, 4) are unknown" in caplog.text
 
 
 def test_reopen_with_a_later_log_start_offset_moves_the_first_entry(open_log, batch):
