@@ -104,8 +104,11 @@ def test_a_caught_up_follower_whose_broker_is_not_alive_is_not_proposed_in(tmp_p
         partition.update_follower_fetch_state(2, 2)
         partition.update_follower_fetch_state(3, 2)
         assert proposals == [] and partition.high_watermark == 2
+        produce(partition, 2, acks=1)
+        partition.update_follower_fetch_state(2, 4)
+        assert partition.high_watermark == 4  # a pending [1, 2, 3] would hold it at 2
         live.add(3)
-        partition.update_follower_fetch_state(3, 2)
+        partition.update_follower_fetch_state(3, 4)
         assert proposals == [[1, 2, 3]]
     run(main())
 
