@@ -14,11 +14,16 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from libc.errno cimport errno, EINTR
 from libc.stdint cimport int64_t
 from libc.string cimport strerror
+from posix.types cimport off_t
 from posix.unistd cimport pwrite
 
 
 cdef extern from "batch.h" nogil:
     int KC_BATCH_OK, KC_BATCH_SIZE, KC_BATCH_MAGIC, KC_BATCH_CRC, KC_BATCH_COUNT
+
+cdef extern from "<fcntl.h>" nogil:
+    int fallocate(int fd, int mode, off_t offset, off_t length)
+    int FALLOC_FL_KEEP_SIZE
 
 cdef extern from "verifier.h" nogil:
     int kc_check_batches(const unsigned char *buf, size_t len, int check_count,
@@ -92,3 +97,17 @@ def append_batches(int fd, buf, int64_t position, bint check_count=True):
     if status != KC_BATCH_OK:
         return _REASONS[status], bad, posted == 0
     return None
+
+
+def reserve_space(int fd, int64_t position, int64_t length):
+    """Allocate the blocks of ``[position, position + length)`` without
+    changing the file's length (fallocate(2) with FALLOC_FL_KEEP_SIZE), so
+    that later appends there find their blocks allocated. A hint: returns
+    0, or the errno (EOPNOTSUPP where the file system cannot, ENOSPC when
+    it is full), and never raises; the append itself reports real errors."""
+    cdef int result
+    if position < 0 or length <= 0:
+        raise ValueError("position must be >= 0 and length > 0")
+    with nogil:
+        result = fallocate(fd, FALLOC_FL_KEEP_SIZE, <off_t>position, <off_t>length)
+    return errno if result != 0 else 0

@@ -54,6 +54,18 @@ SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 
 log = logging.getLogger(__name__)
 
+# Appends reserve the blocks ahead of them (fallocate with KEEP_SIZE: the
+# length readers and recovery trust does not change), which takes ext4's
+# per-page delayed-allocation work (reservation, extent-status and quota
+# updates) off the writes. Measured here, system CPU to write 1 GiB and
+# whole-machine CPU with its writeback: 400 KiB appends 0.24 s plain, 0.17 s
+# reserved (0.30 against 0.25 s); 64 KiB appends 0.23 against 0.19 s; no
+# change at 16 KiB. A chunk is 4x the append within these bounds, so a quiet
+# partition holds at most 64 KiB past its data and a busy one 1 MiB, until
+# its roll or close gives them back.
+_RESERVE_MIN = 64 << 10
+_RESERVE_MAX = 1 << 20
+
 
 class ScanStart(NamedTuple):
     """Where recovery resumes in a segment: the batch boundary of the last
@@ -112,6 +124,8 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self.created_ms = int(time.time() * 1000)
         self.tail_damaged = False
+        self._reserve_end = 0  # the next append past here reserves again
+        self._reserved = False  # blocks past the data may be held
         if not lazy:
             try:
                 self._open_indexes(appendable=True, present=True if fresh else indexes_present)
@@ -389,6 +403,8 @@ class LogSegment:
         writing; a bad batch raises CorruptRecordError and leaves the
         segment as it was."""
         position = self.size
+        if position + len(records) > self._reserve_end and not self.config.preallocate:
+            self._reserve(position, len(records))
         if verify:
             self._write_verified(records, position)
         else:
@@ -406,6 +422,15 @@ class LogSegment:
             self.rolling_based_timestamp = batches[0][3]
         self.size = position + len(records)
         self.next_offset = batches[-1][2] + 1
+
+    def _reserve(self, position: int, length: int) -> None:
+        """Reserve the blocks of the next appends. Where it fails (a full
+        disk, a file system without fallocate) the appends allocate as they
+        go and report any real error; the next chunk tries again."""
+        length = max(length, min(_RESERVE_MAX, max(_RESERVE_MIN, 4 * length)))
+        if native_append.reserve_space(self.fd, position, length) == 0:
+            self._reserved = True
+        self._reserve_end = position + length
 
     def _write_all(self, records, position: int) -> None:
         written = 0
@@ -546,6 +571,7 @@ class LogSegment:
         self.txn_index.truncate_to(offset)
         removed = self.size - position
         os.ftruncate(self.fd, position)
+        self._reserve_end, self._reserved = 0, False
         self.size = position
         self.make_active()
         self._load_state()
@@ -572,8 +598,15 @@ class LogSegment:
         to its data (an unopened lazy index is trimmed already)."""
         for index in self._loaded_indexes():
             index.trim()
-        if os.fstat(self.fd).st_size > self.size:
+        self._cut_to_size()
+
+    def _cut_to_size(self) -> None:
+        """Give back what lies past the data: a preallocated length, or the
+        blocks reserved ahead of the appends (a truncation to the same
+        length frees them)."""
+        if self._reserved or os.fstat(self.fd).st_size > self.size:
             os.ftruncate(self.fd, self.size)
+        self._reserve_end, self._reserved = 0, False
 
     def flush(self, sync: bool = True) -> None:
         """fdatasync the files; with ``sync`` False only write the index
@@ -596,8 +629,8 @@ class LogSegment:
             index.close()
         if self.fd >= 0:
             try:
-                if not self.deleted and os.fstat(self.fd).st_size > self.size:
-                    os.ftruncate(self.fd, self.size)
+                if not self.deleted:
+                    self._cut_to_size()
             finally:
                 os.close(self.fd)
                 self.fd = -1
