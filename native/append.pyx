@@ -104,7 +104,8 @@ def reserve_space(int fd, int64_t position, int64_t length):
     changing the file's length (fallocate(2) with FALLOC_FL_KEEP_SIZE), so
     that later appends there find their blocks allocated. A hint: returns
     0, or the errno (EOPNOTSUPP where the file system cannot, ENOSPC when
-    it is full), and never raises; the append itself reports real errors."""
+    it is full) rather than raising, since the append itself reports real
+    errors; only a negative position or an empty range raises."""
     cdef int result
     if position < 0 or length <= 0:
         raise ValueError("position must be >= 0 and length > 0")

@@ -78,6 +78,7 @@ def test_a_disk_too_full_to_reserve_still_takes_the_appends_that_fit(tmp_path):
             assert log.append(batch_for(offset, 20_000), 0).first_offset == offset
         segment = log.active_segment
         assert os.fstat(segment.fd).st_size == segment.size
+        assert allocated(segment.log_path) < segment.size + (16 << 10)  # the 80 KiB reserve failed
         assert_prefix_of_written_batches(log)
         filler.unlink()
         log.close()

@@ -160,8 +160,13 @@ def test_background_cleaning_leaves_the_event_loop_responsive(manager, tmp_path)
     assert cleaner.last_result.completed and cleaner.last_result.stats.records_read == 200_000
     assert latest_of(item) == expected
     # The loop kept turning through the pass: no wait came near its length
-    # (one blocking pass would make a single gap of all of it).
-    assert len(gaps) >= 20 and max(gaps) < sum(gaps) / 5, (len(gaps), sum(gaps), max(gaps))
+    # (one blocking pass would make a single gap of all of it, two halves
+    # two gaps of half). One wait may be long: a busy machine descheduled
+    # the whole process once for 117 ms of a 487 ms pass (3 test workers
+    # on 2 cores), where alone the longest wait is 4-9% of the pass.
+    longest, second = sorted(gaps)[-1], sorted(gaps)[-2]
+    assert len(gaps) >= 20 and longest < sum(gaps) / 2 and second < sum(gaps) / 5, \
+        (len(gaps), sum(gaps), longest, second)
 
 
 def test_a_corrupt_segment_stops_the_cleaning_of_its_log_only(manager, tmp_path):
