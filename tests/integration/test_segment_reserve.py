@@ -13,7 +13,7 @@ from kcore.log.log import Log
 from tests.support.log import assert_prefix_of_written_batches, batch_for
 from tests.support.tmpfs import fill, mounted_tmpfs
 
-VALUE_BYTES = 100_000  # one append of ~100 KB reserves 4x that ahead
+VALUE_BYTES = 100_000  # one append of ~100 KB reserves 1 MiB ahead (16 appends, at most 1 MiB)
 SLACK = 64 << 10  # what a file system may round a trimmed file up to
 
 
@@ -39,6 +39,16 @@ def test_an_append_reserves_blocks_past_the_data_and_the_length_stays_the_data(l
     segment = log.active_segment
     assert os.fstat(segment.fd).st_size == segment.size
     assert allocated(segment.log_path) >= segment.size + 2 * VALUE_BYTES
+    log.close()
+
+
+def test_a_mid_size_append_reserves_many_appends_ahead(log_dir):
+    # A fallocate costs the same at 64 KiB and 1 MiB: a 20 KB append (a
+    # producer's batch at 50k msg/s) reserves room for 16 such appends.
+    log = Log.open(log_dir, LogConfig())
+    log.append(batch_for(0, 20_000), 0)
+    segment = log.active_segment
+    assert allocated(segment.log_path) >= segment.size + 12 * 20_000
     log.close()
 
 
@@ -74,11 +84,11 @@ def test_a_disk_too_full_to_reserve_still_takes_the_appends_that_fit(tmp_path):
     with mounted_tmpfs(tmp_path / "fs", "2m") as fs:
         log = Log.open(fs / "t-0", LogConfig())
         filler = fill(fs, leave_bytes=48 << 10)
-        for offset in range(2):  # 2 x ~20 KB: room for them, not for 80 KiB more
+        for offset in range(2):  # 2 x ~20 KB: room for them, not for 320 KB more
             assert log.append(batch_for(offset, 20_000), 0).first_offset == offset
         segment = log.active_segment
         assert os.fstat(segment.fd).st_size == segment.size
-        assert allocated(segment.log_path) < segment.size + (16 << 10)  # the 80 KiB reserve failed
+        assert allocated(segment.log_path) < segment.size + (16 << 10)  # the 320 KB reserve failed
         assert_prefix_of_written_batches(log)
         filler.unlink()
         log.close()
