@@ -226,10 +226,7 @@ def _consume_catch_up(consumer, spec: dict, cpu0: float, start: float) -> dict:
 
 
 def _consume_tail(consumer, spec: dict, control: Control) -> dict:
-    from hdrh.histogram import HdrHistogram
-
-    from kcore.bench.payloads import STAMP
-    histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
+    latency = _Latency() if spec.get("latency") else None
     cpu0, start = cpu_seconds(), time.time()
     seen = seen_bytes = 0
     errors: list[str] = []
@@ -243,9 +240,8 @@ def _consume_tail(consumer, spec: dict, control: Control) -> dict:
         now = time.monotonic()
         if message is not None and message.error() is None:
             value = message.value()
-            if spec.get("latency"):
-                sent, = STAMP.unpack_from(value)
-                histogram.record_value(max(1, int((time.time() - sent) * 1e6)))
+            if latency is not None:
+                latency.record(message, value, time.time())
             seen += 1
             seen_bytes += len(value)
             last_message = now
@@ -260,7 +256,43 @@ def _consume_tail(consumer, spec: dict, control: Control) -> dict:
                 break
     return {"messages": seen, "bytes": seen_bytes, "start": start, "end": time.time(),
             "cpu_s": cpu_seconds() - cpu0, "errors": errors,
-            "histogram": histogram.encode().decode("ascii") if spec.get("latency") else None}
+            **(latency.encoded() if latency is not None else {"histogram": None})}
+
+
+class _Latency:
+    """Receive time minus the send time stamped at the start of each value.
+    Where the broker stamps its append time instead of the producer's
+    (``message.timestamp.type``, or the broker's
+    ``log.message.timestamp.type``, set to LogAppendTime), also the two
+    halves: producer to append (linger, the request, the append) and
+    append to consumer (the fetch and the client). An append time is the
+    broker's clock in whole milliseconds; its middle (+0.5 ms) is taken, so
+    each half is within 0.5 ms and their sum is the whole."""
+
+    def __init__(self):
+        from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+        from hdrh.histogram import HdrHistogram
+
+        from kcore.bench.payloads import STAMP
+        self._unpack, self._log_append_time = STAMP.unpack_from, TIMESTAMP_LOG_APPEND_TIME
+        self.total, self.to_append, self.from_append = (HdrHistogram(*HISTOGRAM_RANGE_US)
+                                                        for _ in range(3))
+
+    def record(self, message, value: bytes, received: float) -> None:
+        sent, = self._unpack(value)
+        self.total.record_value(max(1, int((received - sent) * 1e6)))
+        kind, appended_ms = message.timestamp()
+        if kind == self._log_append_time:
+            appended = appended_ms / 1000 + 0.0005
+            self.to_append.record_value(max(1, int((appended - sent) * 1e6)))
+            self.from_append.record_value(max(1, int((received - appended) * 1e6)))
+
+    def encoded(self) -> dict:
+        result = {"histogram": self.total.encode().decode("ascii")}
+        if self.to_append.get_total_count():
+            result["to_append"] = self.to_append.encode().decode("ascii")
+            result["from_append"] = self.from_append.encode().decode("ascii")
+        return result
 
 
 def wait_for_topic(spec: dict, control: Control) -> dict:

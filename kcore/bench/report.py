@@ -30,7 +30,10 @@ MAX_RATE_METRICS = (
 RATE_METRICS = (
     ("produce_msg_s", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms",
      "latency_max_ms", "messages_lost", "load_avg_start"),
-    ("broker_cpu_s_per_gb_e2e", "producer_cpu_s_per_gb", "broker_peak_rss_mb"))
+    ("broker_cpu_s_per_gb_e2e", "producer_cpu_s_per_gb", "broker_peak_rss_mb"),
+    # only where the broker stamped its append times (LogAppendTime)
+    ("latency_to_append_p50_ms", "latency_to_append_p99_ms", "latency_from_append_p50_ms",
+     "latency_from_append_p99_ms"))
 # The targets on the 16-partition workloads (docs/performance.md#targets).
 THROUGHPUT_GOALS = {"tansu": 1.0, "noida": 1.0, "kafka09": 2.0}
 LATENCY_GOAL_MS = 10.0

@@ -10,6 +10,9 @@ Rate-limited: the consumers tail the log end, then the producers send at
 ``rate`` for ``duration_s`` with the send time in each message; every
 consumer records ``receive time - send time`` in an HDR histogram, and the
 harness merges them. Producers and consumers share this machine's clock.
+With the broker's ``log.message.timestamp.type=LogAppendTime`` the
+consumers also split each latency at the broker's append time
+(``latency_to_append_*`` and ``latency_from_append_*``).
 
 MB is 10^6 bytes of message values (what the application sent).
 """
@@ -236,9 +239,6 @@ def _check_delivered(results: list[dict]) -> None:
 
 
 def _rate_limited(context: _Context, sampler) -> dict:
-    from hdrh.histogram import HdrHistogram
-
-    from kcore.bench.loadgen import HISTOGRAM_RANGE_US
     w = context.workload
     total = w.total_messages
     consumers = _consumers(context, tail=True)
@@ -259,9 +259,7 @@ def _rate_limited(context: _Context, sampler) -> dict:
             consumer.stop()
     _check_delivered(produced)
     messages, size, elapsed = _span(produced)
-    histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
-    for result in consumed:
-        histogram.add(HdrHistogram.decode(result["histogram"]))
+    histogram = _merged(consumed, "histogram")
     got = sum(r["messages"] for r in consumed)
     metrics = {"offered_rate": w.rate, "messages_produced": messages, "messages_consumed": got,
                "produce_msg_s": messages / elapsed, "produce_mb_s": size / elapsed / 1e6,
@@ -272,6 +270,29 @@ def _rate_limited(context: _Context, sampler) -> dict:
     for name, percentile in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9)):
         metrics[f"latency_{name}_ms"] = histogram.get_value_at_percentile(percentile) / 1000
     metrics["latency_max_ms"] = histogram.get_max_value() / 1000
+    if all("to_append" in result for result in consumed):
+        metrics.update(_split(consumed))
     if got < messages:
         metrics["messages_lost"] = messages - got
+    return metrics
+
+
+def _merged(consumed: list[dict], key: str):
+    from hdrh.histogram import HdrHistogram
+
+    from kcore.bench.loadgen import HISTOGRAM_RANGE_US
+    histogram = HdrHistogram(*HISTOGRAM_RANGE_US)
+    for result in consumed:
+        histogram.add(HdrHistogram.decode(result[key]))
+    return histogram
+
+
+def _split(consumed: list[dict]) -> dict:
+    """Where the latency goes, when the broker stamped its append times
+    (``loadgen._Latency``): producer to append, append to consumer."""
+    metrics = {}
+    for half in ("to_append", "from_append"):
+        histogram = _merged(consumed, half)
+        for name, percentile in (("p50", 50), ("p90", 90), ("p99", 99)):
+            metrics[f"latency_{half}_{name}_ms"] = histogram.get_value_at_percentile(percentile) / 1000
     return metrics

@@ -58,6 +58,8 @@ def test_each_run_is_one_json_line_with_machine_versions_workload_config_metrics
     latency = [r["metrics"] for r in records if r["workload"]["rate"]]
     assert all(m["latency_count"] == 1000 and 0 < m["latency_p50_ms"] <= m["latency_p99_ms"]
                <= m["latency_max_ms"] for m in latency)
+    # CreateTime (the default): no append time to split the latency at
+    assert not any("latency_to_append_p50_ms" in m for m in latency)
 
 
 def test_report_writes_markdown_tables_and_png_charts(built):
