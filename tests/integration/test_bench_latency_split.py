@@ -8,6 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from kcore.bench import report
 from tests.support.cli import kcore_command
 
 RUN_TIMEOUT_S = 120
@@ -34,3 +35,11 @@ def test_a_rate_run_splits_its_latency_at_the_brokers_append_time(tmp_path):
     # cannot both lie above the whole's.
     assert min(metrics["latency_to_append_p50_ms"],
                metrics["latency_from_append_p50_ms"]) <= metrics["latency_p50_ms"]
+
+
+def test_the_report_shows_the_split_only_for_runs_that_have_it():
+    stat = (1.0, 1.0, 1.0, 1)  # an aggregate: median, min, max, n
+    plain = {"rate": 20_000, "latency_p50_ms": stat, "broker_cpu_s_per_gb_e2e": stat}
+    split = {**plain, "latency_to_append_p50_ms": stat, "latency_from_append_p99_ms": stat}
+    assert not any("latency_to_append_p50_ms" in group for group in report.metric_groups([plain]))
+    assert ["latency_to_append_p50_ms", "latency_from_append_p99_ms"] in report.metric_groups([split])
