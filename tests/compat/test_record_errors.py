@@ -45,7 +45,7 @@ def create_compacted(bootstrap: str, topic: str) -> None:
 def test_librdkafka_fails_exactly_the_keyless_records_of_a_batch(shared_broker):
     topic = unique_topic("cf-record-errors")
     create_compacted(shared_broker.bootstrap, topic)
-    producer = Producer({"bootstrap.servers": shared_broker.bootstrap, "linger.ms": LINGER_MS})
+    producer = _warm_producer(shared_broker.bootstrap, topic)
     reports: dict[int, KafkaError | None] = {}
     for index, key, value in keyed_messages("first"):
         producer.produce(topic, value, key, partition=0,
@@ -56,7 +56,7 @@ def test_librdkafka_fails_exactly_the_keyless_records_of_a_batch(shared_broker):
     others = {i for i, error in reports.items()
               if error and error.code() == KafkaError._INVALID_DIFFERENT_RECORD}
     assert named == KEYLESS
-    assert others == set(range(BATCH)) - KEYLESS
+    assert others == set(range(BATCH)) - KEYLESS, {i: reports.get(i) for i in set(range(BATCH)) - named - others}
 
     # The rest of the batch was not written: sent again, all of it lands.
     resent: dict[int, KafkaError | None] = {}
@@ -68,6 +68,16 @@ def test_librdkafka_fails_exactly_the_keyless_records_of_a_batch(shared_broker):
     assert set(resent) == others and not any(resent.values())
     stored = consume_confluent(shared_broker.bootstrap, topic, len(others), partitions=[0])
     assert [m.key for m in stored] == [b"key-%d" % i for i in sorted(others)]
+
+
+def _warm_producer(bootstrap: str, topic: str) -> Producer:
+    """A producer that knows the topic's leader before the first record, so
+    that all the records join one batch. Once, in a loaded CI run, record 0
+    did not fail with the rest; a record produced while librdkafka still
+    waits for the topic's metadata is the likely way out of the batch."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS})
+    producer.list_topics(topic, timeout=ADMIN_TIMEOUT_S)
+    return producer
 
 
 def test_kafka_python_fails_exactly_the_keyless_records_of_a_batch(shared_broker):
@@ -108,7 +118,7 @@ def test_librdkafka_fails_the_records_outside_the_timestamp_bounds(shared_broker
     admin = admin_client(shared_broker.bootstrap)
     admin.create_topics([NewTopic(topic, 1, 1, config={"message.timestamp.before.max.ms": "3600000"})])[
         topic].result(ADMIN_TIMEOUT_S)
-    producer = Producer({"bootstrap.servers": shared_broker.bootstrap, "linger.ms": LINGER_MS})
+    producer = _warm_producer(shared_broker.bootstrap, topic)
     reports: dict[int, KafkaError | None] = {}
     now = int(time.time() * 1000)
     old = {2, 5}
