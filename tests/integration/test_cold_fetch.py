@@ -72,7 +72,8 @@ def test_a_consumer_reads_dropped_pages_whole_while_a_producer_is_answered(broke
     assert len(seen) == MESSAGES and all(seen[i] == values[i] for i in range(MESSAGES))
     assert produced_meanwhile > 0
     # A good part of the 4 MB was read from disk by the worker threads (about
-    # half here: locating each slice's batches reads their headers on the
-    # event loop first, and the kernel reads ahead of those reads).
+    # half here, 0.8 MB once in a loaded CI run: locating each slice's
+    # batches reads their headers on the event loop first, and the kernel
+    # reads ahead of those reads). A broker without the cold path reads none.
     cold = cold_fetch_bytes(url)
-    assert cold >= MESSAGES * 1024 / 4, cold
+    assert cold >= MESSAGES * 1024 / 8, cold
