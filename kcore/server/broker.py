@@ -57,7 +57,7 @@ from kcore.server.limits import check_open_file_room, raise_open_file_limit
 from kcore.server.registry_service import BrokerRegistry
 from kcore.server.sasl import AuthFailures, SaslSettings
 from kcore.server.security import inter_broker_security, sasl_settings, server_ssl_context
-from kcore.server.sockets import apply_buffer_sizes
+from kcore.server.sockets import apply_buffer_sizes, check_listening
 from kcore.server.supervisor import NODE_DIR_ENV, operator_set
 from kcore.tables.service import TableService
 from kcore.tables.settings import CatalogSettings
@@ -258,6 +258,7 @@ class Broker:
                 lambda name=name: self._new_connection(name), listener.host or None, listener.port,
                 reuse_address=True, backlog=1024, ssl=self._ssl_contexts.get(name),
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if listener.uses_ssl else None)
+            check_listening(server)
             apply_buffer_sizes(server.sockets, self.config["socket.send.buffer.bytes"],
                                self.config["socket.receive.buffer.bytes"])
             self._servers.append(server)

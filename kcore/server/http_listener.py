@@ -37,6 +37,7 @@ from kcore.console.base import ConsoleSource
 from kcore.server.http_hosts import AllowedHosts
 from kcore.server.http_request import BadRequest, body_length, media_type, parse_head
 from kcore.server.metrics import BrokerCollector, MetricsSource
+from kcore.server.sockets import check_listening
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class HttpListeners:
             try:
                 server = await asyncio.start_server(self._serve, host or None, port, reuse_address=True,
                                                     limit=MAX_HEAD_BYTES)
+                check_listening(server)
             except OSError as exc:
                 if strict:
                     raise ConfigError(f"http.listeners: cannot listen on {item}: {exc.strerror}") from None

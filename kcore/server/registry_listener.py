@@ -34,6 +34,7 @@ from kcore.schema_registry.errors import RegistryError
 from kcore.server.http_hosts import AllowedHosts
 from kcore.server.http_request import BadRequest, body_length, media_type, parse_head
 from kcore.server.registry_auth import RegistryAuth
+from kcore.server.sockets import check_listening
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class RegistryListeners:
             try:
                 server = await asyncio.start_server(self._serve, host or None, port, reuse_address=True,
                                                     limit=MAX_HEAD_BYTES)
+                check_listening(server)
             except OSError as exc:
                 if strict:
                     raise ConfigError(f"schema.registry.listeners: cannot listen on {item}: {exc.strerror}") \

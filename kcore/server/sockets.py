@@ -11,6 +11,8 @@ caps it at net.core.{w,r}mem_max.
 """
 from __future__ import annotations
 
+import errno
+import os
 import socket
 from collections.abc import Iterable
 from typing import Any
@@ -25,3 +27,13 @@ def apply_buffer_sizes(sockets: Iterable[Any], send_bytes: int, receive_bytes: i
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_bytes)
         if receive_bytes != USE_OS_DEFAULT:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_bytes)
+
+
+def check_listening(server: Any) -> None:
+    """Raise EADDRINUSE for a server whose listen() failed after its bind
+    (another process took the port in between): uvloop hands that error to
+    the loop's exception handler and closes the server instead of raising,
+    which left ``server.sockets`` holding None."""
+    if not server.sockets or any(sock is None for sock in server.sockets):
+        server.close()
+        raise OSError(errno.EADDRINUSE, os.strerror(errno.EADDRINUSE))
