@@ -41,6 +41,11 @@ def test_a_follower_names_the_leader_and_its_endpoint(cluster):
     leader = cluster.wait_leader("hinted", 0)
     follower = cluster.brokers[next(b for b in cluster.brokers if b != leader)]
     epoch = leader_epoch(cluster, "hinted", 0)
+    # ZooKeeper names the leader before the follower has heard of the
+    # topic; until then it answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
+    cluster.wait_for(lambda: produce_to(follower, one_batch("hinted"), 10).responses[0]
+                     .partition_responses[0].error_code != E.UNKNOWN_TOPIC_OR_PARTITION,
+                     "the follower knows the topic")
     answer = produce_to(follower, one_batch("hinted"), 10)
     part = answer.responses[0].partition_responses[0]
     assert part.error_code == E.NOT_LEADER_OR_FOLLOWER
