@@ -5,11 +5,15 @@ Kafka's design point: a reader far behind hits the disk, and the writers,
 who touch only the tail of the log (still in the page cache), should not
 notice. One run:
 
-1. A kcore broker starts in a memory cgroup limited to ``--memory-mb``
+1. The broker starts in a memory cgroup limited to ``--memory-mb``
    (v1 ``memory.limit_in_bytes`` or v2 ``memory.max``; the page cache the
    broker's writes fill is charged to it, so it keeps at most that much of
    the log cached, less its own ~80 MB). Without a writable cgroup the run says so and reads come from
-   the page cache.
+   the page cache. ``--target kafka09`` runs Kafka 0.9 instead (the peer
+   that keeps its log on disk, kcore.bench.peers), with a 256 MB heap and
+   the cgroup raised by that heap and the JVM's other memory; its
+   ZooKeeper runs outside the cgroup. The clients
+   (bench/backlog_clients.py) run under each broker's client interpreter.
 2. Backlog: one producer writes ``--backlog-mb`` (default 4x the memory
    limit) as fast as it can; that rate is the peak. The page cache is then
    written back and dropped (as root).
@@ -22,7 +26,9 @@ notice. One run:
 
 ``--from-cache`` skips the cgroup and the dropped cache: the same run with
 every read served from memory, so that what remains of the producer's
-slowdown is the CPU the catch-up takes, not the disk.
+slowdown is the CPU the catch-up takes, not the disk. The memory-only peer
+tansu runs only this way. With several ``--target``, each round runs
+them one after the other, each on a fresh data directory.
 
 Figures: peak MB/s, catch-up MB/s, producer p50/p99/p99.9 before and
 during and their ratio (during / before: near 1 means the writers did not
@@ -31,25 +37,46 @@ notice), disk bytes read over backlog bytes. One JSON line per run with
 
     .venv/bin/python -m bench.bench_backlog
     .venv/bin/python -m bench.bench_backlog --memory-mb 256 --backlog-mb 1024 --rounds 2
+    .venv/bin/python -m bench.bench_backlog --rate 40000 --rounds 2 --target kcore --target kafka09
 """
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
+import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcore.bench import procs
+from kcore.bench.brokers import Setup, create_topic_admin, targets
 from kcore.bench.idle import drop_page_cache
+from kcore.bench.workload import load
 from kcore.testing.broker import BrokerProcess
 
 TOPIC = "backlog"
 PARTITIONS = 16
 MESSAGE_BYTES = 1024
+REPO = Path(__file__).resolve().parents[1]
+# Peers start from this workload's shape (16 partitions, page-cache durability).
+WORKLOAD = "1-topic-16-partitions-1kb-max"
+# Kafka 0.9's heap in its cgroup, and what its JVM takes beside the heap
+# (metaspace, code cache, thread stacks: ~150-200 MB measured with
+# memory.peak on an idle broker), on top of --memory-mb.
+KAFKA09_HEAP_MB = 256
+JVM_OTHER_MB = 192
+# Disk targets only: a memory-only peer (tansu) would hold the backlog in
+# its cgroup, and noida-db answers a fetch with everything it holds.
+TARGETS = ("kcore", "kafka09", "tansu")
+MEMORY_ONLY = ("tansu",)
+FILL_TIMEOUT_S = 600
+CATCH_UP_TIMEOUT_S = 900
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 CGROUP_V2 = Path("/sys/fs/cgroup")
 
@@ -93,126 +120,158 @@ class MemoryCgroup:
                 time.sleep(0.1)
 
 
-def start_broker(data_dir: Path, cgroup: MemoryCgroup | None) -> BrokerProcess:
-    """A kcore broker, inside ``cgroup`` before it touches a page."""
-    prefix = () if cgroup is None else (
+@dataclass
+class Broker:
+    """The broker under test, whichever it is: where clients connect, the
+    process whose disk reads count, and how its clients run."""
+    bootstrap: str
+    pid: int
+    stop: Callable[[], object]
+    client_python: str = sys.executable
+    client_config: dict = field(default_factory=dict)
+
+
+def _into(cgroup: MemoryCgroup | None) -> tuple:
+    """A command prefix that moves the command into ``cgroup`` before it
+    touches a page."""
+    return () if cgroup is None else (
         "sh", "-c", f'echo $$ > {cgroup.path}/cgroup.procs && exec "$@"', "sh")
-    return BrokerProcess(data_dir, {"http.listeners": "", "schema.registry.listeners": ""},
-                         prefix=prefix).start()
 
 
-def read_bytes(broker: BrokerProcess) -> int:
-    """Bytes the broker caused to be read from the block device."""
+def start_kcore(workdir: Path, cgroup: MemoryCgroup | None) -> Broker:
+    broker = BrokerProcess(workdir / "data", {"http.listeners": "", "schema.registry.listeners": ""},
+                           prefix=_into(cgroup)).start()
     assert broker.process is not None
-    for line in Path(f"/proc/{broker.process.pid}/io").read_text().splitlines():
+    create_topic_admin(broker.bootstrap, TOPIC, PARTITIONS, {})
+    return Broker(broker.bootstrap, broker.process.pid, broker.stop)
+
+
+def start_peer(peer, workdir: Path, cgroup: MemoryCgroup | None) -> Broker:
+    """Kafka 0.9 runs in ``cgroup`` with a heap of KAFKA09_HEAP_MB (its
+    ZooKeeper outside it); a memory-only peer gets no cgroup (it would
+    have to hold the backlog in it)."""
+    peer.install()
+    running = peer.start(workdir, Setup(), load(WORKLOAD), prefix=_into(cgroup), heap_mb=KAFKA09_HEAP_MB)
+    try:
+        peer.create_topic(running, TOPIC, PARTITIONS)
+    except Exception:
+        running.stop()
+        raise
+    return Broker(running.bootstrap, running.pid, running.stop, peer.client_python(), dict(peer.client_config))
+
+
+def memory_limit_mb(args) -> int:
+    """The cgroup's limit: ``--memory-mb`` for the page cache and kcore's
+    own ~80 MB; a JVM broker also gets its heap and its other memory."""
+    return args.memory_mb + (KAFKA09_HEAP_MB + JVM_OTHER_MB if args.target == "kafka09" else 0)
+
+
+def read_bytes(pid: int) -> int:
+    """Bytes the process caused to be read from the block device."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
         if line.startswith("read_bytes:"):
             return int(line.split()[1])
     return 0
 
 
-def create_topic(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+class Client:
+    """One bench.backlog_clients process, run by the broker's client
+    interpreter. A reader thread queues its stdout lines."""
 
+    def __init__(self, broker: Broker, workdir: Path, role: str, **spec):
+        self.out = workdir / f"{role}.json"
+        self.log_path = workdir / f"{role}.log"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.process = procs.spawn([broker.client_python, "-m", "bench.backlog_clients"], self.log_path,
+                                   cwd=REPO, env=env, pipes=True)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.send(json.dumps({"role": role, "bootstrap": broker.bootstrap, "topic": TOPIC,
+                              "partitions": PARTITIONS, "message_bytes": MESSAGE_BYTES,
+                              "config": broker.client_config, "out": str(self.out), **spec}))
 
-def payloads() -> list[bytes]:
-    """Half-random 1 KiB values, as the other workloads use."""
-    return [os.urandom(MESSAGE_BYTES // 2) + bytes(MESSAGE_BYTES // 2) for _ in range(64)]
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.strip())
+        self._lines.put(None)
 
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
 
-def fill_backlog(bootstrap: str, count: int) -> float:
-    """``count`` messages as fast as one producer can; their MB/s."""
-    from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
-                         "acks": "1", "queue.buffering.max.messages": 1_000_000,
-                         "queue.buffering.max.kbytes": 1_048_576})
-    values = payloads()
-    producer.list_topics(TOPIC, timeout=30)
-    began = time.perf_counter()
-    for i in range(count):
+    def expect(self, word: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                producer.produce(TOPIC, values[i & 63], partition=i % PARTITIONS)
-                break
-            except BufferError:
-                producer.poll(0.001)
-    if producer.flush(300):
-        raise RuntimeError("backlog not delivered")
-    return count * MESSAGE_BYTES / (time.perf_counter() - began) / 1e6
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line == word:
+                return
+            if line is None:
+                procs.stop(self.process)
+                raise RuntimeError(f"{self.log_path.stem} client: no {word!r}: {procs.tail(self.log_path, 2000)}")
+
+    def result(self, timeout: float):
+        self.expect("done", timeout)
+        self.process.wait(30)
+        return json.loads(self.out.read_text())
 
 
-def paced_producer(bootstrap: str, rate: float, start, stop, results) -> None:
-    """Sends at ``rate`` msg/s from ``start`` until ``stop``; reports
-    (acknowledgement time, latency) pairs in seconds and the failures."""
-    from confluent_kafka import Producer
-    acks: list[tuple[float, float]] = []
-    failures = [0]
-    clock = time.time
-
-    def delivered(error, message):
-        if error is None:
-            acks.append((clock(), message.latency()))
-        else:
-            failures[0] += 1
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
-                         "acks": "1", "on_delivery": delivered,
-                         "queue.buffering.max.messages": 1_000_000})
-    values = payloads()
-    producer.list_topics(TOPIC, timeout=30)
-    start.wait()
-    began, sent = time.perf_counter(), 0
-    while not stop.is_set():
-        due = began + sent / rate
-        ahead = due - time.perf_counter()
-        if ahead > 0:
-            producer.poll(min(ahead, 0.01))
-            continue
-        try:
-            producer.produce(TOPIC, values[sent & 63], partition=sent % PARTITIONS)
-            sent += 1
-        except BufferError:
-            producer.poll(0.001)
-        if sent % 64 == 0:
-            producer.poll(0)
-    producer.flush(60)
-    results.put((acks, failures[0], sent))
-
-
-def catch_up(bootstrap: str, backlog: dict[int, int], results) -> None:
-    """A new group from the earliest offset until it holds every message
-    below ``backlog`` (partition -> offset); reports (start, end, bytes)."""
-    from confluent_kafka import Consumer
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"backlog-{os.getpid()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": True,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 1_048_576})
-    consumer.subscribe([TOPIC])
-    began = time.time()
-    size, left = 0, dict(backlog)
-    deadline = time.monotonic() + 600
-    while left and time.monotonic() < deadline:
-        for message in consumer.consume(10_000, 0.5):
-            if message.error() is not None:
-                continue
-            partition, offset = message.partition(), message.offset() or 0
-            if partition in left and offset < backlog[partition]:
-                size += len(message.value() or b"")
-                if offset + 1 >= backlog[partition]:
-                    del left[partition]
-    ended = time.time()
-    consumer.close()
-    results.put((began, ended, size, bool(left)))
-
-
-def end_offsets(bootstrap: str, topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "backlog-offsets"})
+def run_once(root: Path, args) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="backlog-", dir=root))
+    cgroup = None if args.from_cache else MemoryCgroup.make(memory_limit_mb(args) << 20)
+    broker = (start_kcore(workdir, cgroup) if args.target == "kcore"
+              else start_peer(targets()[args.target], workdir, cgroup))
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                for p in range(partitions)}
+        count = (args.backlog_mb << 20) // MESSAGE_BYTES
+        filled = Client(broker, workdir, "fill", count=count).result(FILL_TIMEOUT_S)
+        if filled["failures"]:
+            raise RuntimeError(f"{args.target}: {filled['failures']} of the backlog's messages not delivered")
+        peak_mb_s = filled["mb_s"]
+        backlog = Client(broker, workdir, "offsets").result(60)
+        dropped = False if args.from_cache else drop_page_cache()
+        rate = args.rate or peak_mb_s * 1e6 / MESSAGE_BYTES * args.rate_fraction
+        producer = Client(broker, workdir, "paced", rate=rate)
+        producer.expect("ready", 60)
+        producer.send("go")
+        time.sleep(args.before_s)
+        read_before = read_bytes(broker.pid)
+        caught_up = Client(broker, workdir, "catch-up", backlog=backlog).result(CATCH_UP_TIMEOUT_S)
+        read_during = read_bytes(broker.pid) - read_before
+        producer.send("stop")
+        produced = producer.result(120)
+        return summary(args, cgroup, dropped, backlog, peak_mb_s, rate, caught_up, produced, read_during)
     finally:
-        consumer.close()
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+        if cgroup is not None:
+            cgroup.remove()
+
+
+def summary(args, cgroup, dropped, backlog, peak_mb_s, rate, caught_up, produced, read_during) -> dict:
+    began, ended, size = caught_up["began"], caught_up["ended"], caught_up["bytes"]
+    acks = produced["acks"]
+    warm = min(t for t, _ in acks) + 1.0 if acks else 0.0  # the first second: connection warm-up
+    before = [latency for t, latency in acks if warm <= t < began]
+    during = [latency for t, latency in acks if began <= t <= ended]
+    run = {"target": args.target, "memory_limit_mb": memory_limit_mb(args) if cgroup else None,
+           "page_cache_dropped": dropped,
+           "backlog_mb": round(sum(backlog.values()) * MESSAGE_BYTES / 1e6, 1),
+           "peak_mb_s": round(peak_mb_s, 1), "rate_msg_s": round(rate),
+           "catch_up_mb_s": round(size / max(ended - began, 1e-9) / 1e6, 1),
+           "catch_up_s": round(ended - began, 2), "catch_up_complete": not caught_up["unfinished"],
+           "disk_read_mb": round(read_during / 1e6, 1),
+           "before": percentiles(before), "during": percentiles(during),
+           "producer_failures": produced["failures"], "messages_sent": produced["sent"]}
+    peak = cgroup.max_usage_bytes() if cgroup is not None else None
+    if peak is not None:
+        run["cgroup_max_usage_mb"] = round(peak / 1e6, 1)
+    if run["before"].get("p99_ms") and run["during"].get("p99_ms"):
+        run["p99_during_over_before"] = round(run["during"]["p99_ms"] / run["before"]["p99_ms"], 2)
+    return run
 
 
 def percentiles(latencies: list[float]) -> dict[str, float]:
@@ -224,60 +283,12 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
     return {"n": len(ordered), "p50_ms": at(0.5), "p99_ms": at(0.99), "p999_ms": at(0.999)}
 
 
-def run_once(root: Path, args) -> dict:
-    cgroup = None if args.from_cache else MemoryCgroup.make(args.memory_mb << 20)
-    broker = start_broker(Path(tempfile.mkdtemp(prefix="backlog-", dir=root)) / "data", cgroup)
-    try:
-        create_topic(broker.bootstrap)
-        count = (args.backlog_mb << 20) // MESSAGE_BYTES
-        peak_mb_s = fill_backlog(broker.bootstrap, count)
-        backlog = end_offsets(broker.bootstrap)
-        dropped = False if args.from_cache else drop_page_cache()
-        rate = args.rate or peak_mb_s * 1e6 / MESSAGE_BYTES * args.rate_fraction
-        context = mp.get_context("spawn")
-        start, stop, produced, consumed = context.Event(), context.Event(), context.Queue(), context.Queue()
-        producer = context.Process(target=paced_producer,
-                                   args=(broker.bootstrap, rate, start, stop, produced))
-        producer.start()
-        time.sleep(1.0)  # connected, with the topic's metadata
-        start.set()
-        time.sleep(args.before_s)
-        read_before = read_bytes(broker)
-        consumer = context.Process(target=catch_up, args=(broker.bootstrap, backlog, consumed))
-        consumer.start()
-        began, ended, size, unfinished = consumed.get(timeout=900)
-        read_during = read_bytes(broker) - read_before
-        stop.set()
-        acks, failures, sent = produced.get(timeout=120)
-        producer.join(30)
-        consumer.join(30)
-        warm = min(t for t, _ in acks) + 1.0 if acks else 0.0  # the first second: connection warm-up
-        before = [latency for t, latency in acks if warm <= t < began]
-        during = [latency for t, latency in acks if began <= t <= ended]
-        run = {"memory_limit_mb": args.memory_mb if cgroup else None, "page_cache_dropped": dropped,
-               "backlog_mb": round(sum(backlog.values()) * MESSAGE_BYTES / 1e6, 1),
-               "peak_mb_s": round(peak_mb_s, 1), "rate_msg_s": round(rate),
-               "catch_up_mb_s": round(size / max(ended - began, 1e-9) / 1e6, 1),
-               "catch_up_s": round(ended - began, 2), "catch_up_complete": not unfinished,
-               "disk_read_mb": round(read_during / 1e6, 1),
-               "before": percentiles(before), "during": percentiles(during),
-               "producer_failures": failures, "messages_sent": sent}
-        peak = cgroup.max_usage_bytes() if cgroup is not None else None
-        if peak is not None:
-            run["cgroup_max_usage_mb"] = round(peak / 1e6, 1)
-        if run["before"].get("p99_ms") and run["during"].get("p99_ms"):
-            run["p99_during_over_before"] = round(run["during"]["p99_ms"] / run["before"]["p99_ms"], 2)
-        return run
-    finally:
-        broker.stop()
-        shutil.rmtree(broker.data_dir.parent, ignore_errors=True)
-        if cgroup is not None:
-            cgroup.remove()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--target", action="append", choices=TARGETS,
+                        help="broker to run (repeatable; default kcore); with several, each round runs "
+                             "them one after the other")
     parser.add_argument("--memory-mb", type=int, default=512, help="the broker's cgroup memory limit")
     parser.add_argument("--backlog-mb", type=int, default=0, help="default: 4x --memory-mb")
     parser.add_argument("--rate-fraction", type=float, default=0.5, help="of the peak produce rate")
@@ -291,13 +302,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON line per run")
     args = parser.parse_args(argv)
     args.backlog_mb = args.backlog_mb or 4 * args.memory_mb
+    names = args.target or ["kcore"]
+    for name in names:
+        if name in MEMORY_ONLY and not args.from_cache:
+            parser.error(f"{name} keeps its data in memory: run it with --from-cache")
     root = Path(tempfile.mkdtemp(prefix="kcore-backlog-", dir=args.data_root))
     try:
-        for round_index in range(args.rounds):
-            run = run_once(root, args)
+        for round_index, name in ((r, name) for r in range(args.rounds) for name in names):
+            run = run_once(root, argparse.Namespace(**{**vars(args), "target": name}))
             run["round"] = round_index
             print(json.dumps(run) if args.json else
-                  f"round {round_index}: backlog {run['backlog_mb']} MB (cgroup "
+                  f"{name} round {round_index}: backlog {run['backlog_mb']} MB (cgroup "
                   f"{run['memory_limit_mb']} MB), peak {run['peak_mb_s']} MB/s, producer at "
                   f"{run['rate_msg_s']} msg/s; catch-up {run['catch_up_mb_s']} MB/s in "
                   f"{run['catch_up_s']} s, {run['disk_read_mb']} MB read from disk; producer p50/p99/p99.9 "

@@ -71,7 +71,10 @@ class Kafka09:
                  f"-Dkafka.logs.dir={workdir}/logs", f"-Dzookeeper.log.dir={workdir}/logs"]
         return ["java", *heap, "-Djava.awt.headless=true", "-cp", self._classpath(), *log4j, *main]
 
-    def start(self, workdir: Path, setup: Setup, workload, **_) -> Running:
+    def start(self, workdir: Path, setup: Setup, workload, prefix: tuple = (), heap_mb: int = 1024,
+              **_) -> Running:
+        """ZooKeeper, then Kafka under ``prefix`` (a command that runs the
+        rest, e.g. into a cgroup) with a heap of ``heap_mb``."""
         (workdir / "logs").mkdir(parents=True, exist_ok=True)
         kafka_port, zk_port = free_port(), free_port()
         (workdir / "zk.properties").write_text(
@@ -87,9 +90,9 @@ class Kafka09:
                           workdir / "logs" / "kafka.out", [zookeeper])
         try:
             procs.wait_for_port("127.0.0.1", zk_port, zookeeper, START_TIMEOUT_S, log_path=workdir / "logs" / "zk.out")
-            kafka = procs.spawn(self._java(workdir, ["-Xmx1g", "-Xms1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"],
-                                           ["kafka.Kafka", str(workdir / "server.properties")]),
-                                running.log_path)
+            heap = [f"-Xmx{heap_mb}m", f"-Xms{heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+            main = ["kafka.Kafka", str(workdir / "server.properties")]
+            kafka = procs.spawn([*prefix, *self._java(workdir, heap, main)], running.log_path)
             running.processes.insert(0, kafka)
             running.pid = kafka.pid
             self._zk_connect = f"127.0.0.1:{zk_port}"
