@@ -560,7 +560,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _write_chunks(self, chunks: list) -> None:
         transport = self._open_transport
         in_memory: list = []  # consecutive bytes chunks leave in one writev
-        for chunk in chunks:
+        read_ahead = False
+        for index, chunk in enumerate(chunks):
             if self._closed:
                 return
             if isinstance(chunk, IN_MEMORY):
@@ -569,7 +570,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if in_memory:
                 transport.writelines(in_memory)
                 in_memory = []
-            await self._send_file_slice(chunk.fd, chunk.position, chunk.size)
+            cold = chunk.size > 0 and not _cached(chunk.fd, chunk.position, chunk.size)
+            if cold and not read_ahead:
+                read_ahead = True
+                _cold_reader().submit(_read_ahead_slices, chunks[index + 1:])
+            await self._send_file_slice(chunk.fd, chunk.position, chunk.size, cold)
         if in_memory and not self._closed:
             transport.writelines(in_memory)
         if transport.get_write_buffer_size() > 4 * 1024 * 1024:
@@ -586,10 +591,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             finally:
                 self._open_transport.set_write_buffer_limits()
 
-    async def _send_file_slice(self, fd: int, position: int, size: int) -> None:
+    async def _send_file_slice(self, fd: int, position: int, size: int, cold: bool) -> None:
         if size <= 0:
             return
-        cold = not _cached(fd, position, size)
         if cold:
             self._socket_stats.cold_read(size)
         if self._tls or cold:
@@ -764,6 +768,22 @@ def _read_cold(fd: int, length: int, position: int) -> bytes:
     data = os.pread(fd, length, position)
     os.posix_fadvise(fd, position + length, COLD_READ_AHEAD_BYTES, os.POSIX_FADV_WILLNEED)
     return data
+
+
+def _read_ahead_slices(chunks) -> None:
+    """Ask the kernel to read every file slice of a response whose first
+    cold slice was just found, so the disk works on all of them while the
+    send loop reads them one by one: a consumer catching up on 16
+    partitions otherwise kept one 256 KiB read in flight (catch-up
+    ~200 MB/s on a disk that reads 670 MB/s). Runs on a worker thread
+    (WILLNEED allocates the pages, which may wait for reclaim). A slice
+    whose segment was closed meanwhile is skipped."""
+    for chunk in chunks:
+        if not isinstance(chunk, IN_MEMORY) and chunk.size > 0:
+            try:
+                os.posix_fadvise(chunk.fd, chunk.position, chunk.size, os.POSIX_FADV_WILLNEED)
+            except OSError:
+                pass
 
 
 def _cold_reader() -> ThreadPoolExecutor:
