@@ -15,8 +15,9 @@ file for the result), and per role:
   result: each acknowledgement as (wall time, latency) in seconds, the
   failures and the count sent.
 - ``catch-up``: a new group from the earliest offset until it holds every
-  message below ``backlog`` ({partition: offset}); result: start and end
-  wall times, the value bytes read, and whether anything was left.
+  message below ``backlog`` ({partition: offset}); result: the wall times
+  of its start, of its first message (once the group has formed) and of
+  its end, the value bytes read, and whether anything was left.
 
 Each role prints ``done`` when its result is in ``out``.
 """
@@ -135,13 +136,14 @@ def catch_up(spec: dict) -> dict:
                          **spec["config"]})
     consumer.subscribe([spec["topic"]])
     backlog = {int(p): offset for p, offset in spec["backlog"].items()}
-    began = time.time()
+    began, first = time.time(), None
     size, left = 0, dict(backlog)
     deadline = time.monotonic() + CATCH_UP_DEADLINE_S
     while left and time.monotonic() < deadline:
         for message in consumer.consume(10_000, 0.5):
             if message.error() is not None:
                 continue
+            first = first or time.time()
             partition, offset = message.partition(), message.offset() or 0
             if partition in left and offset < backlog[partition]:
                 size += len(message.value() or b"")
@@ -149,7 +151,7 @@ def catch_up(spec: dict) -> dict:
                     del left[partition]
     ended = time.time()
     consumer.close()
-    return {"began": began, "ended": ended, "bytes": size, "unfinished": bool(left)}
+    return {"began": began, "first": first or ended, "ended": ended, "bytes": size, "unfinished": bool(left)}
 
 
 ROLES = {"fill": fill, "offsets": offsets, "paced": paced, "catch-up": catch_up}
