@@ -100,8 +100,13 @@ class Workload:
     @property
     def broker_shape(self) -> tuple:
         """What the broker start depends on: workloads of one shape can
-        share a broker, others need their own."""
-        return (self.brokers, self.security)
+        share a broker, others need their own. The durability is a broker
+        setting (log.flush.interval.messages), and the running broker
+        carries the replication factor and min.insync.replicas its topics
+        are created with: an RF 3 workload run after an RF 1 one on the
+        same cluster measured an RF 1 topic."""
+        return (self.brokers, self.security, self.durability, self.replication_factor,
+                self.min_insync_replicas)
 
     @property
     def max_rate(self) -> bool:

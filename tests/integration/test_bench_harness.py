@@ -52,6 +52,13 @@ def test_workload_broker_side_fields_are_checked():
     assert load("1-topic-16-partitions-1kb-txn-max").transaction_messages == 10_000
     assert [load(name).name for name in compare.STANDARD_WORKLOADS] == list(compare.STANDARD_WORKLOADS)
     assert rf3.broker_shape != load("1-topic-16-partitions-1kb-max").broker_shape
+    # The cluster keeps the replication factor its topics are made with, and
+    # the flush setting is the broker's: neither workload may share it.
+    assert rf3.broker_shape != load("3-brokers-16-partitions-rf1-acks-1-1kb-max").broker_shape
+    assert rf3.broker_shape != rf3.with_changes(min_insync_replicas=1).broker_shape
+    max_rate = load("1-topic-16-partitions-1kb-max")
+    assert max_rate.broker_shape != max_rate.with_changes(durability="fsync").broker_shape
+    assert max_rate.broker_shape == load("1-topic-16-partitions-1kb-20k").broker_shape
 
 
 @pytest.mark.parametrize("name", ["3-brokers-16-partitions-rf3-acks-all-1kb-max",
