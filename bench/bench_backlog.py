@@ -225,9 +225,10 @@ class Client:
 def run_once(root: Path, args) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="backlog-", dir=root))
     cgroup = None if args.from_cache else MemoryCgroup.make(memory_limit_mb(args) << 20)
-    broker = (start_kcore(workdir, cgroup) if args.target == "kcore"
-              else start_peer(targets()[args.target], workdir, cgroup))
+    broker = None
     try:
+        broker = (start_kcore(workdir, cgroup) if args.target == "kcore"
+                  else start_peer(targets()[args.target], workdir, cgroup))
         count = (args.backlog_mb << 20) // MESSAGE_BYTES
         filled = Client(broker, workdir, "fill", count=count).result(FILL_TIMEOUT_S)
         if filled["failures"]:
@@ -249,7 +250,8 @@ def run_once(root: Path, args) -> dict:
         produced = producer.result(120)
         return summary(args, cgroup, dropped, backlog, peak_mb_s, rate, caught_up, produced, read_during)
     finally:
-        broker.stop()
+        if broker is not None:
+            broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
         if cgroup is not None:
             cgroup.remove()

@@ -774,10 +774,12 @@ def _read_ahead_slices(chunks) -> None:
     """Ask the kernel to read every file slice of a response whose first
     cold slice was just found, so the disk works on all of them while the
     send loop reads them one by one: a consumer catching up on 16
-    partitions otherwise kept one 256 KiB read in flight (catch-up
-    ~200 MB/s on a disk that reads 670 MB/s). Runs on a worker thread
-    (WILLNEED allocates the pages, which may wait for reclaim). A slice
-    whose segment was closed meanwhile is skipped."""
+    partitions otherwise kept one 256 KiB read in flight. In
+    bench/bench_backlog.py (2.1 GB behind, a producer at 40k msg/s) the
+    producer's p99 during the catch-up fell from 67-121 ms to 31-65 and
+    the disk read 0.5 GB less. Runs on a worker thread (WILLNEED allocates
+    the pages, which may wait for reclaim). A slice whose segment was
+    closed meanwhile is skipped."""
     for chunk in chunks:
         if not isinstance(chunk, IN_MEMORY) and chunk.size > 0:
             try:
