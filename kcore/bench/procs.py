@@ -7,7 +7,6 @@ waits, then SIGKILL.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -15,13 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from kcore.testing.children import die_with_parent
+
 STOP_TIMEOUT_S = 30.0
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def spawn(command: list[str], log_path: Path | None = None, cwd: Path | None = None,
@@ -32,10 +27,10 @@ def spawn(command: list[str], log_path: Path | None = None, cwd: Path | None = N
     try:
         if pipes:
             return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out,
-                                    text=True, bufsize=1, cwd=cwd, env=env, preexec_fn=_die_with_parent)
+                                    text=True, bufsize=1, cwd=cwd, env=env, preexec_fn=die_with_parent)
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=die_with_parent)
     finally:
         if not isinstance(out, int):
             out.close()

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kcore.config_def import process_count
+from kcore.testing.children import parent_death_hook
 from kcore.testing.cli import kcore_command
 from kcore.testing.ports import free_port, free_ports
 
@@ -87,11 +88,12 @@ class BrokerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log_file:
             # A session of its own: kill() takes a node's supervisor and its
-            # broker processes together.
+            # broker processes together. SIGTERM when this process dies
+            # (kcore.testing.children), so a killed test run leaves no broker.
             self.process = subprocess.Popen(self.command(), stdout=log_file, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL,
                                             env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
-                                            start_new_session=True)
+                                            start_new_session=True, preexec_fn=parent_death_hook())
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

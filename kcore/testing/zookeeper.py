@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kcore.testing.children import parent_death_hook
 from kcore.testing.ports import free_port
 
 JAVA_DIR = Path(os.environ.get("KCORE_ZOOKEEPER_JARS", "/usr/share/java"))
@@ -120,7 +121,8 @@ class ZooKeeperServer:
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
                 [*self.prefix, "java", *JVM_OPTIONS, "-cp", CLASSPATH, main, str(config)],
-                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=parent_death_hook())
         return self
 
     def start(self) -> ZooKeeperServer:

@@ -15,7 +15,6 @@ one, ordered by time on their shared monotonic base.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from kcore.testing.children import die_with_parent
 from tests.faults.harness.clients import TRANSACTION_TIMEOUT_MS
 from tests.faults.harness.history import History, Op, key
 
@@ -209,8 +209,8 @@ class ClientProcesses:
 
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL it when the runner dies, however
-    it dies (prctl PR_SET_PDEATHSIG)."""
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    it dies."""
+    die_with_parent(signal.SIGKILL)
 
 
 def audit(history: History, bootstrap: str, topics: dict[str, int], timeout: float = 60.0) -> Op:
