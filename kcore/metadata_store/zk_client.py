@@ -23,9 +23,19 @@ concurrently; ZooKeeper applies one session's requests in order sent.
 
 Errors (ZkError subclasses; `path` names the znode): kazoo's NodeExists,
 NoNode, BadVersion and NotEmpty map to the same names, SessionExpired to
-SessionExpiredError; ConnectionLoss, a closed client or no answer within
+SessionExpiredError; a closed client or no answer within
 connection_timeout_s to ZkConnectionError (a write's outcome unknown);
 start() finding no server in time to ZkUnreachableError; others to ZkError.
+
+A request in flight when the connection drops is sent again once the
+client reconnects, as Kafka's ZooKeeperClient does on CONNECTIONLOSS, all
+within connection_timeout_s. The first send may have been applied, so an
+error answering the re-send is checked against what the request wanted:
+a create whose znode now holds its data (and, if ephemeral, is this
+session's), a versioned set whose znode is at the next version with its
+data, a delete whose znode is gone, and a multi whose every effect shows
+count as done. A sequential create cannot be told apart: its re-send may
+make a second znode, as Kafka's does.
 A metadata change marked ``needs_zookeeper`` turns ZkConnectionError into
 kcore.metadata's MetadataUnavailableError, which handlers answer as a
 per-resource error naming ZooKeeper.
@@ -66,11 +76,16 @@ DEFAULT_SESSION_TIMEOUT_S = 18.0
 # would come back about as late as its outage was long; the Java client
 # waits at most about a second between servers.
 RECONNECT_MAX_DELAY_S = 1.0
+# Between re-sends of a request whose connection dropped (module
+# docstring): kazoo holds one made while it reconnects, so this only
+# spaces re-sends kazoo fails at once.
+RESEND_PAUSE_S = 0.05
 
 
 class ZkError(Exception):
     """A ZooKeeper request failed; `path` is the znode it named."""
     op_index: int | None = None  # multi(): the position of the failing op
+    resent = False  # the answer to a re-send: the first send may have been applied
 
     def __init__(self, message: str, path: str | None = None):
         super().__init__(message)
@@ -354,21 +369,41 @@ class ZkClient:
         return await self.loop.run_in_executor(self._executor, call, *args)
 
     async def _request(self, path: str | None, send: Callable, *args, **kwargs) -> Any:
-        """`send(*args, **kwargs)` (a kazoo *_async method); its result, on the loop."""
+        """`send(*args, **kwargs)` (a kazoo *_async method); its result, on the loop.
+        Sent again after a connection loss (module docstring); an error
+        answering a re-send has `resent` set."""
+        value, _resent = await self._exchange(path, send, *args, **kwargs)
+        return value
+
+    async def _exchange(self, path: str | None, send: Callable, *args, **kwargs) -> tuple[Any, bool]:
+        """_request's result, and whether it answers a re-send."""
+        resent = False
+        try:
+            async with asyncio.timeout(self.connection_timeout_s):
+                while True:
+                    try:
+                        return await self._send(send, *args, **kwargs), resent
+                    except kazoo_errors.ConnectionLoss:
+                        if self._closed:
+                            raise
+                    resent = True
+                    await asyncio.sleep(RESEND_PAUSE_S)
+        except TimeoutError:
+            raise ZkConnectionError(f"no answer within {self.connection_timeout_s:g} s on {path}",
+                                    path) from None
+        except (kazoo_errors.KazooException, kazoo_errors.ZookeeperError) as exc:
+            error = _translate(exc, path)
+            error.resent = resent
+            raise error from exc
+
+    async def _send(self, send: Callable, *args, **kwargs) -> Any:
         future = self.loop.create_future()
 
         def completed(async_result) -> None:  # kazoo's completion thread
             _deliver(self.loop, _settle, future, async_result)
 
-        try:
-            send(*args, **kwargs).rawlink(completed)
-            async with asyncio.timeout(self.connection_timeout_s):
-                return await future
-        except TimeoutError:
-            raise ZkConnectionError(f"no answer within {self.connection_timeout_s:g} s on {path}",
-                                    path) from None
-        except (kazoo_errors.KazooException, kazoo_errors.ZookeeperError) as exc:
-            raise _translate(exc, path) from exc
+        send(*args, **kwargs).rawlink(completed)
+        return await future
 
     async def get(self, path: str) -> tuple[bytes, Stat]:
         data, stat = await self._request(path, self._kazoo.get_async, path)
@@ -383,12 +418,22 @@ class ZkClient:
     async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
                      sequential: bool = False, makepath: bool = False) -> str:
         """The created znode's path (with its sequence number if sequential)."""
-        return await self._request(path, self._kazoo.create_async, path, data,
-                                   ephemeral=ephemeral, sequence=sequential, makepath=makepath)
+        try:
+            return await self._request(path, self._kazoo.create_async, path, data,
+                                       ephemeral=ephemeral, sequence=sequential, makepath=makepath)
+        except NodeExistsError as exc:
+            if exc.resent and not sequential and await self._created(CreateOp(path, data, ephemeral)):
+                return path
+            raise
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         """Write if the znode's version is `version` (-1: any)."""
-        return _existing_stat(await self._request(path, self._kazoo.set_async, path, data, version))
+        try:
+            return _existing_stat(await self._request(path, self._kazoo.set_async, path, data, version))
+        except BadVersionError as exc:
+            if exc.resent and (stat := await self._was_set(SetOp(path, data, version))):
+                return stat
+            raise
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         """Delete if the znode's version is `version` (-1: any). `recursive`
@@ -398,7 +443,11 @@ class ZkClient:
             children = await self.get_children(path)
             await asyncio.gather(*[self._delete_tree(f"{path.rstrip('/')}/{child}")
                                    for child in children])
-        await self._request(path, self._kazoo.delete_async, path, version)
+        try:
+            await self._request(path, self._kazoo.delete_async, path, version)
+        except NoNodeError as exc:
+            if not exc.resent:  # else the first send deleted it
+                raise
 
     async def _delete_tree(self, path: str) -> None:
         with contextlib.suppress(NoNodeError):
@@ -408,6 +457,23 @@ class ZkClient:
         """All of `ops` or none, atomically. Results in order: the created
         path for a CreateOp, the new Stat for a SetOp, None for the others.
         A failure raises the first failing op's error with `op_index`."""
+        results, resent = await self._exchange(None, self._commit, ops)
+        failed = next(((index, result) for index, result in enumerate(results)
+                       if isinstance(result, Exception)
+                       and not isinstance(result, kazoo_errors.RolledBackError)), None)
+        if failed is None:
+            return [_stat(r) if isinstance(op, SetOp) else r if isinstance(op, CreateOp) else None
+                    for op, r in zip(ops, results)]
+        if resent and (done := await self._applied(ops)) is not None:
+            return done
+        index, result = failed
+        error = _translate(result, ops[index].path)
+        error.op_index, error.resent = index, resent
+        raise error
+
+    def _commit(self, ops: Sequence[Op]) -> Any:
+        """A kazoo transaction of `ops`, committed (a new one for each send:
+        kazoo commits a transaction once)."""
         transaction = self._kazoo.transaction()
         for op in ops:
             match op:
@@ -420,14 +486,50 @@ class ZkClient:
                     transaction.set_data(op.path, op.data, op.version)
                 case DeleteOp():
                     transaction.delete(op.path, op.version)
-        results = await self._request(None, transaction.commit_async)
-        for index, (op, result) in enumerate(zip(ops, results)):
-            if isinstance(result, Exception) and not isinstance(result, kazoo_errors.RolledBackError):
-                error = _translate(result, op.path)
-                error.op_index = index
-                raise error
-        return [_stat(r) if isinstance(op, SetOp) else r if isinstance(op, CreateOp) else None
-                for op, r in zip(ops, results)]
+        return transaction.commit_async()
+
+    # --- whether a re-sent write's first send was applied -----------------
+
+    async def _created(self, op: CreateOp) -> bool:
+        try:
+            data, stat = await self.get(op.path)
+        except NoNodeError:
+            return False
+        return data == op.data and (not op.ephemeral or stat.ephemeral_owner == self.session_id)
+
+    async def _was_set(self, op: SetOp) -> Stat | None:
+        """The znode's Stat if it holds `op`'s data at the version `op` made."""
+        try:
+            data, stat = await self.get(op.path)
+        except NoNodeError:
+            return None
+        moved = op.version == -1 or stat.version == op.version + 1
+        return stat if data == op.data and moved else None
+
+    async def _applied(self, ops: Sequence[Op]) -> list[str | Stat | None] | None:
+        """multi()'s results if every effect of `ops` shows, else None. A
+        check cannot be re-checked after the fact; a sequential create's
+        name is unknown."""
+        results: list[str | Stat | None] = []
+        for op in ops:
+            match op:
+                case CreateOp(sequential=True):
+                    return None
+                case CreateOp():
+                    if not await self._created(op):
+                        return None
+                    results.append(op.path)
+                case SetOp():
+                    if (stat := await self._was_set(op)) is None:
+                        return None
+                    results.append(stat)
+                case DeleteOp():
+                    if await self.exists(op.path) is not None:
+                        return None
+                    results.append(None)
+                case CheckOp():
+                    results.append(None)
+        return results
 
     async def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Watch:
         """`callback(children)` on the loop now and after each change, until

@@ -25,11 +25,11 @@ from kcore.metadata_store.zk_client import (
     SetOp,
     Stat,
     ZkClient,
-    ZkConnectionError,
     ZkUnreachableError,
 )
 from tests.support import free_port
 from tests.support.scenario import run
+from tests.support.tcp_relay import TcpRelay
 
 SESSION_TIMEOUT_S = 4.0
 CALLBACK_TIMEOUT_S = 5.0
@@ -290,16 +290,10 @@ def test_ensemble_losing_its_leader_keeps_serving(zookeeper_ensemble):
             session = zk.session_id
             leader = zookeeper_ensemble.leader()
             zookeeper_ensemble.stop_server(leader)
-            # Sent before our server notices its leader is gone, the write is
-            # in flight when that server drops us: ZkConnectionError, outcome
-            # unknown (the module's contract). Setting the same bytes again is
-            # safe; sent after the drop, it waits for the new quorum.
-            for _ in range(3):
-                try:
-                    await zk.set("/kept", b"after")
-                    break
-                except ZkConnectionError:
-                    continue
+            # Sent before our server notices its leader is gone, the write
+            # may be in flight when that server drops us: the client sends it
+            # again once it reconnects, and it waits for the new quorum.
+            await zk.set("/kept", b"after")
             assert (await zk.get("/kept"))[0] == b"after"
             await zk.create("/written-without-the-old-leader")
             assert (await zk.exists("/brokers/ids/1")).ephemeral_owner == session
@@ -315,4 +309,101 @@ def test_ensemble_losing_its_leader_keeps_serving(zookeeper_ensemble):
         while not events.calls.empty():
             seen.append(await events.next())
         assert seen == [SessionEvent.CONNECTED, SessionEvent.SUSPENDED, SessionEvent.RECONNECTED]
+    run(scenario)
+
+
+# --- a request whose answer is lost --------------------------------------
+
+
+class LostAnswers:
+    """A client that talks to ZooKeeper through a TcpRelay, and a second
+    one that does not: the relay drops answers (the request is served),
+    then closes the connection, as a server dropping its clients does."""
+
+    def __init__(self, zookeeper) -> None:
+        self.relay = TcpRelay(zookeeper.client_port).start()
+        self.zk = client(f"127.0.0.1:{self.relay.port}", session_timeout_s=8.0)
+        self.direct = client(zookeeper.connect_string)
+
+    async def __aenter__(self) -> LostAnswers:
+        await self.zk.start()
+        await self.direct.start()
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.zk.close()
+        await self.direct.close()
+        self.relay.close()
+
+    async def answer_lost(self, request, served) -> object:
+        """Start `request` with its answer dropped, wait until `served()`
+        (through the direct client) says ZooKeeper applied it, then drop
+        the connection; what the request returns or raises."""
+        self.relay.cut(answers_only=True)
+        pending = asyncio.ensure_future(request)
+        deadline = time.monotonic() + CALLBACK_TIMEOUT_S
+        while not await served():
+            assert time.monotonic() < deadline, "ZooKeeper never applied the request"
+            await asyncio.sleep(0.02)
+        assert not pending.done()
+        self.relay.heal()  # closes the link that lost the answer
+        return await pending
+
+
+def test_a_write_whose_answer_is_lost_is_sent_again_and_counts_as_done(zookeeper):
+    """As Kafka's ZooKeeperClient, a request in flight when the connection
+    drops is sent again. Each write here was applied the first time, so the
+    re-send fails (node exists, bad version, no node) and the client checks
+    the znode: the write's own effect, so it returns as if answered."""
+    async def scenario():
+        async with LostAnswers(zookeeper) as lost:
+            zk, direct = lost.zk, lost.direct
+
+            async def exists(path):
+                return await direct.exists(path) is not None
+
+            assert await lost.answer_lost(zk.create("/made", b"m"), lambda: exists("/made")) == "/made"
+            owner = zk.session_id
+            assert await lost.answer_lost(zk.create("/mine", b"e", ephemeral=True),
+                                          lambda: exists("/mine")) == "/mine"
+            assert (await direct.exists("/mine")).ephemeral_owner == owner == zk.session_id
+
+            async def set_to_1():
+                return (await direct.exists("/made")).version == 1
+            stat = await lost.answer_lost(zk.set("/made", b"m2", version=0), set_to_1)
+            assert stat.version == 1 and (await direct.get("/made"))[0] == b"m2"
+
+            async def gone():
+                return not await exists("/mine")
+            assert await lost.answer_lost(zk.delete("/mine"), gone) is None
+
+            async def moved():
+                return await exists("/moved")
+            results = await lost.answer_lost(
+                zk.multi([CheckOp("/made", 1), CreateOp("/moved", b"v"), SetOp("/made", b"m3", 1)]), moved)
+            assert results[0] is None and results[1] == "/moved" and results[2].version == 2
+    run(scenario)
+
+
+def test_a_resent_write_that_another_client_beat_still_fails(zookeeper):
+    """A request that never reached ZooKeeper (both directions cut) is sent
+    again on the new connection; if another client wrote the znode in
+    between, the re-send's error is the caller's, not hidden as done."""
+    async def scenario():
+        async with LostAnswers(zookeeper) as lost:
+            zk, direct = lost.zk, lost.direct
+            await direct.create("/shared", b"first")
+            lost.relay.cut()
+            create = asyncio.ensure_future(zk.create("/taken", b"mine"))
+            update = asyncio.ensure_future(zk.set("/shared", b"mine", version=0))
+            await asyncio.sleep(0.3)
+            await direct.create("/taken", b"theirs")
+            await direct.set("/shared", b"theirs", version=0)
+            lost.relay.heal()
+            with pytest.raises(NodeExistsError) as exists:
+                await create
+            with pytest.raises(BadVersionError) as moved:
+                await update
+            assert exists.value.resent and moved.value.resent
+            assert (await zk.get("/taken"))[0] == (await zk.get("/shared"))[0] == b"theirs"
     run(scenario)

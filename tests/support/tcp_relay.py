@@ -5,7 +5,8 @@ forwards each connection to ``target_port``, from an event loop in its own
 thread. ``cut()`` makes the link drop every byte in both directions while
 every socket stays open, as packets vanish in a network partition (a
 client notices only by its own timeouts); connections made during the cut
-are accepted and hear nothing. ``heal()`` forwards again: connections that
+are accepted and hear nothing. ``cut(answers_only=True)`` drops only the
+bytes coming back: requests arrive and are served, their answers are lost. ``heal()`` forwards again: connections that
 lost bytes to the cut are closed (their streams have gaps), new ones
 work. ``close()`` stops everything.
 
@@ -27,7 +28,7 @@ class TcpRelay:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.AbstractServer | None = None
-        self._cut = False
+        self._cut: frozenset[str] = frozenset()  # the directions dropped: "to_target", "to_client"
         self._links: set[_Link] = set()
 
     def start(self) -> TcpRelay:
@@ -35,11 +36,11 @@ class TcpRelay:
         asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
         return self
 
-    def cut(self) -> None:
-        self._call(self._set_cut, True)
+    def cut(self, answers_only: bool = False) -> None:
+        self._call(self._set_cut, frozenset({"to_client"} if answers_only else {"to_client", "to_target"}))
 
     def heal(self) -> None:
-        self._call(self._set_cut, False)
+        self._call(self._set_cut, frozenset())
 
     def close(self) -> None:
         if not self._thread.is_alive():
@@ -57,7 +58,7 @@ class TcpRelay:
         self._server = await asyncio.start_server(self._accepted, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    def _set_cut(self, cut: bool) -> None:
+    def _set_cut(self, cut: frozenset[str]) -> None:
         self._cut = cut
         if not cut:
             for link in [link for link in self._links if link.lost_bytes]:
@@ -78,17 +79,17 @@ class TcpRelay:
         link = _Link(writer, target_writer)
         self._links.add(link)
         try:
-            await asyncio.gather(self._pump(reader, target_writer, link),
-                                 self._pump(target_reader, writer, link))
+            await asyncio.gather(self._pump(reader, target_writer, link, "to_target"),
+                                 self._pump(target_reader, writer, link, "to_client"))
         finally:
             link.close()
             self._links.discard(link)
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    link: _Link) -> None:
+                    link: _Link, direction: str) -> None:
         try:
             while chunk := await reader.read(CHUNK_BYTES):
-                if self._cut:
+                if direction in self._cut:
                     link.lost_bytes += len(chunk)
                     continue
                 writer.write(chunk)
