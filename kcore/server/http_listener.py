@@ -31,13 +31,13 @@ from urllib.parse import parse_qsl
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 
-from kcore.config import ConfigError, split_http_listener, split_listener
+from kcore.config import split_http_listener, split_listener
 from kcore.console import api
 from kcore.console.base import ConsoleSource
 from kcore.server.http_hosts import AllowedHosts
 from kcore.server.http_request import BadRequest, body_length, media_type, parse_head
 from kcore.server.metrics import BrokerCollector, MetricsSource
-from kcore.server.sockets import check_listening
+from kcore.server.sockets import start_http_servers
 
 log = logging.getLogger(__name__)
 
@@ -73,24 +73,9 @@ class HttpListeners:
         self.allowed_hosts = AllowedHosts(config["http.allowed.hosts"], own)
 
     async def start(self, listeners: list[str], strict: bool) -> None:
-        """Serve on each of ``listeners``; one that cannot bind stops the
-        broker when ``strict`` (the operator chose it) and is skipped with a
-        warning otherwise (the default port, taken by another broker)."""
-        for item in listeners:
-            host, port = split_http_listener(item)
-            try:
-                server = await asyncio.start_server(self._serve, host or None, port, reuse_address=True,
-                                                    limit=MAX_HEAD_BYTES)
-                check_listening(server)
-            except OSError as exc:
-                if strict:
-                    raise ConfigError(f"http.listeners: cannot listen on {item}: {exc.strerror}") from None
-                log.warning("http.listeners: cannot listen on %s (%s); /metrics and the console are "
-                            "not served there", item, exc.strerror)
-                continue
-            self._servers.append(server)
-            log.info("serving /metrics and the console on http://%s:%d", host,
-                     server.sockets[0].getsockname()[1])
+        """Serve on each of ``listeners`` (sockets.start_http_servers)."""
+        self._servers += await start_http_servers(self._serve, listeners, strict, setting="http.listeners",
+                                                  serving="/metrics and the console", limit=MAX_HEAD_BYTES)
 
     def bound_ports(self) -> list[int]:
         return [server.sockets[0].getsockname()[1] for server in self._servers]

@@ -28,13 +28,12 @@ import asyncio
 import logging
 from urllib.parse import parse_qsl
 
-from kcore.config import ConfigError, split_http_listener
 from kcore.schema_registry import rest
 from kcore.schema_registry.errors import RegistryError
 from kcore.server.http_hosts import AllowedHosts
 from kcore.server.http_request import BadRequest, body_length, media_type, parse_head
 from kcore.server.registry_auth import RegistryAuth
-from kcore.server.sockets import check_listening
+from kcore.server.sockets import start_http_servers
 
 log = logging.getLogger(__name__)
 
@@ -61,21 +60,10 @@ class RegistryListeners:
         self._connections: set[asyncio.StreamWriter] = set()
 
     async def start(self, listeners: list[str], strict: bool) -> None:
-        for item in listeners:
-            host, port = split_http_listener(item)
-            try:
-                server = await asyncio.start_server(self._serve, host or None, port, reuse_address=True,
-                                                    limit=MAX_HEAD_BYTES)
-                check_listening(server)
-            except OSError as exc:
-                if strict:
-                    raise ConfigError(f"schema.registry.listeners: cannot listen on {item}: {exc.strerror}") \
-                        from None
-                log.warning("schema.registry.listeners: cannot listen on %s (%s); the schema registry is not "
-                            "served there", item, exc.strerror)
-                continue
-            self._servers.append(server)
-            log.info("serving the schema registry on http://%s:%d", host, server.sockets[0].getsockname()[1])
+        """Serve on each of ``listeners`` (sockets.start_http_servers)."""
+        self._servers += await start_http_servers(self._serve, listeners, strict,
+                                                  setting="schema.registry.listeners",
+                                                  serving="the schema registry", limit=MAX_HEAD_BYTES)
 
     def bound_ports(self) -> list[int]:
         return [server.sockets[0].getsockname()[1] for server in self._servers]
