@@ -24,6 +24,12 @@ notice. One run:
    producer keeps its rate: latencies "during", the catch-up MB/s, and the
    bytes the broker read from the block device (``/proc/PID/io``).
 
+``--consumer-nice N`` runs the catch-up consumer at that nice value. On a
+machine of few cores the consumer, the producer and the broker share the
+CPUs, where a real cluster's clients run elsewhere: at 19 the consumer
+gets only what the others leave, so what the producer still feels is the
+broker's own doing (its disk reads and its fetch answers).
+
 ``--from-cache`` skips the cgroup and the dropped cache (the backlog is
 still written back first, so no writeback competes with the catch-up):
 the same run with every read served from memory, so that what remains of the producer's
@@ -40,6 +46,7 @@ notice), disk bytes read over backlog bytes. One JSON line per run with
     .venv/bin/python -m bench.bench_backlog
     .venv/bin/python -m bench.bench_backlog --memory-mb 256 --backlog-mb 1024 --rounds 2
     .venv/bin/python -m bench.bench_backlog --rate 40000 --rounds 2 --target kcore --target kafka09
+    .venv/bin/python -m bench.bench_backlog --rate 40000 --consumer-nice 19
 """
 from __future__ import annotations
 
@@ -180,11 +187,12 @@ class Client:
     """One bench.backlog_clients process, run by the broker's client
     interpreter. A reader thread queues its stdout lines."""
 
-    def __init__(self, broker: Broker, workdir: Path, role: str, **spec):
+    def __init__(self, broker: Broker, workdir: Path, role: str, nice: int = 0, **spec):
         self.out = workdir / f"{role}.json"
         self.log_path = workdir / f"{role}.log"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        self.process = procs.spawn([broker.client_python, "-m", "bench.backlog_clients"], self.log_path,
+        niced = ["nice", "-n", str(nice)] if nice else []
+        self.process = procs.spawn([*niced, broker.client_python, "-m", "bench.backlog_clients"], self.log_path,
                                    cwd=REPO, env=env, pipes=True)
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -244,7 +252,8 @@ def run_once(root: Path, args) -> dict:
         producer.send("go")
         time.sleep(args.before_s)
         read_before = read_bytes(broker.pid)
-        caught_up = Client(broker, workdir, "catch-up", backlog=backlog).result(CATCH_UP_TIMEOUT_S)
+        caught_up = Client(broker, workdir, "catch-up", nice=args.consumer_nice,
+                           backlog=backlog).result(CATCH_UP_TIMEOUT_S)
         read_during = read_bytes(broker.pid) - read_before
         producer.send("stop")
         produced = producer.result(120)
@@ -273,7 +282,7 @@ def summary(args, cgroup, dropped, backlog, peak_mb_s, rate, caught_up, produced
            "peak_mb_s": round(peak_mb_s, 1), "rate_msg_s": round(rate),
            "catch_up_mb_s": round(size / max(ended - began, 1e-9) / 1e6, 1),
            "catch_up_s": round(ended - began, 2), "catch_up_complete": not caught_up["unfinished"],
-           "group_forming_s": round(began - caught_up["began"], 2),
+           "group_forming_s": round(began - caught_up["began"], 2), "consumer_nice": caught_up["nice"],
            "disk_read_mb": round(read_during / 1e6, 1),
            "before": percentiles(before), "during": percentiles(during),
            "producer_failures": produced["failures"], "messages_sent": produced["sent"]}
@@ -309,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-cache", action="store_true",
                         help="no memory cgroup and no dropped cache: the same catch-up from the page cache, "
                              "which tells what the disk reads add to the producer's latency")
+    parser.add_argument("--consumer-nice", type=int, default=0, choices=range(20), metavar="0-19",
+                        help="the catch-up consumer's nice value: at 19 it takes only CPU the producer and "
+                             "the broker leave, as if it ran on another machine")
     parser.add_argument("--data-root", default=None, help="where data dirs go (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per run")
     args = parser.parse_args(argv)

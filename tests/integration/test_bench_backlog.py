@@ -19,9 +19,11 @@ RUN_TIMEOUT_S = 300
 @pytest.mark.parametrize("source", ["disk", "cache"])
 def test_a_backlog_is_drained_while_a_producer_keeps_its_rate(tmp_path, source):
     from_cache = ["--from-cache"] if source == "cache" else []
+    nice = 19 if source == "cache" else 0  # the consumer gets only the CPU the others leave
     done = subprocess.run(
         [sys.executable, "-m", "bench.bench_backlog", "--memory-mb", "192", "--backlog-mb", "384",
-         "--before-s", "2", "--rate-fraction", "0.1", "--data-root", str(tmp_path), "--json", *from_cache],
+         "--before-s", "2", "--rate-fraction", "0.1", "--data-root", str(tmp_path), "--json",
+         "--consumer-nice", str(nice), *from_cache],
         cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -33,6 +35,7 @@ def test_a_backlog_is_drained_while_a_producer_keeps_its_rate(tmp_path, source):
     # A new group waits group.initial.rebalance.delay.ms (3 s) before its
     # first message; the catch-up's time and rate leave that out.
     assert run["group_forming_s"] >= 2.5
+    assert run["consumer_nice"] == nice  # as the consumer saw itself
     assert run["before"]["n"] > 0 and run["during"]["n"] > 0
     assert run["during"]["p50_ms"] <= run["during"]["p99_ms"] <= run["during"]["p999_ms"]
     if run["memory_limit_mb"] is not None:  # the cgroup kept most of the backlog out of the cache
