@@ -56,13 +56,11 @@ for throttled partitions are recorded against the quota.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import NamedTuple
 
 from kcore.clock import monotonic_ms
 from kcore.handlers.authz import allowed_on_cluster, allowed_topics
 from kcore.handlers.base import BrokerFacade
-from kcore.handlers.fetch_cold import read_cold_first
 from kcore.handlers.fetch_ids import (
     LEADER_HINTS_VERSION,
     TOPIC_IDS_VERSION,
@@ -153,7 +151,6 @@ async def _handle(broker: BrokerFacade, context, request) -> FetchResponseDict:
         sessions.remove(body.session_id)  # a full fetch closes the session it names
     if broker.authorizer is not None:
         limits = _with_refusals(broker, context, limits, {topic.topic for topic in body.topics})
-    await _read_cold_first(broker, _full_reads(broker, body, limits), limits.max_bytes)
     while True:
         responses, total, ready, partitions = _read_all(broker, body, limits)
         remaining = deadline - loop.time()
@@ -265,24 +262,6 @@ def _read_all(broker: BrokerFacade, body, limits: _Limits):
     return responses, total, ready, parked
 
 
-async def _read_cold_first(broker: BrokerFacade, reads: Iterator[tuple[Partition | None, int, int]],
-                           max_bytes: int) -> None:
-    """fetch_cold.read_cold_first, its bytes counted with the cold slices
-    the send path reads (kcore_network_cold_fetch_bytes)."""
-    cold = await read_cold_first(reads, max_bytes)
-    if cold:
-        broker.stats.socket_server.cold_read(cold)
-
-
-def _full_reads(broker: BrokerFacade, body, limits: _Limits) -> Iterator[tuple[Partition | None, int, int]]:
-    """(partition, fetch offset, partition max bytes) of what _read_all reads."""
-    get = broker.replica_manager.get
-    for topic in body.topics:
-        if topic.topic != UNKNOWN_ID and topic.topic not in limits.refused:
-            for fetch in topic.partitions:
-                yield get(topic.topic, fetch.partition), fetch.fetch_offset, fetch.partition_max_bytes
-
-
 def _unknown_id(topic) -> FetchableTopicResponseDict:
     return {"topic": UNKNOWN_ID, "topic_id": topic.topic_id,
             "partitions": [_error(fetch.partition, ErrorCode.UNKNOWN_TOPIC_ID)
@@ -338,7 +317,6 @@ async def _incremental(broker: BrokerFacade, context, sessions: FetchSessionCach
         _touch_idle_partitions(broker, session, now_ms)
     if broker.authorizer is not None:
         limits = _with_refusals(broker, context, limits, {key[0] for key in session.partitions})
-    await _read_cold_first(broker, _pending_reads(broker, session, limits), limits.max_bytes)
     loop = asyncio.get_running_loop()
     while True:
         reads, total, ready = _read_pending(broker, session, limits)
@@ -371,15 +349,6 @@ def _read_pending(broker: BrokerFacade, session: FetchSession,
         total += size
         reads.append((key, data))
     return reads, total, ready
-
-
-def _pending_reads(broker: BrokerFacade, session: FetchSession,
-                   limits: _Limits) -> Iterator[tuple[Partition | None, int, int]]:
-    """(partition, fetch offset, partition max bytes) of what _read_pending reads."""
-    for key in session.pending:
-        if key[0] not in limits.refused:
-            cached = session.partitions[key]
-            yield broker.replica_manager.get(*key), cached.fetch_offset, cached.max_bytes
 
 
 def _answer(broker: BrokerFacade, session: FetchSession,

@@ -53,7 +53,7 @@ from kcore.clock import SYSTEM_CLOCK, Clock, monotonic_ms, wall_ms
 from kcore.log.checkpoints import LEADER_EPOCH_CHECKPOINT, PartitionMetadataFile, StagedRenames, fsync_dir
 from kcore.log.config import LogConfig
 from kcore.log.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
-from kcore.log.file_slice import FileSlice, pages_cached
+from kcore.log.file_slice import FileSlice
 from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
@@ -70,10 +70,6 @@ _SWAP_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
 # ``batch_headers`` reads the log in chunks of this size: large enough that
 # a 1 MiB batch header walk needs few preads, small enough to not matter.
 REPLAY_CHUNK = 4 * 1024 * 1024
-# cold_extent takes a read this close to the log's end to be cached without
-# probing it: a consumer or follower at the tail reads what was just
-# written, on every fetch, and skips the probe's ~2 us.
-HOT_TAIL_BYTES = 1024 * 1024
 
 logger = logging.getLogger(__name__)  # "log" names a Log in this module
 
@@ -414,25 +410,6 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{self._log_start_offset}, {self._log_end_offset}] "
                 f"of {self.topic}-{self.partition}")
-
-    def cold_extent(self, offset: int, max_bytes: int) -> FileSlice | None:
-        """The bytes a read at ``offset`` would walk (from the index entry
-        it starts at, ``max_bytes`` and a batch header further, within one
-        segment) when its first pages are not in the page cache; None when
-        they are, for a read near the log's end, or outside the log. What
-        read() would raise, it raises then."""
-        if offset < self._log_start_offset or offset >= self._log_end_offset:
-            return None
-        i = bisect.bisect_right(self._bases, offset) - 1
-        segment = self._segments[i]
-        position = segment.offset_index.lookup(offset)[1]
-        size = segment.size
-        if i == len(self._segments) - 1 and size - position <= HOT_TAIL_BYTES:
-            return None
-        length = min(size - position, max_bytes + BATCH_HEADER_SIZE)
-        if length <= 0 or pages_cached(segment.fd, position, 1):
-            return None
-        return FileSlice(segment.fd, position, length)
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_message: bool = True) -> list[FileSlice]:

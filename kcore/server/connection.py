@@ -48,7 +48,6 @@ from typing import Any, TypeGuard
 from kcore import protocol
 from kcore._native.sendfile import sendfile
 from kcore.handlers.base import CloseConnection
-from kcore.log.file_slice import pages_cached
 from kcore.metrics.socket_server import SocketServerStats
 from kcore.protocol.framing import FrameReader, FrameSizeError
 from kcore.server import eager
@@ -88,12 +87,13 @@ TLS_BUFFER_BYTES = 1024 * 1024
 # the receiver's side (~15 us). Copying 32 KiB costs ~3 us; above that,
 # sendfile's zero-copy wins.
 INLINE_SLICE_BYTES = 32 * 1024
-# A larger slice is probed for pages missing from the page cache
-# (file_slice.pages_cached). sendfile of pages on
+# A larger slice is probed for pages missing from the page cache, one byte
+# every COLD_PROBE_BYTES with RWF_NOWAIT (~1 us each). sendfile of pages on
 # disk blocks the event loop for the disk read, and with it every produce
 # and fetch of every connection: a consumer catching up from disk raised a
 # producer's p99 from 15 to 257 ms (bench/bench_backlog.py). Such a slice
 # is read by a worker thread and written from memory instead.
+COLD_PROBE_BYTES = 128 * 1024
 COLD_READ_THREADS = 4
 COLD_READ_AHEAD_BYTES = 1024 * 1024
 # Kafka's KafkaChannel starts at most one re-authentication a second; a
@@ -570,7 +570,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if in_memory:
                 transport.writelines(in_memory)
                 in_memory = []
-            cold = chunk.size > 0 and not pages_cached(chunk.fd, chunk.position, chunk.size)
+            cold = chunk.size > 0 and not _cached(chunk.fd, chunk.position, chunk.size)
             if cold and not read_ahead:
                 read_ahead = True
                 _cold_reader().submit(_read_ahead_slices, chunks[index + 1:])
@@ -739,7 +739,25 @@ def _in_memory(chunks) -> list | None:
     return inlined
 
 
+_PROBE = bytearray(1)  # RWF_NOWAIT probes read into it (event-loop thread only)
 _cold_readers: list[ThreadPoolExecutor] = []
+
+
+def _cached(fd: int, position: int, size: int) -> bool:
+    """Whether the slice's pages look cached: a byte of every
+    COLD_PROBE_BYTES and the last, each read with RWF_NOWAIT (EAGAIN: on
+    disk). A kernel or file system without RWF_NOWAIT for buffered reads
+    answers True (the slice then goes by sendfile, as it always did)."""
+    end = position + size
+    offsets = [*range(position, end, COLD_PROBE_BYTES), end - 1]
+    for offset in offsets:
+        try:
+            os.preadv(fd, [_PROBE], offset, os.RWF_NOWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+    return True
 
 
 def _read_cold(fd: int, length: int, position: int) -> bytes:

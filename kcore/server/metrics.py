@@ -292,8 +292,7 @@ class BrokerCollector(Collector):
                        self.broker.stats.socket_server.requests_with_trailing_bytes)
         yield _counter("kcore_network_cold_fetch_bytes",
                        "Bytes of fetch answers that were not in the page cache, read by a worker "
-                       "thread (before the answer was made, or as it was sent) instead of from the "
-                       "event loop.", [],
+                       "thread instead of sent by sendfile from the event loop.", [],
                        {(): self.broker.stats.socket_server.cold_bytes})
 
     def _reauthentication_metrics(self) -> Iterator[Metric]:

@@ -9,10 +9,9 @@ import os
 import socket
 import time
 
-from kcore.log.file_slice import COLD_PROBE_BYTES, FileSlice
-from kcore.log.file_slice import pages_cached as _cached
+from kcore.log.file_slice import FileSlice
 from kcore.metrics.socket_server import SocketServerStats
-from kcore.server.connection import KafkaConnection, _read_ahead_slices
+from kcore.server.connection import COLD_PROBE_BYTES, KafkaConnection, _cached, _read_ahead_slices
 
 FIRST_BYTES = 4 * 1024 * 1024  # read in 16 worker reads, one after the other
 LATER_BYTES = 512 * 1024  # one read-ahead, started before the first of those

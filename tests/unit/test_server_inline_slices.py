@@ -46,8 +46,7 @@ def test_a_response_joins_the_write_only_when_all_of_it_is_in_memory(tmp_path):
 def test_cold_pages_are_told_from_cached_ones(tmp_path):
     """A slice whose pages the kernel dropped is cold (read by a worker
     thread, not sent by sendfile from the event loop); once read, cached."""
-    from kcore.log.file_slice import COLD_PROBE_BYTES
-    from kcore.log.file_slice import pages_cached as _cached
+    from kcore.server.connection import COLD_PROBE_BYTES, _cached
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(os.urandom(COLD_PROBE_BYTES * 8))
     fd = os.open(path, os.O_RDONLY)
