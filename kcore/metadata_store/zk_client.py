@@ -26,6 +26,9 @@ NoNode, BadVersion and NotEmpty map to the same names, SessionExpired to
 SessionExpiredError; a closed client or no answer within
 connection_timeout_s to ZkConnectionError (a write's outcome unknown);
 start() finding no server in time to ZkUnreachableError; others to ZkError.
+A metadata change marked ``needs_zookeeper`` turns ZkConnectionError into
+kcore.metadata's MetadataUnavailableError, which handlers answer as a
+per-resource error naming ZooKeeper.
 
 A request in flight when the connection drops is sent again once the
 client reconnects, as Kafka's ZooKeeperClient does on CONNECTIONLOSS, all
@@ -36,9 +39,6 @@ session's), a versioned set whose znode is at the next version with its
 data, a delete whose znode is gone, and a multi whose every effect shows
 count as done. A sequential create cannot be told apart: its re-send may
 make a second znode, as Kafka's does.
-A metadata change marked ``needs_zookeeper`` turns ZkConnectionError into
-kcore.metadata's MetadataUnavailableError, which handlers answer as a
-per-resource error naming ZooKeeper.
 
 Session expiry, as a caller sees it: the connection drops and listeners
 get SUSPENDED; requests issued meanwhile wait for a connection (up to
