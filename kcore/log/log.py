@@ -733,14 +733,12 @@ class Log:
         leader epoch file goes to ``staged``: the caller syncs the
         filesystem and commits ``staged`` before it checkpoints the
         recovery point (a clean shutdown, LogManager.shutdown)."""
-        offset = self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
+        offset = self._flush_offset(up_to_offset)
         started = time.monotonic() if offset > self._recovery_point or self._dir_dirty else 0.0
         if offset > self._recovery_point:
             self._leader_epoch_cache.flush(sync, staged)
-            for i, segment in enumerate(self._segments):
-                next_base = self._bases[i + 1] if i + 1 < len(self._bases) else None
-                if segment.base_offset < offset and (next_base is None or next_base > self._recovery_point):
-                    segment.flush(sync)
+            for segment in self._segments_to_flush(offset):
+                segment.flush(sync)
             self._recovery_point = offset
         if self._topic_id_unsynced and sync:
             self._partition_metadata.sync()
@@ -753,6 +751,24 @@ class Log:
         if offset >= self._log_end_offset:
             self._unflushed_messages = 0
         self._last_flush_ms = monotonic_ms(self.clock)
+
+    def unflushed_fds(self, up_to_offset: int | None = None) -> list[int]:
+        """The ``.log`` descriptors that flush(up_to_offset) would fdatasync:
+        a worker thread may sync them first, so that the flush on the event
+        loop finds their pages written (LogManager.write_back_dirty_logs)."""
+        offset = self._flush_offset(up_to_offset)
+        if offset <= self._recovery_point:
+            return []
+        return [segment.fd for segment in self._segments_to_flush(offset)]
+
+    def _flush_offset(self, up_to_offset: int | None) -> int:
+        return self._log_end_offset if up_to_offset is None else min(up_to_offset, self._log_end_offset)
+
+    def _segments_to_flush(self, offset: int) -> list[LogSegment]:
+        """The segments holding offsets [recovery_point, offset)."""
+        return [segment for i, segment in enumerate(self._segments)
+                if segment.base_offset < offset
+                and (i + 1 == len(self._bases) or self._bases[i + 1] > self._recovery_point)]
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config

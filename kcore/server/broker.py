@@ -13,6 +13,7 @@ Not thread-safe: everything runs on one event loop.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import os
@@ -240,7 +241,7 @@ class Broker:
         self._tasks.append(loop.create_task(self._every(
             PRODUCER_SNAPSHOT_INTERVAL_S, self.replica_manager.snapshot_producer_states)))
         self._tasks.append(loop.create_task(self._every(
-            self._flush_check_interval_s(), self.log_manager.flush_dirty_logs)))
+            self._flush_check_interval_s(), self.log_manager.write_back_dirty_logs)))
         self._tasks.append(loop.create_task(self.log_cleaner.run()))
         self._tasks.append(loop.create_task(self._every(
             self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
@@ -386,7 +387,9 @@ class Broker:
         """flush.ms is checked, rolled segments fsynced and the recovery
         point checkpointed on one timer: the flush scheduler's interval, or
         Kafka's 60 s checkpoint interval when that comes first. Each pass
-        fsyncs on the loop (~8 ms measured), so once a second was too often."""
+        fsyncs on the loop (~8 ms measured, the data written back first by
+        a worker: LogManager.write_back_dirty_logs), so once a second was
+        too often."""
         return min(self.config["log.flush.scheduler.interval.ms"],
                    self.config["log.flush.offset.checkpoint.interval.ms"]) / 1000
 
@@ -489,10 +492,13 @@ class Broker:
                 interval_s, lambda: idle.close_idle(list(self._connections), max_idle_ms))))
 
     async def _every(self, interval_s: float, action) -> None:
+        """``action()`` every ``interval_s``, awaited when it is a coroutine."""
         while True:
             await asyncio.sleep(interval_s)
             try:
-                action()
+                result = action()
+                if inspect.isawaitable(result):
+                    await result
             except Exception:
                 log.exception("background task %s failed", getattr(action, "__name__", action))
 

@@ -221,3 +221,39 @@ def test_a_moved_log_start_offset_is_checkpointed_at_once_and_survives_a_crash(t
     assert (reopened.log_start_offset, reopened.log_end_offset) == (7, 10)
     assert reopened.read(7, 10_000) and reopened.offset_for_timestamp(0)[0] == 7
     restarted.shutdown()
+
+
+def test_rolled_segments_are_written_back_by_a_worker_before_the_flush_on_the_loop(tmp_path, monkeypatch):
+    """write_back_dirty_logs (the broker's flush timer): the rolled
+    segments' files are fdatasynced on a worker thread first, then the
+    usual pass on the event loop moves the recovery point and checkpoints
+    it. The syncs are the real ones, recorded on the way through."""
+    import asyncio
+    import threading
+
+    manager = LogManager([tmp_path], {"segment.bytes": 300})
+    log = manager.get_or_create_log("t", 0)
+    for _ in range(6):
+        log.append(make_batch(1, value_bytes=100), 0)
+    rolled = [segment.fd for segment in log._segments[:-1]]
+    assert rolled and log.unflushed_fds(log.active_segment.base_offset) == rolled
+    synced: list[tuple[int, bool]] = []
+    real_fdatasync = os.fdatasync
+
+    def recording(fd: int) -> None:
+        synced.append((fd, threading.current_thread() is threading.main_thread()))
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", recording)
+    asyncio.run(manager.write_back_dirty_logs())
+    monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+
+    on_worker = [fd for fd, on_loop in synced if not on_loop]
+    first_on_loop = next(i for i, (_fd, on_loop) in enumerate(synced) if on_loop)
+    assert on_worker == rolled and synced[:len(rolled)] == [(fd, False) for fd in rolled]
+    assert first_on_loop == len(rolled)  # the loop's pass comes after the worker's
+    assert log.recovery_point == log.active_segment.base_offset
+    assert OffsetCheckpointFile(tmp_path / "recovery-point-offset-checkpoint").read() == {
+        ("t", 0): log.recovery_point}
+    assert log.unflushed_fds(log.active_segment.base_offset) == []
+    manager.shutdown()
