@@ -48,7 +48,7 @@ def wait_until_gone(pid: int) -> bool:
 
 def test_a_killed_test_process_takes_its_main_thread_brokers_with_it(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path)], stdout=subprocess.PIPE, text=True)
-    worker_pid = None
+    main_pid = worker_pid = None
     try:
         main_pid, main_port, worker_pid, worker_port = (int(field) for field in parent.stdout.readline().split())
         assert alive(worker_pid), "a broker started from a worker thread stopped when the thread ended"
@@ -60,5 +60,6 @@ def test_a_killed_test_process_takes_its_main_thread_brokers_with_it(tmp_path):
         socket.create_connection(("127.0.0.1", worker_port), timeout=5).close()
     finally:
         parent.kill()
-        if worker_pid is not None and alive(worker_pid):
-            os.killpg(worker_pid, signal.SIGKILL)
+        for pid in (main_pid, worker_pid):  # the first survives only when the test fails
+            if pid is not None and alive(pid):
+                os.killpg(pid, signal.SIGKILL)
