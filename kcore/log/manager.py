@@ -651,6 +651,8 @@ class LogManager:
         fds = [fd for item, up_to_offset in self._due_flushes() for fd in item.unflushed_fds(up_to_offset)]
         if fds:
             await asyncio.get_running_loop().run_in_executor(None, _write_back, fds)
+        # Decided again, not reused: logs may have rolled, closed or come
+        # due during the wait (a pass over the logs, once a minute).
         self.flush_dirty_logs()
 
     def checkpoint_recovery_points(self) -> None:

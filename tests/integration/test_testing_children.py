@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from tests.integration.test_testing_plugin import alive
+from tests.support.processes import alive
 
 PARENT = r'''
 import sys, threading, time

@@ -6,12 +6,12 @@ the inner run writes the pids it started, and this test checks that none
 outlives the run."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.support import round_trip as round_trip_module
+from tests.support.processes import alive
 
 pytest_plugins = ["pytester"]
 
@@ -95,14 +95,6 @@ class ClusterForUnittest(unittest.TestCase):
             c.create_topic("replicated", 1, 3)
             self.assertEqual(round_trip(c.bootstrap_servers, "replicated", b"with"), b"with")
 '''
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
 
 
 def run_project(pytester: pytest.Pytester, tests: str, monkeypatch) -> tuple[pytest.RunResult, list[int]]:

@@ -6,9 +6,10 @@ thread. ``cut()`` makes the link drop every byte in both directions while
 every socket stays open, as packets vanish in a network partition (a
 client notices only by its own timeouts); connections made during the cut
 are accepted and hear nothing. ``cut(answers_only=True)`` drops only the
-bytes coming back: requests arrive and are served, their answers are lost. ``heal()`` forwards again: connections that
-lost bytes to the cut are closed (their streams have gaps), new ones
-work. ``close()`` stops everything.
+bytes coming back: requests arrive and are served, their answers are
+lost. ``heal()`` forwards again: connections that lost bytes to the cut
+are closed (their streams have gaps), new ones work. ``close()`` stops
+everything.
 
 Concurrency contract: start, cut, heal and close are called from the test's
 thread; the relay's state is changed on its own loop only.

@@ -1,7 +1,9 @@
 """LogManager: loading, checkpoints, clean shutdown marker, deletion."""
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 
 import pytest
 
@@ -228,9 +230,6 @@ def test_rolled_segments_are_written_back_by_a_worker_before_the_flush_on_the_lo
     segments' files are fdatasynced on a worker thread first, then the
     usual pass on the event loop moves the recovery point and checkpoints
     it. The syncs are the real ones, recorded on the way through."""
-    import asyncio
-    import threading
-
     manager = LogManager([tmp_path], {"segment.bytes": 300})
     log = manager.get_or_create_log("t", 0)
     for _ in range(6):
