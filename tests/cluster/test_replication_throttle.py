@@ -27,6 +27,7 @@ FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 VALUE_BYTES = 10_000
 MESSAGES = 800  # ~8 MB per moved partition
 THROTTLE = 1_000_000  # bytes/s
+REPLICA_FETCH_MAX_BYTES = 1_048_576  # Kafka's default
 MOVE_TIMEOUT_S = 90.0
 
 
@@ -156,7 +157,11 @@ def check_throttled_move(cluster, ports: dict[int, int], tmp_path) -> None:
     assert free_s < held_s
     moved = MESSAGES * VALUE_BYTES
     assert scrape(f"http://127.0.0.1:{ports[1]}")[("kafka_server_leaderreplication_bytes_total", ())] >= moved
-    assert scrape(f"http://127.0.0.1:{ports[3]}")[("kafka_server_followerreplication_bytes_total", ())] >= moved
+    # The new follower may send its first fetch before the throttled-replica
+    # config reaches it (a config change notification, as in Kafka): that
+    # one answer, up to replica.fetch.max.bytes, is not counted.
+    followed = scrape(f"http://127.0.0.1:{ports[3]}")[("kafka_server_followerreplication_bytes_total", ())]
+    assert followed >= moved - REPLICA_FETCH_MAX_BYTES
     assert scrape(f"http://127.0.0.1:{ports[2]}")[("kafka_server_followerreplication_bytes_total", ())] == 0
 
     cluster.wait_for(lambda: reassign_cli(cluster, "--reassignment-json-file", str(plan),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import time
 
 import pytest
 
@@ -29,6 +30,16 @@ def http_port(tmp_path_factory):
     broker = BrokerProcess(tmp_path_factory.mktemp("hosts") / "data",
                            {"http.listeners": f"http://127.0.0.1:{port}",
                             "http.allowed.hosts": "console.example.com"}).start()
+    # start() returns once the Kafka listener accepts; the HTTP listener is
+    # bound just after it (CI once connected in between).
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the HTTP listener never accepted"
+            time.sleep(0.05)
     yield port
     broker.kill()
 
