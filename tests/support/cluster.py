@@ -126,8 +126,7 @@ def consume_all(cluster: Cluster, topic: str, partitions: int,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "fetch.max.bytes": 16 << 20})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(partitions)}
+        ends = {p: _high_watermark(consumer, TopicPartition(topic, p), timeout) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         found: dict[int, list[tuple[int, str]]] = {p: [] for p in range(partitions)}
         deadline = time.monotonic() + timeout
@@ -142,6 +141,26 @@ def consume_all(cluster: Cluster, topic: str, partitions: int,
         return found
     finally:
         consumer.close()
+
+
+# Answers a client meets while a leadership moves: its metadata named the
+# old leader. librdkafka refreshes the metadata, but get_watermark_offsets
+# does not ask again, as its fetches do.
+_LEADER_MOVING = ("NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "_TIMED_OUT")
+
+
+def _high_watermark(consumer, partition, timeout: float) -> int:
+    """The partition's high watermark, asked again (within ``timeout``)
+    while its leadership is moving."""
+    from confluent_kafka import KafkaException
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(partition, timeout=10)[1]
+        except KafkaException as exc:
+            if exc.args[0].name() not in _LEADER_MOVING or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def check_acknowledged_survived(load: ProducerLoad, found: dict[int, list[tuple[int, str]]]) -> int:
