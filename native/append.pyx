@@ -24,6 +24,8 @@ cdef extern from "batch.h" nogil:
 cdef extern from "<fcntl.h>" nogil:
     int fallocate(int fd, int mode, off_t offset, off_t length)
     int FALLOC_FL_KEEP_SIZE
+    int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags)
+    unsigned int SYNC_FILE_RANGE_WRITE
 
 cdef extern from "verifier.h" nogil:
     int kc_check_batches(const unsigned char *buf, size_t len, int check_count,
@@ -111,4 +113,20 @@ def reserve_space(int fd, int64_t position, int64_t length):
         raise ValueError("position must be >= 0 and length > 0")
     with nogil:
         result = fallocate(fd, FALLOC_FL_KEEP_SIZE, <off_t>position, <off_t>length)
+    return errno if result != 0 else 0
+
+
+def start_writeback(int fd, int64_t position, int64_t length):
+    """Start writing the dirty pages of ``[position, position + length)``
+    to disk and return without waiting for them (sync_file_range(2) with
+    SYNC_FILE_RANGE_WRITE alone; it may still wait for the device's queue,
+    so callers make it on a worker thread). Durability is not its job: the
+    pages may not be written yet, and the file's metadata is not. Returns 0
+    or the errno (EBADF for a descriptor closed meanwhile) rather than
+    raising: a hint the flush that follows does not depend on."""
+    cdef int result
+    if position < 0 or length <= 0:
+        raise ValueError("position must be >= 0 and length > 0")
+    with nogil:
+        result = sync_file_range(fd, <off_t>position, <off_t>length, SYNC_FILE_RANGE_WRITE)
     return errno if result != 0 else 0

@@ -58,6 +58,7 @@ from kcore.log.leader_epoch import LeaderEpochCache
 from kcore.log.loader import learn_leader_epochs, load_segments
 from kcore.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 from kcore.log.txn_index import AbortedTxn
+from kcore.log.writeback import WriteBehind
 from kcore.metrics import LOG_FLUSH_STATS
 from kcore.protocol.constants import INT32_MAX
 
@@ -140,6 +141,8 @@ class Log:
         # the larger of it and the first segment's base offset, and must
         # neither bring deleted records back nor drop ones written anew.
         self.log_start_offset_moved: Callable[[Log], None] | None = None
+        # Starts the writeback of appended bytes early (log.writeback.interval.bytes).
+        self.write_behind: WriteBehind | None = None
         # Offsets of the producer state snapshots the directory held when
         # the log opened, for the first partition loading its state (None
         # once taken: ``take_snapshot_offsets_at_open``).
@@ -313,6 +316,8 @@ class Log:
             _segment_batches(infos, first_offset, batch_offsets)
         segment = self._maybe_roll(size, max_timestamp, first_offset, next_offset - 1)
         segment.append(records, batches, verify=verify_while_writing)
+        if self.write_behind is not None:
+            self.write_behind.appended(segment)
         self._log_end_offset = next_offset
         self._unflushed_messages += records_count
         if not defer_flush and self._unflushed_messages >= self.config.flush_messages:

@@ -82,6 +82,7 @@ from kcore.log.journal import replay as replay_journal
 from kcore.log.log import FUTURE_DIR_SUFFIX, Log, now_ms
 from kcore.log.log_dirs import LogDirs
 from kcore.log.producer_state import SNAPSHOT_SUFFIX
+from kcore.log.writeback import WriteBehind
 from kcore.metadata import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -121,10 +122,13 @@ class LogManager:
                  defaults: Mapping[str, Any] | LogConfig | None = None, *,
                  retention_check_interval_ms: int = 300_000,
                  high_watermark_of: Callable[[str, int], int | None] | None = None,
-                 recovery_threads_per_data_dir: int = 1):
+                 recovery_threads_per_data_dir: int = 1,
+                 writeback_interval_bytes: int = 0):
         """``defaults``: topic configs (Kafka keys) every log starts from.
         ``high_watermark_of(topic, partition)``, when given, bounds what
-        retention may delete (Kafka never deletes past the high watermark)."""
+        retention may delete (Kafka never deletes past the high watermark).
+        ``writeback_interval_bytes`` > 0: each log's appends are written
+        back in steps of that size (writeback.py); 0 leaves it to the kernel."""
         self.dirs = LogDirs(log_dirs)
         self.dirs.on_failure = self.handle_log_dir_failure  # the replica manager's, once it runs
         self.log_dirs = self.dirs.paths
@@ -133,6 +137,7 @@ class LogManager:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.high_watermark_of = high_watermark_of
         self.recovery_threads_per_data_dir = recovery_threads_per_data_dir
+        self.write_behind = WriteBehind(writeback_interval_bytes) if writeback_interval_bytes > 0 else None
         self.logs: dict[TopicPartition, Log] = {}
         self.future_logs: dict[TopicPartition, Log] = {}
         # Where AlterReplicaLogDirs wants a partition this broker has no log of yet.
@@ -277,6 +282,7 @@ class LogManager:
 
     def _register(self, log_: Log, directory: Path, is_future: bool = False) -> None:
         key = (log_.topic, log_.partition)
+        log_.write_behind = self.write_behind
         if is_future:
             if key in self.future_logs:
                 raise KafkaStorageError(f"{key[0]}-{key[1]} has two future logs: "
@@ -756,6 +762,7 @@ class LogManager:
         staged), sync each log dir's filesystem once (not ~4 fsyncs per
         partition), rename the staged files and sync again, then write both
         checkpoints and leave ``.kafka_cleanshutdown`` in each online dir."""
+        self._stop_write_behind()
         staged = StagedRenames()
         for item in self._registered_logs():
             item.flush(sync=False, staged=staged)
@@ -784,7 +791,13 @@ class LogManager:
                 devices.add(device)
                 sync_filesystem(directory)
 
+    def _stop_write_behind(self) -> None:
+        """Before the logs close: the worker's last calls name their files."""
+        if self.write_behind is not None:
+            self.write_behind.close()
+
     def _close_all(self) -> None:
+        self._stop_write_behind()
         for item in self._registered_logs():
             item.close()
         self.logs.clear()

@@ -117,6 +117,7 @@ class LogSegment:
         except OSError as exc:
             raise KafkaStorageError(f"cannot open {self.log_path}: {exc}") from exc
         self.size = 0 if fresh else os.fstat(self.fd).st_size
+        self.written_back = self.size  # where write-behind (writeback.py) took the appends to
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._txn_index: TransactionIndex | None = None
@@ -577,6 +578,7 @@ class LogSegment:
         os.ftruncate(self.fd, position)
         self._reserve_end, self._reserved = 0, False
         self.size = position
+        self.written_back = min(self.written_back, position)
         self.make_active()
         self._load_state()
         return removed

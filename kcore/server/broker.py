@@ -86,7 +86,8 @@ class Broker:
         self.log_manager = LogManager(config.log_dirs, config.topic_defaults(),
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
                                       high_watermark_of=self._high_watermark_of,
-                                      recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"])
+                                      recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"],
+                                      writeback_interval_bytes=config["log.writeback.interval.bytes"])
         check_open_file_room(open_file_limit, self.log_manager.all_logs())
         self.log_cleaner = LogCleaner(self.log_manager, config["log.cleaner.backoff.ms"],
                                       enabled=config["log.cleaner.enable"])
