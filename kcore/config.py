@@ -390,11 +390,12 @@ BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _key("log.flush.scheduler.interval.ms", int, INT64_MAX, "How often the flusher checks log.flush.interval.ms."),
     _key("log.flush.offset.checkpoint.interval.ms", _at_least(1), 60000,
          "How often rolled segments are fsynced and the recovery point is checkpointed."),
-    _key("log.writeback.interval.bytes", _at_least(0), 1048576,
+    _key("log.writeback.interval.bytes", _at_least(-1), -1,
          "kcore's own setting: start writing each segment's appends to disk every this many "
          "bytes (sync_file_range on a worker thread) rather than when the kernel's dirty "
          "thresholds say, so that a memory-limited broker reclaims clean pages; 0 leaves it to "
-         "the kernel, as Kafka does. Not a flush: nothing waits for the disk."),
+         "the kernel, as Kafka does; -1: 1 MiB in a memory cgroup limited below the machine's "
+         "memory, else 0. Not a flush: nothing waits for the disk."),
     _key("log.flush.journal.bytes", _journal_bytes, 67108864,
          "Size of the group-commit journal that makes flush.messages=1 appends of all partitions "
          "durable with one fdatasync per round, written in the first log dir on first use; "

@@ -36,6 +36,7 @@ from kcore.dynamic_config import FOLLOWER_RATE, LEADER_RATE, DynamicBrokerConfig
 from kcore.handlers import HANDLERS
 from kcore.handlers.authz import client_host
 from kcore.handlers.base import CloseConnection
+from kcore.log import writeback
 from kcore.log.cleaner import LogCleaner
 from kcore.log.durability import GroupCommitSyncer, open_syncer
 from kcore.log.manager import LogManager
@@ -87,7 +88,7 @@ class Broker:
                                       retention_check_interval_ms=config["log.retention.check.interval.ms"],
                                       high_watermark_of=self._high_watermark_of,
                                       recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"],
-                                      writeback_interval_bytes=config["log.writeback.interval.bytes"])
+                                      writeback_interval_bytes=self._writeback_interval_bytes())
         check_open_file_room(open_file_limit, self.log_manager.all_logs())
         self.log_cleaner = LogCleaner(self.log_manager, config["log.cleaner.backoff.ms"],
                                       enabled=config["log.cleaner.enable"])
@@ -383,6 +384,15 @@ class Broker:
     def _sample(self) -> None:
         self.history.sample()
         self.consumer_lag.sample()
+
+    def _writeback_interval_bytes(self) -> int:
+        """log.writeback.interval.bytes, -1 resolved for this process's memory cgroup."""
+        setting = self.config["log.writeback.interval.bytes"]
+        interval = writeback.interval_for(setting)
+        if setting == writeback.AUTO and interval:
+            log.info("write-behind every %d bytes: memory cgroup limit %d MiB",
+                     interval, (writeback.memory_limit_bytes() or 0) >> 20)
+        return interval
 
     def _flush_check_interval_s(self) -> float:
         """flush.ms is checked, rolled segments fsynced and the recovery

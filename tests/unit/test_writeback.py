@@ -3,6 +3,7 @@ a worker thread in steps of log.writeback.interval.bytes. The native calls
 are the real ones, recorded on the way through."""
 from __future__ import annotations
 
+import errno
 import os
 import threading
 
@@ -10,6 +11,7 @@ import pytest
 
 from kcore._native import append as native_append
 from kcore.config import BrokerConfig
+from kcore.log import writeback
 from kcore.log.manager import LogManager
 from kcore.log.writeback import WriteBehind
 from tests.support.batches import make_batch
@@ -107,13 +109,19 @@ def test_the_worker_outlives_no_close_and_a_closed_descriptor_is_harmless(tmp_pa
     assert thread is not None and thread.is_alive()
     behind.close()
     assert not thread.is_alive() and Closed.written_back == 8192
-    assert native_append.start_writeback(fd, 0, 8192) == 9  # EBADF, returned not raised
+    reading, writing = os.pipe()  # not a file: ESPIPE, returned rather than raised
+    try:
+        assert native_append.start_writeback(reading, 0, 8192) == errno.ESPIPE
+    finally:
+        os.close(reading)
+        os.close(writing)
     with pytest.raises(ValueError):
         native_append.start_writeback(0, -1, 1)
 
 
-def test_the_broker_setting_defaults_to_one_mib_and_refuses_a_negative():
-    assert BrokerConfig({})["log.writeback.interval.bytes"] == 1 << 20
+def test_the_broker_setting_defaults_to_auto_and_refuses_below_it():
+    assert BrokerConfig({})["log.writeback.interval.bytes"] == writeback.AUTO == -1
     assert BrokerConfig({"log.writeback.interval.bytes": "0"})["log.writeback.interval.bytes"] == 0
     with pytest.raises(ValueError, match="log.writeback.interval.bytes"):
-        BrokerConfig({"log.writeback.interval.bytes": "-1"})
+        BrokerConfig({"log.writeback.interval.bytes": "-2"})
+    assert writeback.interval_for(0) == 0 and writeback.interval_for(4096) == 4096
