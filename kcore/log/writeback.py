@@ -28,6 +28,7 @@ durability: flush and fsync stay as they were.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 from pathlib import Path
@@ -38,6 +39,7 @@ from kcore._native import append as native_append
 _STOP = None
 AUTO = -1
 AUTO_INTERVAL_BYTES = 1 << 20
+PAGE_BYTES = mmap.PAGESIZE
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -110,13 +112,16 @@ class WriteBehind:
 
     def appended(self, segment) -> None:
         """After an append to ``segment``: hand what it holds past its last
-        step to the worker, once that is ``interval_bytes`` or more."""
+        step to the worker, once that is ``interval_bytes`` or more. The
+        step ends at a page boundary: the last page, partly filled, is
+        written again by the next append, and is left for the next step
+        (a page under writeback can make that append wait for it)."""
         start = segment.written_back
-        if segment.size - start >= self.interval_bytes:
-            length = segment.size - start
-            segment.written_back = segment.size
-            self.started_bytes += length
-            self._submit(segment.fd, start, length)
+        end = segment.size - segment.size % PAGE_BYTES
+        if end - start >= self.interval_bytes:
+            segment.written_back = end
+            self.started_bytes += end - start
+            self._submit(segment.fd, start, end - start)
 
     def _submit(self, fd: int, position: int, length: int) -> None:
         if self._thread is None or self._pid != os.getpid():

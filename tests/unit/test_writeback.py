@@ -13,7 +13,7 @@ from kcore._native import append as native_append
 from kcore.config import BrokerConfig
 from kcore.log import writeback
 from kcore.log.manager import LogManager
-from kcore.log.writeback import WriteBehind
+from kcore.log.writeback import PAGE_BYTES, WriteBehind
 from tests.support.batches import make_batch
 
 STEP = 64 * 1024
@@ -51,8 +51,10 @@ def test_appends_are_handed_to_the_worker_in_steps_covering_the_segment(tmp_path
     positions = [(position, length) for _, position, length, _, _ in started]
     assert positions[0][0] == 0 and all(length >= STEP for _, length in positions)
     assert all(a + n == b for (a, n), (b, _) in zip(positions, positions[1:])), positions
+    # Each step ends at a page boundary: the partly filled last page waits.
+    assert all((a + n) % PAGE_BYTES == 0 for a, n in positions), positions
     end = positions[-1][0] + positions[-1][1]
-    assert end == segment.written_back and segment.size - end < STEP
+    assert end == segment.written_back and segment.size - end < STEP + PAGE_BYTES
     assert manager.write_behind.started_bytes == end
     manager.shutdown()
 
