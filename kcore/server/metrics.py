@@ -219,6 +219,11 @@ class BrokerCollector(Collector):
         yield _histogram("kcore_log_groupcommit_roundsize",
                          "Appends made durable by one group-commit fdatasync round.",
                          [], {(): LOG_FLUSH_STATS.round_size})
+        write_behind = self.broker.replica_manager.log_manager.write_behind
+        yield _counter("kcore_log_writeback_started_bytes",
+                       "Appended bytes whose writeback the broker started itself "
+                       "(log.writeback.interval.bytes; 0 while it is off).", [],
+                       {(): write_behind.started_bytes if write_behind is not None else 0})
 
     def _group_metrics(self) -> Iterator[Metric]:
         labels = ["consumergroup", "topic", "partition"]
