@@ -256,3 +256,65 @@ def test_rolled_segments_are_written_back_by_a_worker_before_the_flush_on_the_lo
         ("t", 0): log.recovery_point}
     assert log.unflushed_fds(log.active_segment.base_offset) == []
     manager.shutdown()
+
+
+def test_high_watermarks_are_checkpointed_on_a_worker_thread(tmp_path, monkeypatch):
+    """The broker's 5 s timer: the values are taken on the loop, the file
+    is written (and fsynced) by a worker thread, not the loop's."""
+    manager = LogManager([tmp_path])
+    manager.get_or_create_log("t", 0)
+    manager.get_or_create_log("t", 1)
+    writers: list[bool] = []
+    real_write = OffsetCheckpointFile.write
+
+    def recording(self, offsets):
+        writers.append(threading.current_thread() is threading.main_thread())
+        real_write(self, offsets)
+
+    monkeypatch.setattr(OffsetCheckpointFile, "write", recording)
+    asyncio.run(manager.checkpoint_high_watermarks_behind({("t", 0): 7, ("t", 1): 3, ("gone", 0): 1}))
+    assert writers == [False]
+    assert manager.read_high_watermarks() == {("t", 0): 7, ("t", 1): 3}
+    manager.shutdown()
+
+
+def test_a_checkpoint_taken_earlier_never_replaces_a_later_one(tmp_path):
+    """A worker's write whose values were taken before a later write made
+    on the loop (the shutdown's) is dropped, not written over it."""
+    manager = LogManager([tmp_path])
+    manager.get_or_create_log("t", 0)
+    files = manager._checkpoint_files
+    name = "replication-offset-checkpoint"
+    earlier, later = files.next_sequence(), files.next_sequence()
+    assert files.write(name, {tmp_path: {("t", 0): 9}}, later) == []
+    assert files.write(name, {tmp_path: {("t", 0): 4}}, earlier) == []
+    assert manager.read_high_watermarks() == {("t", 0): 9}
+    manager.checkpoint_high_watermarks({("t", 0): 11})  # a later sequence: written
+    assert manager.read_high_watermarks() == {("t", 0): 11}
+    manager.shutdown()
+
+
+def test_a_failed_checkpoint_write_on_the_worker_reports_its_dir_on_the_loop(tmp_path):
+    """The other dir is still written; the failed one is reported (on the
+    loop's next turn) and its error raised to the timer."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    manager = LogManager([good, bad])
+    manager.get_or_create_log("t", 0)
+    manager.get_or_create_log("t", 1)
+    failed: list[tuple[object, bool]] = []
+    manager.dirs.on_failure = lambda directory, reason: failed.append(
+        (directory, threading.current_thread() is threading.main_thread()))
+    (bad / "replication-offset-checkpoint.tmp").mkdir()  # the write's open fails there
+
+    async def timer_pass() -> BaseException | None:
+        try:
+            await manager.checkpoint_high_watermarks_behind({("t", 0): 5, ("t", 1): 6})
+        except OSError as exc:
+            await asyncio.sleep(0)  # the report's turn
+            return exc
+        return None
+
+    assert isinstance(asyncio.run(timer_pass()), IsADirectoryError)
+    assert failed == [(bad, True)]
+    assert OffsetCheckpointFile(good / "replication-offset-checkpoint").read() in (
+        {("t", 0): 5}, {("t", 1): 6})
