@@ -54,12 +54,10 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import itertools
 import logging
 import os
 import re
 import shutil
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -149,7 +147,6 @@ class LogManager:
         self._configs: dict[tuple, LogConfig] = {}
         # Checkpoint file name -> the log dirs whose file is to be rewritten.
         self._stale_checkpoints: dict[str, set[Path]] = {}
-        self._checkpoint_files = _CheckpointWriter()
         self._locks: list[int] = []
         # Logs replaced by their future logs: (deadline ms, log, renamed dir).
         self._doomed: list[tuple[int, Log, Path]] = []
@@ -724,31 +721,9 @@ class LogManager:
         """``replication-offset-checkpoint`` of each online log dir: the
         high watermark of each partition it holds (the replication layer owns
         the values; a restarted replica starts from them)."""
-        self._write_per_dir(REPLICATION_OFFSET_CHECKPOINT, self._high_watermarks_in(high_watermarks),
-                            self.dirs.online)
-
-    async def checkpoint_high_watermarks_behind(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """checkpoint_high_watermarks with the files written by a worker
-        thread, as Kafka's scheduler thread writes them (every
-        replica.high.watermark.checkpoint.interval.ms, 5 s). A checkpoint's
-        fsyncs wait for the file system's journal: 1-3 ms here under a
-        50 MB/s produce load, 34 ms once while the kernel wrote back, and
-        every request waited with them on the event loop. The values are
-        taken here, on the loop; a dir whose write failed is reported here."""
-        offsets = self._high_watermarks_in(high_watermarks)
-        per_dir = {directory: offsets(directory) for directory in self.dirs.online}
-        sequence = self._checkpoint_files.next_sequence()
-        failures = await asyncio.get_running_loop().run_in_executor(
-            None, self._checkpoint_files.write, REPLICATION_OFFSET_CHECKPOINT, per_dir, sequence)
-        for directory, exc in failures:
-            self._storage_failure(directory, exc)
-        if failures:
-            raise failures[0][1]
-
-    def _high_watermarks_in(self, high_watermarks: Mapping[TopicPartition, int]
-                            ) -> Callable[[Path], dict[TopicPartition, int]]:
-        return lambda directory: {key: value for key, value in high_watermarks.items()
-                                  if self._dir_of.get(key) == directory}
+        self._write_per_dir(REPLICATION_OFFSET_CHECKPOINT, lambda directory: {
+            key: value for key, value in high_watermarks.items()
+            if self._dir_of.get(key) == directory}, self.dirs.online)
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         found: dict[TopicPartition, int] = {}
@@ -769,13 +744,17 @@ class LogManager:
                        directories: Sequence[Path]) -> None:
         """Write ``name`` in each online dir; a dir whose write fails is
         reported, the others are written, the first failure is raised."""
-        per_dir = {directory: offsets(directory) for directory in directories
-                   if self.dirs.is_online(directory)}
-        failures = self._checkpoint_files.write(name, per_dir, self._checkpoint_files.next_sequence())
-        for directory, exc in failures:
-            self._storage_failure(directory, exc)
-        if failures:
-            raise failures[0][1]
+        failure: BaseException | None = None
+        for directory in directories:
+            if not self.dirs.is_online(directory):
+                continue
+            try:
+                OffsetCheckpointFile(directory / name).write(offsets(directory))
+            except (KafkaStorageError, OSError) as exc:
+                self._storage_failure(directory, exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -830,39 +809,6 @@ class LogManager:
         for fd in self._locks:
             os.close(fd)
         self._locks = []
-
-
-class _CheckpointWriter:
-    """Writes the offset checkpoint files, on the event loop or on a worker
-    thread (checkpoint_high_watermarks_behind), one write at a time: two
-    writers of one file would share its ``.tmp``. Each write carries a
-    sequence number taken on the loop when its values were; a write older
-    than the last one made of the same file is dropped, so values taken
-    earlier never replace later ones."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sequence = itertools.count(1)
-        self._written: dict[str, int] = {}
-
-    def next_sequence(self) -> int:
-        return next(self._sequence)
-
-    def write(self, name: str, per_dir: Mapping[Path, dict[TopicPartition, int]],
-              sequence: int) -> list[tuple[Path, BaseException]]:
-        """Write ``name`` in each dir of ``per_dir``; (dir, error) of each
-        that failed (the others are written)."""
-        failures: list[tuple[Path, BaseException]] = []
-        with self._lock:
-            if sequence < self._written.get(name, 0):
-                return failures
-            self._written[name] = sequence
-            for directory, offsets in per_dir.items():
-                try:
-                    OffsetCheckpointFile(directory / name).write(offsets)
-                except (KafkaStorageError, OSError) as exc:
-                    failures.append((directory, exc))
-        return failures
 
 
 def _recovery_point(item: Log) -> int:

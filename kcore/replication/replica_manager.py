@@ -510,11 +510,6 @@ class ReplicaManager:
         self.log_manager.checkpoint_high_watermarks(
             {key: p.high_watermark for key, p in self.partitions.items()})
 
-    async def checkpoint_high_watermarks_behind(self) -> None:
-        """The broker's timer: the files written by a worker thread."""
-        await self.log_manager.checkpoint_high_watermarks_behind(
-            {key: p.high_watermark for key, p in self.partitions.items()})
-
     def snapshot_producer_states(self) -> None:
         for partition in self.partitions.values():
             partition.snapshot_producer_state()

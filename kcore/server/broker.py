@@ -247,7 +247,7 @@ class Broker:
         self._tasks.append(loop.create_task(self.log_cleaner.run()))
         self._tasks.append(loop.create_task(self._every(
             self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
-            self.replica_manager.checkpoint_high_watermarks_behind)))
+            self.replica_manager.checkpoint_high_watermarks)))
         # Kafka checks the ISR every replica.lag.time.max.ms / 2.
         self._tasks.append(loop.create_task(self._every(
             self.config["replica.lag.time.max.ms"] / 2000, self.replica_manager.maybe_shrink_isr)))
