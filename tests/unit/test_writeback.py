@@ -97,13 +97,15 @@ def test_zero_leaves_the_writeback_to_the_kernel(tmp_path, started):
     manager.shutdown()
 
 
-def test_the_worker_outlives_no_close_and_a_closed_descriptor_is_harmless(tmp_path):
+def test_close_stops_the_worker_and_a_descriptor_that_is_no_file_is_an_errno(tmp_path):
+    """A segment closed before the worker gets to its step (retention, a
+    roll's close) costs the worker an EBADF, not an exception."""
     behind = WriteBehind(1)
     fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
     os.write(fd, b"x" * 8192)
-    os.close(fd)  # closed before the worker gets to it: EBADF, ignored
+    os.close(fd)
 
-    class Closed:
+    class Closed:  # what appended() reads of a segment
         written_back, size = 0, 8192
     Closed.fd = fd
     behind.appended(Closed)
