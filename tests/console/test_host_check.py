@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import http.client
 import socket
-import time
 
 import pytest
 
 from kcore.server.http_hosts import AllowedHosts, host_of
 from tests.support import BrokerProcess, free_port
+from tests.support.compat import wait_until
 
 
 def _status(port: int, path: str, host: str | None) -> int:
@@ -24,6 +24,14 @@ def _status(port: int, path: str, host: str | None) -> int:
         connection.close()
 
 
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="module")
 def http_port(tmp_path_factory):
     port = free_port()
@@ -32,14 +40,7 @@ def http_port(tmp_path_factory):
                             "http.allowed.hosts": "console.example.com"}).start()
     # start() returns once the Kafka listener accepts; the HTTP listener is
     # bound just after it (CI once connected in between).
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the HTTP listener never accepted"
-            time.sleep(0.05)
+    wait_until(lambda: _accepts(port), 10, "the HTTP listener to accept", interval=0.05)
     yield port
     broker.kill()
 

@@ -5,12 +5,12 @@ whole and in order, while a producer on the same broker is answered."""
 from __future__ import annotations
 
 import os
-import urllib.request
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kcore.testing import free_port
+from tests.support.metrics import scrape
 
 TOPIC = "cold"
 PARTITIONS = 2
@@ -33,11 +33,7 @@ def drop_cached_pages(data_dir) -> int:
 
 
 def cold_fetch_bytes(url: str) -> float:
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("kcore_network_cold_fetch_bytes_total "):
-                return float(line.split()[1])
-    raise AssertionError("no kcore_network_cold_fetch_bytes_total")
+    return scrape(url)[("kcore_network_cold_fetch_bytes_total", ())]
 
 
 def test_a_consumer_reads_dropped_pages_whole_while_a_producer_is_answered(broker_factory):
