@@ -11,7 +11,7 @@ import time
 from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourcePatternType, ResourceType
 
 from tests.support import free_port
-from tests.support.acls import ADMIN_TIMEOUT_S, every_acl, grant
+from tests.support.acls import every_acl, grant
 from tests.support.cluster import Cluster
 from tests.support.compat import wait_until
 from tests.support.jwt_tokens import jwks, rsa_key
@@ -34,8 +34,12 @@ def test_every_broker_of_a_cluster_serves_oauthbearer(tmp_path, zookeeper):
         cluster.start()
         topics = {listener: f"oauth-{listener.lower()}" for listener in ("SIGNED", "FETCHED", "UNSECURED")}
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        for future in admin.create_topics([NewTopic(topic, 3, 3) for topic in topics.values()]).values():
-            future.result(ADMIN_TIMEOUT_S)
+        futures = admin.create_topics([NewTopic(topic, 3, 3) for topic in topics.values()])
+        # The cluster's wait: 30 s, and the brokers' log tails if it runs out
+        # (15 s once ran out on a loaded CI machine, with nothing to read).
+        cluster.wait_for(lambda: all(future.done() for future in futures.values()), "the topics are created")
+        for future in futures.values():
+            future.result()
         acls = {grant(admin, kind, "oauth-", AclOperation.ALL, principal="User:alice",
                       pattern=ResourcePatternType.PREFIXED) for kind in (ResourceType.TOPIC, ResourceType.GROUP)}
         for broker in cluster.brokers.values():  # each learns them from its ZooKeeper watch
