@@ -63,12 +63,24 @@ class Cluster:
     bootstrap = bootstrap_servers
 
     def start(self) -> Cluster:
-        """Start every broker and wait until Metadata names them all."""
+        """Start every broker and wait until each one's Metadata names them
+        all and the controller. Each broker answers from its own cache,
+        which the controller fills after the fact: a client whose first
+        answer names no controller waits for one before any admin request
+        (librdkafka until its request times out)."""
         for broker in self.brokers.values():
             broker.start()
-        self.wait_for(lambda: len(self.metadata().brokers) == len(self.brokers),
-                      "every broker registered")
+        self.wait_for(self._every_broker_knows_the_cluster, "every broker registered and told of the controller")
         return self
+
+    def _every_broker_knows_the_cluster(self) -> bool:
+        from confluent_kafka.admin import AdminClient
+        for broker in self.brokers.values():
+            # A new client per broker: its first Metadata goes to its one bootstrap server.
+            found = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=5)
+            if found.controller_id < 0 or len(found.brokers) != len(self.brokers):
+                return False
+        return True
 
     def kill_all(self) -> None:
         for broker in self.brokers.values():
@@ -103,7 +115,8 @@ class Cluster:
         from confluent_kafka.admin import NewTopic
         futures = self.admin.create_topics([NewTopic(name, partitions, replication_factor,
                                                      config=dict(configs or {}))])
-        futures[name].result(timeout=WAIT_S)
+        self.wait_for(futures[name].done, f"{name} is created")
+        futures[name].result()
         self.wait_for(lambda: self.fully_replicated(name, partitions, replication_factor),
                       f"{name} has a leader and a full ISR everywhere")
 
