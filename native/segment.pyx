@@ -22,11 +22,18 @@ int64 file offsets; ``end_position`` bounds every walk (the caller passes
 the segment size it trusts).
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from libc.errno cimport errno, EINTR
+from libc.errno cimport errno, EAGAIN, EINTR, EINVAL, EOPNOTSUPP
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
+from posix.types cimport off_t
+from posix.uio cimport iovec
 from posix.unistd cimport pread
+
+
+cdef extern from "<sys/uio.h>" nogil:
+    ssize_t preadv2(int fd, const iovec *iov, int iovcnt, off_t offset, int flags)
+    enum: RWF_NOWAIT
 
 
 cdef extern from "crc32c.h" nogil:
@@ -74,18 +81,47 @@ cdef struct Reader:
     Py_ssize_t length    # bytes of buf holding file data
     int64_t limit        # nothing at or past this position is read
     int error            # errno of a failed pread, else 0
+    # Walks of the fetch path read with RWF_NOWAIT: a read takes what the
+    # page cache holds without waiting, and waits only for the bytes the
+    # walk needs; with stop_uncached it does not wait at all and sets
+    # uncached instead (EAGAIN), so the caller can end its walk there.
+    int nowait
+    int stop_uncached
+    int uncached
 
 
 cdef Py_ssize_t _pread_full(Reader *r, unsigned char *dest, Py_ssize_t n,
-                            int64_t position) noexcept nogil:
-    cdef Py_ssize_t got = 0
+                            int64_t position, Py_ssize_t need) noexcept nogil:
+    """Up to n bytes at position; -1 on an I/O error. With r.nowait, bytes
+    the page cache lacks are waited for only up to ``need`` (and not at all
+    with r.stop_uncached, which sets r.uncached instead)."""
+    cdef Py_ssize_t got = 0, want = n
     cdef Py_ssize_t k
-    while got < n:
-        k = pread(r.fd, dest + got, n - got, position + got)
+    cdef bint nowait = r.nowait
+    cdef iovec iov
+    r.uncached = 0
+    while got < want:
+        if nowait:
+            iov.iov_base = dest + got
+            iov.iov_len = <size_t>(want - got)
+            k = preadv2(r.fd, &iov, 1, position + got, RWF_NOWAIT)
+        else:
+            k = pread(r.fd, dest + got, want - got, position + got)
         if k > 0:
             got += k
         elif k == 0:
             break
+        elif nowait and errno == EAGAIN:
+            if got >= need:
+                break  # what the walk needs is here; the rest is on disk
+            if r.stop_uncached:
+                r.uncached = 1
+                break
+            nowait = False  # wait, but only for what the walk needs
+            want = need
+        elif nowait and (errno == EOPNOTSUPP or errno == EINVAL):
+            r.nowait = 0  # no RWF_NOWAIT for buffered reads here: plain preads
+            nowait = False
         elif errno != EINTR:
             r.error = errno
             return -1
@@ -95,7 +131,8 @@ cdef Py_ssize_t _pread_full(Reader *r, unsigned char *dest, Py_ssize_t n,
 cdef const unsigned char *_at(Reader *r, int64_t position, Py_ssize_t need) noexcept nogil:
     """Pointer to ``need`` bytes at ``position`` (need <= capacity), reading
     from there when they are not buffered; NULL when the file or the limit
-    ends first, or on an I/O error (r.error set)."""
+    ends first, or on an I/O error (r.error set; EAGAIN where
+    r.stop_uncached met bytes the page cache lacks)."""
     cdef Py_ssize_t n, got
     if position >= r.start and position + need <= r.start + r.length:
         return r.buf + (position - r.start)
@@ -104,8 +141,12 @@ cdef const unsigned char *_at(Reader *r, int64_t position, Py_ssize_t need) noex
     n = r.capacity
     if r.limit - position < n:
         n = <Py_ssize_t>(r.limit - position)
-    got = _pread_full(r, r.buf, n, position)
+    got = _pread_full(r, r.buf, n, position, need)
     if got < 0:
+        r.length = 0
+        return NULL
+    if got < need and r.uncached:
+        r.error = EAGAIN
         r.length = 0
         return NULL
     r.start = position
@@ -292,6 +333,9 @@ def scan_segment(int fd, int64_t base_offset, int64_t end_position,
     r.length = 0
     r.limit = end_position
     r.error = 0
+    r.nowait = 0
+    r.stop_uncached = 0
+    r.uncached = 0
     s.position = start_position
     s.next_offset = base_offset
     s.max_timestamp = max_timestamp if have_max else -1
@@ -363,6 +407,9 @@ cdef void _reader_init(Reader *r, int fd, unsigned char *buf, Py_ssize_t capacit
     r.length = 0
     r.limit = end_position
     r.error = 0
+    r.nowait = 0
+    r.stop_uncached = 0
+    r.uncached = 0
 
 
 cdef int _check_walk(Reader *r, int status, int64_t position) except -1:
@@ -387,6 +434,7 @@ def find_batch(int fd, int64_t start_position, int64_t end_position, int64_t tar
     cdef int status
     cdef int64_t position = start_position
     _reader_init(&r, fd, chunk, WALK_CHUNK, end_position)
+    r.nowait = 1  # a chunk's uncached tail is not waited for
     with nogil:
         status = _header(&r, position, &w)
         while status == 1 and w.last_offset < target_offset \
@@ -429,14 +477,20 @@ def find_timestamp(int fd, int64_t start_position, int64_t end_position,
 
 
 def read_extent(int fd, int64_t start_position, int64_t walk_position, int64_t end_position,
-                int64_t max_bytes, int64_t max_offset=-1, bint min_one_batch=True):
+                int64_t max_bytes, int64_t max_offset=-1, bint min_one_batch=True,
+                bint stop_when_uncached=False):
     """End position of the whole batches to send from ``start_position``:
     batches are added while the total stays within ``max_bytes`` and each
     batch's last offset is < ``max_offset`` (ignored when negative); with
     ``min_one_batch`` the first batch is taken even when larger than
     max_bytes (KIP-74). ``walk_position`` (>= start_position, a batch
     boundary found from the index) is where the walk resumes: the caller
-    vouches that every batch before it qualifies."""
+    vouches that every batch before it qualifies.
+
+    With ``stop_when_uncached`` the walk also ends at a header past
+    start_position whose bytes the page cache lacks, rather than wait for
+    the disk: a consumer catching up from disk made the event loop wait
+    there, at the end of each partition's MiB, for every producer."""
     cdef unsigned char chunk[WALK_CHUNK]
     cdef Reader r
     cdef Walk w
@@ -445,8 +499,10 @@ def read_extent(int fd, int64_t start_position, int64_t walk_position, int64_t e
     if walk_position < start_position:
         raise ValueError("walk_position is before start_position")
     _reader_init(&r, fd, chunk, WALK_CHUNK, end_position)
+    r.nowait = 1
     with nogil:
         while True:
+            r.stop_uncached = stop_when_uncached and position > start_position
             status = _header(&r, position, &w)
             if status != 1:
                 break
@@ -456,6 +512,8 @@ def read_extent(int fd, int64_t start_position, int64_t walk_position, int64_t e
                     and not (min_one_batch and position == start_position):
                 break
             position += w.size
+    if status == -2 and r.uncached:
+        return position  # every batch before it qualifies
     _check_walk(&r, status, position)
     return position
 

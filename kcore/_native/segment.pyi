@@ -27,6 +27,7 @@ def read_extent(
     max_bytes: int,
     max_offset: int = -1,
     min_one_batch: bool = True,
+    stop_when_uncached: bool = False,
 ) -> int: ...
 def walk_headers(
     fd: int, start_position: int, end_position: int

@@ -503,7 +503,10 @@ class LogSegment:
         ``max_bytes`` (but at least one batch when ``min_one_batch``,
         KIP-74), none whose last offset is >= ``max_offset``. None when the
         segment has no batch at or after ``offset``; a zero-size slice when
-        the limits exclude even the first one."""
+        the limits exclude even the first one. The slice ends early, at a
+        batch boundary, where the walk to its end meets a header on disk:
+        the event loop does not wait for the disk there (the next fetch
+        starts at that boundary, and its pages go by a worker thread)."""
         found = self.translate_offset(offset)
         if found is None:
             return None
@@ -511,7 +514,8 @@ class LogSegment:
         walk = self._walk_start(start, max_bytes, max_offset)
         try:
             end = native_segment.read_extent(self.fd, start, walk, self.size, max_bytes,
-                                             -1 if max_offset is None else max_offset, min_one_batch)
+                                             -1 if max_offset is None else max_offset, min_one_batch,
+                                             stop_when_uncached=True)
         except ValueError as exc:
             raise KafkaStorageError(f"{self.log_path}: {exc}") from exc
         return FileSlice(self.fd, start, end - start)

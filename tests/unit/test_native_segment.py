@@ -230,3 +230,56 @@ def test_io_errors_surface_as_oserror():
         native.scan_segment(987654, 0, 100)
     with pytest.raises(OSError):
         native.find_batch(987654, 0, 100, 0)
+
+
+def _uncached(fd: int, position: int) -> bool:
+    try:
+        os.preadv(fd, [bytearray(1)], position, os.RWF_NOWAIT)
+    except BlockingIOError:
+        return True
+    return False
+
+
+def _drop_from(fd: int, cached_bytes: int) -> None:
+    """The file's first ``cached_bytes`` in the page cache, the rest on disk,
+    and no read-ahead on ``fd`` (reading the last cached pages would start
+    one into the rest)."""
+    os.fsync(fd)  # clean pages: DONTNEED drops them
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    os.pread(fd, cached_bytes, 0)
+    os.posix_fadvise(fd, cached_bytes, 0, os.POSIX_FADV_DONTNEED)
+    assert not _uncached(fd, cached_bytes - 1) and _uncached(fd, cached_bytes)
+
+
+def _boundaries(data: bytes) -> list[int]:
+    positions, position = [], 0
+    while position < len(data):
+        positions.append(position)
+        position += struct.unpack_from(">i", data, position + 8)[0] + 12
+    return positions
+
+
+@pytest.mark.parametrize("module", [native, twin], ids=["native", "twin"])
+def test_read_extent_ends_at_a_header_on_disk_rather_than_wait(segment_file, module):
+    """A consumer catching up from disk: the walk to the end of its slice
+    stops at the first batch whose header the page cache lacks (the slice
+    is shorter, whole batches still) without waiting for the disk (its
+    RWF_NOWAIT read starts the disk read, and the next fetch finds it)."""
+    data = build_segment([(1, 16_000, 0)] * 64)
+    fd = segment_file(data)
+    cached = 512 * 1024
+    _drop_from(fd, cached)
+    first_on_disk = next(b for b in _boundaries(data) if b + 61 > cached)
+    assert module.read_extent(fd, 0, 0, len(data), len(data), -1, True, True) == first_on_disk
+    # Without the flag, or when the slice's first batch is the one on disk, it waits.
+    assert module.read_extent(fd, first_on_disk, first_on_disk, len(data), 1, -1, True, True) > first_on_disk
+    assert module.read_extent(fd, 0, 0, len(data), len(data), -1, True) == len(data)
+
+
+def test_find_batch_on_pages_on_disk_waits_for_them(segment_file):
+    data = build_segment([(2, 9_000, 0)] * 40)
+    fd = segment_file(data)
+    _drop_from(fd, 64 * 1024)
+    assert native.find_batch(fd, 0, len(data), 61) == twin.find_batch(fd, 0, len(data), 61)
+    assert native.find_batch(fd, 0, len(data), 61)[2:] == (60, 61)

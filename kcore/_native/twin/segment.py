@@ -93,11 +93,17 @@ def find_timestamp(fd: int, start_position: int, end_position: int,
 
 
 def read_extent(fd: int, start_position: int, walk_position: int, end_position: int,
-                max_bytes: int, max_offset: int = -1, min_one_batch: bool = True) -> int:
+                max_bytes: int, max_offset: int = -1, min_one_batch: bool = True,
+                stop_when_uncached: bool = False) -> int:
     if walk_position < start_position:
         raise ValueError("walk_position is before start_position")
     position = walk_position
-    while (found := _read_header(fd, position, end_position)) is not None:
+    while True:
+        if stop_when_uncached and position > start_position and not _cached(fd, position, end_position):
+            break
+        found = _read_header(fd, position, end_position)
+        if found is None:
+            break
         size, _, last, _, _ = found
         if max_offset >= 0 and last >= max_offset:
             break
@@ -105,6 +111,20 @@ def read_extent(fd: int, start_position: int, walk_position: int, end_position: 
             break
         position += size
     return position
+
+
+def _cached(fd: int, position: int, end_position: int) -> bool:
+    """Whether the header at position is in the page cache (RWF_NOWAIT
+    reads it or fails with EAGAIN; a short read means its tail is not)."""
+    want = min(BATCH_HEADER_SIZE, end_position - position)
+    if want <= 0:
+        return True
+    try:
+        return os.preadv(fd, [bytearray(want)], position, os.RWF_NOWAIT) >= want
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True  # no RWF_NOWAIT here: the walk reads as it always did
 
 
 def _whole_headers(fd: int, position: int, end_position: int) -> Iterator[tuple[int, tuple]]:
