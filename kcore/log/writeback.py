@@ -43,13 +43,14 @@ PAGE_BYTES = mmap.PAGESIZE
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def interval_for(setting: int) -> int:
+def interval_for(setting: int, memory_limit: int | None) -> int:
     """log.writeback.interval.bytes as it applies here: -1 (the default)
     is ``AUTO_INTERVAL_BYTES`` where a memory cgroup limits this process
-    below the machine's memory, else 0 (off)."""
+    below the machine's memory (``memory_limit``, from
+    ``memory_limit_bytes``), else 0 (off)."""
     if setting != AUTO:
         return setting
-    return AUTO_INTERVAL_BYTES if memory_limit_bytes() is not None else 0
+    return AUTO_INTERVAL_BYTES if memory_limit is not None else 0
 
 
 def memory_limit_bytes() -> int | None:

@@ -388,10 +388,10 @@ class Broker:
     def _writeback_interval_bytes(self) -> int:
         """log.writeback.interval.bytes, -1 resolved for this process's memory cgroup."""
         setting = self.config["log.writeback.interval.bytes"]
-        interval = writeback.interval_for(setting)
-        if setting == writeback.AUTO and interval:
-            log.info("write-behind every %d bytes: memory cgroup limit %d MiB",
-                     interval, (writeback.memory_limit_bytes() or 0) >> 20)
+        limit = writeback.memory_limit_bytes() if setting == writeback.AUTO else None
+        interval = writeback.interval_for(setting, limit)
+        if limit is not None and interval:
+            log.info("write-behind every %d bytes: memory cgroup limit %d MiB", interval, limit >> 20)
         return interval
 
     def _flush_check_interval_s(self) -> float:

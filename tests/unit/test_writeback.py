@@ -128,4 +128,6 @@ def test_the_broker_setting_defaults_to_auto_and_refuses_below_it():
     assert BrokerConfig({"log.writeback.interval.bytes": "0"})["log.writeback.interval.bytes"] == 0
     with pytest.raises(ValueError, match="log.writeback.interval.bytes"):
         BrokerConfig({"log.writeback.interval.bytes": "-2"})
-    assert writeback.interval_for(0) == 0 and writeback.interval_for(4096) == 4096
+    assert writeback.interval_for(0, 512 << 20) == 0 and writeback.interval_for(4096, None) == 4096
+    assert writeback.interval_for(writeback.AUTO, 512 << 20) == writeback.AUTO_INTERVAL_BYTES
+    assert writeback.interval_for(writeback.AUTO, None) == 0
