@@ -183,3 +183,24 @@ def test_append_accepts_a_writable_memoryview_slice(open_log, batch, read_back):
     log.append(view, 3)
     assert struct.unpack_from(">q", frame, 4)[0] == 0
     assert read_back(log.read(0, 1000)) == bytes(frame[4:-4])
+
+
+def test_a_read_of_the_rest_of_a_segment_walks_no_header(open_log, batch, read_back, monkeypatch):
+    """A consumer at the high watermark or a follower at the log end: the
+    rest of the segment fits and lies below max_offset, so the slice is
+    known without reading a header; otherwise the walk finds its end."""
+    from kcore.log import segment as segment_module
+    walks = []
+    walk = segment_module.native_segment.read_extent
+    monkeypatch.setattr(segment_module.native_segment, "read_extent",
+                        lambda *args, **kwargs: walks.append(args) or walk(*args, **kwargs))
+    log = open_log()
+    items = [batch(2) for _ in range(4)]
+    for item in items:
+        log.append(item, 0)
+    assert read_back(log.read(2, 1 << 20)) == b"".join(items[1:])
+    assert read_back(log.read(2, 1 << 20, max_offset=8)) == b"".join(items[1:])
+    assert walks == []
+    assert read_back(log.read(2, 1 << 20, max_offset=7)) == b"".join(items[1:3])
+    assert read_back(log.read(0, 2 * len(items[0]))) == b"".join(items[:2])
+    assert len(walks) == 2
