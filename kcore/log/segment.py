@@ -131,10 +131,6 @@ class LogSegment:
         self.tail_damaged = False
         self._reserve_end = 0  # the next append past here reserves again
         self._reserved = False  # blocks past the data may be held
-        # (offset, position) where the last read of the rest of the segment
-        # ended: the same reader's next fetch starts there, at the first
-        # batch appended since, found without a header read.
-        self._read_end = (-1, -1)
         if not lazy:
             try:
                 self._open_indexes(appendable=True, present=True if fresh else indexes_present)
@@ -511,11 +507,11 @@ class LogSegment:
         batch boundary, where the walk to its end meets a header on disk:
         the event loop does not wait for the disk there (the next fetch
         starts at that boundary, and its pages go by a worker thread)."""
-        start = self._start_of(offset)
-        if start is None:
+        found = self.translate_offset(offset)
+        if found is None:
             return None
+        start = found[0]
         if self._rest_fits(start, max_bytes, max_offset):
-            self._read_end = (self.next_offset, self.size)
             return FileSlice(self.fd, start, self.size - start)
         walk = self._walk_start(start, max_bytes, max_offset)
         try:
@@ -525,17 +521,6 @@ class LogSegment:
         except ValueError as exc:
             raise KafkaStorageError(f"{self.log_path}: {exc}") from exc
         return FileSlice(self.fd, start, end - start)
-
-    def _start_of(self, offset: int) -> int | None:
-        """The position of the first batch whose last offset is >= offset:
-        where the last read to the segment's end stopped, when ``offset``
-        is where it stopped and a batch was appended there since (every
-        batch before it ends below ``offset``); else found from the index."""
-        read_end_offset, read_end = self._read_end
-        if offset == read_end_offset and read_end < self.size:
-            return read_end
-        found = self.translate_offset(offset)
-        return None if found is None else found[0]
 
     def _rest_fits(self, start: int, max_bytes: int, max_offset: int | None) -> bool:
         """Whether the slice is the rest of the segment, known without a
@@ -605,7 +590,6 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
         removed = self.size - position
-        self._read_end = (-1, -1)  # offsets past the cut will name other batches
         os.ftruncate(self.fd, position)
         self._reserve_end, self._reserved = 0, False
         self.size = position

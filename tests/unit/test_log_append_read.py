@@ -204,33 +204,3 @@ def test_a_read_of_the_rest_of_a_segment_walks_no_header(open_log, batch, read_b
     assert read_back(log.read(2, 1 << 20, max_offset=7)) == b"".join(items[1:3])
     assert read_back(log.read(0, 2 * len(items[0]))) == b"".join(items[:2])
     assert len(walks) == 2
-
-
-def test_the_next_fetch_of_a_tail_reader_starts_where_its_last_read_ended(open_log, batch, read_back,
-                                                                          monkeypatch):
-    """A reader at the tail fetches next from where its last read of the
-    segment's rest ended: the batch appended there since is found without
-    a header read. A truncation forgets that place (its offsets are
-    written again, at other positions)."""
-    from kcore.log import segment as segment_module
-    finds = []
-    find = segment_module.native_segment.find_batch
-    monkeypatch.setattr(segment_module.native_segment, "find_batch",
-                        lambda *args: finds.append(args) or find(*args))
-    log = open_log()
-    first = [batch(2) for _ in range(2)]
-    for item in first:
-        log.append(item, 0)
-    assert read_back(log.read(0, 1 << 20)) == b"".join(first)
-    assert len(finds) == 1
-    assert log.read(4, 1 << 20) == []  # nothing appended there yet
-    later = batch(3)
-    log.append(later, 0)
-    assert read_back(log.read(4, 1 << 20)) == bytes(later)
-    assert len(finds) == 1
-    log.truncate_to(2)
-    rewritten = [batch(1, value_bytes=200) for _ in range(6)]
-    for item in rewritten:
-        log.append(item, 0)
-    assert read_back(log.read(7, 1 << 20)) == b"".join(rewritten[5:])
-    assert len(finds) > 1
