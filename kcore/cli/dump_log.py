@@ -125,7 +125,13 @@ def _read_batches(fd: int, file_size: int) -> Iterator[tuple[int, RecordBatch | 
         if remaining < BATCH_HEADER_SIZE:
             yield position, None, f"{remaining} bytes are less than a batch header"
             return
-        (batch_length,) = _BATCH_LENGTH.unpack(os.pread(fd, 4, position + LENGTH_OFFSET))
+        length = os.pread(fd, _BATCH_LENGTH.size, position + LENGTH_OFFSET)
+        if len(length) < _BATCH_LENGTH.size:
+            # A broker cut the file back after the stat (a failed append's
+            # bytes, or a follower's truncation): what was there is gone.
+            yield position, None, f"the file ends at position {position}: it shrank while being read"
+            return
+        (batch_length,) = _BATCH_LENGTH.unpack(length)
         size = LOG_OVERHEAD + batch_length
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
             yield position, None, f"batch length {batch_length} at position {position} is impossible"

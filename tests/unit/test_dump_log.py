@@ -194,3 +194,16 @@ def test_missing_file_returns_1_and_later_files_still_dump(tmp_path, segment, ca
     assert status == 1
     assert "cannot read" in capsys.readouterr().err
     assert output.count("baseOffset:") == 4
+
+
+def test_a_file_cut_back_while_being_read_ends_the_dump_cleanly(tmp_path):
+    """A live broker may cut a segment back (a failed append, a follower's
+    truncation) after the dump took its size: the bytes past the cut are
+    reported as gone, not read as a batch."""
+    data = segment_bytes()
+    path = tmp_path / SEGMENT
+    path.write_bytes(data)
+    with open(path, "rb") as file:
+        found = list(dump_log._read_batches(file.fileno(), len(data) + 200))
+    assert [batch is not None for _, batch, _ in found] == [True] * 4 + [False]
+    assert found[-1][0] == len(data) and "shrank" in found[-1][2]
