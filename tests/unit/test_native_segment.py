@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kcore._native import segment as native
 from kcore._native.twin import segment as twin
+from kcore.server.connection import _cached
 from tests.support.batches import build_batch
 
 
@@ -232,14 +233,6 @@ def test_io_errors_surface_as_oserror():
         native.find_batch(987654, 0, 100, 0)
 
 
-def _uncached(fd: int, position: int) -> bool:
-    try:
-        os.preadv(fd, [bytearray(1)], position, os.RWF_NOWAIT)
-    except BlockingIOError:
-        return True
-    return False
-
-
 def _drop_from(fd: int, cached_bytes: int) -> None:
     """The file's first ``cached_bytes`` in the page cache, the rest on disk,
     and no read-ahead on ``fd`` (reading the last cached pages would start
@@ -249,7 +242,7 @@ def _drop_from(fd: int, cached_bytes: int) -> None:
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
     os.pread(fd, cached_bytes, 0)
     os.posix_fadvise(fd, cached_bytes, 0, os.POSIX_FADV_DONTNEED)
-    assert not _uncached(fd, cached_bytes - 1) and _uncached(fd, cached_bytes)
+    assert _cached(fd, cached_bytes - 1, 1) and not _cached(fd, cached_bytes, 1)
 
 
 def _boundaries(data: bytes) -> list[int]:
