@@ -44,6 +44,11 @@ CATCH_UP_STALL_S = 30.0
 TAIL_WARMUP_S = 1.0
 # Latency histogram range: 1 us .. 10 min at 3 significant digits.
 HISTOGRAM_RANGE_US = (1, 600_000_000, 3)
+# Client properties newer than the oldest librdkafka the harness runs
+# (confluent-kafka 2.0.2, the Kafka 0.9 peer's client), with the version
+# that added each (librdkafka's CHANGELOG): an older client refuses to
+# start with a property it does not know, so it runs without them.
+ADDED_IN = {"fetch.queue.backoff.ms": 0x020200FF}  # librdkafka 2.2.0
 
 
 def emit(line: str) -> None:
@@ -78,12 +83,23 @@ class Control:
         self.drain.set()
 
 
+def known_to(config: dict, version: int) -> dict:
+    """``config`` less the properties librdkafka ``version`` (as
+    ``confluent_kafka.libversion()[1]`` gives it) predates."""
+    return {key: value for key, value in config.items() if ADDED_IN.get(key, 0) <= version}
+
+
+def _client_config(config: dict) -> dict:
+    from confluent_kafka import libversion
+    return known_to(config, libversion()[1])
+
+
 def run_producer(spec: dict, control: Control) -> dict:
     from confluent_kafka import Producer
 
     from kcore.bench.payloads import STAMP, pool
     errors: list[str] = []
-    config = dict(spec["config"])
+    config = _client_config(spec["config"])
     config["delivery.report.only.error"] = True
     config["on_delivery"] = lambda err, msg: errors.append(str(err)) if err else None
     per_transaction = spec.get("transaction_messages", 0)
@@ -151,7 +167,7 @@ def _produce_loop(producer, spec: dict, values: list[bytes], stamp) -> tuple[int
 
 def run_consumer(spec: dict, control: Control) -> dict:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    consumer = Consumer(spec["config"])
+    consumer = Consumer(_client_config(spec["config"]))
     tail = spec["mode"] == "tail"
     assignment = [TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in spec["partitions"]]
     consumer.list_topics(spec["topic"], timeout=30)  # connected before "ready"

@@ -82,12 +82,14 @@ class _Context:
         w = self.workload
         per_consumer = -(-w.partitions // max(w.consumers, 1))
         partition_bytes = min(1_048_576, 52_428_800 // per_consumer)
-        # fetch.queue.backoff.ms: librdkafka (2.1+) stops fetching for 1 s
-        # once its queue holds 64 MiB; a consumer that drains that in 0.1 s
-        # then idles 0.9 s. Several brokers answering at once fill the queue
-        # often: on 16 cores a consumer of 16 broker processes read 0.9 GB/s
-        # against 5.5 from 2, with the machine idle. 10 ms resumes about as
-        # Kafka's Java consumer does (it fetches again once the buffer drains).
+        # fetch.queue.backoff.ms (settable from librdkafka 2.2): librdkafka
+        # stops fetching for 1 s once its queue holds 64 MiB; a consumer
+        # that drains that in 0.1 s then idles 0.9 s. Several brokers
+        # answering at once fill the queue often: on 16 cores a consumer of
+        # 16 broker processes read 0.9 GB/s against 5.5 from 2, with the
+        # machine idle. 10 ms resumes about as Kafka's Java consumer does
+        # (it fetches again once the buffer drains). An older client runs
+        # without it (loadgen.ADDED_IN).
         config = {"bootstrap.servers": self.running.bootstrap, "group.id": f"bench-{self.topic}",
                   "enable.auto.commit": False, "enable.auto.offset.store": False,
                   "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": partition_bytes,

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from kcore.bench import compare, idle, measure, network, payloads, procs
+from kcore.bench import compare, idle, loadgen, measure, network, payloads, procs
 from kcore.bench.brokers import Kcore, Setup, Unsupported
 from kcore.bench.peers import Kafka09, Tansu
 from kcore.bench.sweeps import processes_sweep
@@ -69,6 +69,19 @@ def test_peers_decline_what_they_cannot_run(name):
             peer.check(Setup(), load(name))
     with pytest.raises(Unsupported, match="transactions"):
         Kafka09().check(Setup(), load("1-topic-16-partitions-1kb-txn-max"))
+
+
+def test_the_load_generator_leaves_out_what_an_older_librdkafka_refuses():
+    """The Kafka 0.9 peer's clients are confluent-kafka 2.0.2, whose
+    librdkafka refuses to start with a property it does not know."""
+    from confluent_kafka import Consumer, KafkaException, libversion
+    config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "fetch.queue.backoff.ms": 10}
+    older = loadgen.known_to(config, 0x020002FF)  # librdkafka 2.0.2
+    assert older == {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}
+    assert loadgen.known_to(config, libversion()[1]) == config  # the client installed here
+    Consumer(older).close()
+    with pytest.raises(KafkaException, match="No such configuration property"):
+        Consumer({**older, "fetch.queue.backoff.ms.typo": 10})
 
 
 def test_the_processes_sweep_starts_one_broker_per_core_for_auto(tmp_path):
